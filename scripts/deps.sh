@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Install everything the build and the tests need on a Debian 12 machine.
+# Idempotent: a second run with everything present does nothing but check.
+set -euo pipefail
+
+PKGS=(linux-source-6.12 rustc-web rust-web-src clang lld llvm libclang-dev bc flex
+      bison libelf-dev libssl-dev cpio qemu-system-x86 busybox-static rdmacm-utils
+      ibverbs-utils ibverbs-providers iproute2 perftest xz-utils make python3
+      rust-web-clippy)
+
+CACHE=${IBCM_CACHE:-/var/cache/ib_cm-rs}
+BINDGEN_VERSION=0.70.1
+
+die() { echo "deps: error: $*" >&2; exit 1; }
+
+missing=()
+for p in "${PKGS[@]}"; do
+	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	[[ $st == "install ok installed" ]] || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+	[[ $(id -u) == 0 ]] || die "packages missing (${missing[*]}) and not root"
+	echo "deps: installing ${missing[*]}"
+	# linux-source-6.12 and rustc-web come from bookworm-security / bookworm-updates.
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq || die "apt-get update failed"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+		|| die "apt-get install failed for: ${missing[*]}"
+fi
+
+for p in "${PKGS[@]}"; do
+	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	[[ $st == "install ok installed" ]] || die "package $p is still not installed"
+done
+
+[[ -f /usr/src/linux-source-6.12.tar.xz ]] || die "/usr/src/linux-source-6.12.tar.xz missing"
+[[ -x /usr/bin/rustc ]] || die "/usr/bin/rustc (rustc-web) missing"
+[[ -d /usr/lib/rustlib/src/rust/library ]] || die "rust-web-src library missing"
+
+BG="$CACHE/bindgen-$BINDGEN_VERSION/bin/bindgen"
+if [[ ! -x $BG ]] || ! "$BG" --version 2>/dev/null | grep -q "$BINDGEN_VERSION"; then
+	command -v cargo >/dev/null || die "cargo not found (needed for bindgen-cli)"
+	echo "deps: cargo install bindgen-cli $BINDGEN_VERSION"
+	mkdir -p "$CACHE"
+	cargo install --locked --quiet --root "$CACHE/bindgen-$BINDGEN_VERSION" \
+		bindgen-cli --version "$BINDGEN_VERSION" || die "cargo install bindgen-cli failed"
+fi
+"$BG" --version >/dev/null || die "bindgen does not run"
+echo "deps: ok"

@@ -1,0 +1,9 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! Pure logic of the CM: `core` only, no allocation, no `unsafe`.
+//!
+//! Every file here is compiled twice: by Kbuild as part of `ib_cm.ko`, and by the host crate
+//! under `tests/host` (through `#[path]`), where `cargo test` runs its unit and property tests.
+#![forbid(unsafe_code)]
+
+pub(crate) mod reject;
+pub(crate) mod service_id;
