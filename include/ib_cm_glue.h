@@ -67,6 +67,9 @@ void ibcm_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 /* --- glue.c: completions (last-reference waits) --- */
 void ibcm_glue_init_completion(struct completion *done);
 
+/* --- glue.c: KUnit support for the Rust white-box suites (src/kunit.rs) --- */
+void ibcm_glue_kunit_fail(const char *file, int line, const char *msg);
+
 /* --- Rust crate: ib_client callbacks --- */
 int ibcm_rs_add_one(struct ib_device *device);
 void ibcm_rs_remove_one(struct ib_device *device, void *client_data);

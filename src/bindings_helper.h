@@ -3,7 +3,6 @@
  * Input of the module's bindgen run (see Kbuild): the target kernel's rdma headers and the
  * C<->Rust contract header. Only what the allowlists in Kbuild name is generated.
  */
-#include <kunit/test.h>
 #include <rdma/ib_cm.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_verbs.h>

@@ -133,3 +133,21 @@ void ibcm_glue_init_completion(struct completion *done)
 {
 	init_completion(done);
 }
+
+#if IS_ENABLED(CONFIG_KUNIT)
+#include <kunit/test.h>
+#include <kunit/test-bug.h>
+
+/* Marks the running KUnit case failed without aborting it (src/kunit.rs). */
+void ibcm_glue_kunit_fail(const char *file, int line, const char *msg)
+{
+	struct kunit *test = kunit_get_current_test();
+
+	if (!test) {
+		pr_err("ib_cm: expectation failed outside KUnit at %s:%d: %s\n", file, line, msg);
+		return;
+	}
+	kunit_set_failure(test);
+	kunit_err(test, "    # %s:%d: EXPECTATION FAILED: %s\n", file, line, msg);
+}
+#endif

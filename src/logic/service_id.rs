@@ -91,7 +91,9 @@ impl Default for AssignAllocator {
 impl AssignAllocator {
     /// A fresh allocator: the first ID it hands out equals `IB_CM_ASSIGN_SERVICE_ID`.
     pub(crate) const fn new() -> Self {
-        Self { next: Some(ASSIGN.0) }
+        Self {
+            next: Some(ASSIGN.0),
+        }
     }
 
     /// An allocator whose next candidate is `next` (for tests of the range end).
@@ -160,7 +162,11 @@ mod tests {
 
     #[test]
     fn rest_of_0x02_range_is_reserved() {
-        for v in [0x0200_0000_0000_0001, 0x0212_3456_789A_BCDE, ASSIGN_LAST.get()] {
+        for v in [
+            0x0200_0000_0000_0001,
+            0x0212_3456_789A_BCDE,
+            ASSIGN_LAST.get(),
+        ] {
             assert_eq!(
                 listen_target(ServiceId::new(v)),
                 Err(ServiceIdError::Reserved),
@@ -196,8 +202,14 @@ mod tests {
     fn allocator_counts_up_from_assign_like_c() {
         let mut a = AssignAllocator::new();
         assert_eq!(a.allocate(|_| false), Ok(ASSIGN));
-        assert_eq!(a.allocate(|_| false), Ok(ServiceId::new(0x0200_0000_0000_0001)));
-        assert_eq!(a.allocate(|_| false), Ok(ServiceId::new(0x0200_0000_0000_0002)));
+        assert_eq!(
+            a.allocate(|_| false),
+            Ok(ServiceId::new(0x0200_0000_0000_0001))
+        );
+        assert_eq!(
+            a.allocate(|_| false),
+            Ok(ServiceId::new(0x0200_0000_0000_0002))
+        );
     }
 
     #[test]
@@ -211,7 +223,10 @@ mod tests {
     #[test]
     fn allocator_never_leaves_the_range() {
         let mut a = AssignAllocator::starting_at(ServiceId::new(ASSIGN_LAST.get() - 1));
-        assert_eq!(a.allocate(|_| false), Ok(ServiceId::new(ASSIGN_LAST.get() - 1)));
+        assert_eq!(
+            a.allocate(|_| false),
+            Ok(ServiceId::new(ASSIGN_LAST.get() - 1))
+        );
         assert_eq!(a.allocate(|_| false), Ok(ASSIGN_LAST));
         assert_eq!(a.allocate(|_| false), Err(ServiceIdError::Exhausted));
         assert_eq!(a.allocate(|_| false), Err(ServiceIdError::Exhausted));

@@ -1,0 +1,49 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+#   make            build ib_cm.ko against KDIR (default: the cached test kernel, built if needed)
+#   make check      host tests + QEMU tests (KUnit, conformance vs the C CM, end-to-end)
+#   make run        the main job: build everything, boot QEMU, show ib_cm working on rxe
+#   make host-test  only the host cargo tests      make qemu-test  only the QEMU layer
+#   make clippy     module build with CLIPPY=1     make clean
+#
+# VARIANT=debug (default: lockdep, DEBUG_ATOMIC_SLEEP, KASAN, kmemleak) or VARIANT=release.
+
+VARIANT ?= debug
+TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+KTOOLS = $(shell $(TOP)/scripts/lib.sh ktools)
+KDIR ?= $(shell $(TOP)/scripts/kernel.sh kdir $(VARIANT))
+
+.PHONY: all modules deps kernel clippy clean check host-test qemu-test run bench
+
+all: modules
+
+deps:
+	@$(TOP)/scripts/deps.sh
+
+kernel: deps
+	@$(TOP)/scripts/kernel.sh kdir $(VARIANT) >/dev/null
+
+modules: kernel
+	@test -n "$(KDIR)" || { echo "error: no kernel build directory (KDIR)" >&2; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(TOP) $(KTOOLS) $(if $(IBCM_KUNIT),IBCM_KUNIT=$(IBCM_KUNIT)) modules
+
+clippy: kernel
+	$(MAKE) -C $(KDIR) M=$(TOP) $(KTOOLS) CLIPPY=1 IBCM_KUNIT=1 modules 2>&1 | tee $(TOP)/out/clippy.log
+	@! grep -E '^(warning|error)' $(TOP)/out/clippy.log || { echo "error: clippy reported warnings" >&2; exit 1; }
+
+host-test: deps
+	@$(TOP)/tests/run-host.sh
+
+qemu-test: deps
+	@$(TOP)/tests/run-qemu.sh $(VARIANT)
+
+check: deps
+	@$(TOP)/tests/check.sh $(VARIANT)
+
+run: deps
+	@$(TOP)/tests/run-demo.sh $(VARIANT)
+
+clean:
+	@if [ -n "$$(ls $(TOP)/scripts 2>/dev/null)" ] && KD=$$($(TOP)/scripts/kernel.sh kdir $(VARIANT) 2>/dev/null); then \
+		$(MAKE) -C $$KD M=$(TOP) $(KTOOLS) clean; fi
+	rm -rf $(TOP)/out $(TOP)/tests/host/target

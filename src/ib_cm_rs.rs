@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! ib_cm: the InfiniBand connection manager, rewritten in Rust as a drop-in replacement for
+//! `drivers/infiniband/core/cm.c`.
+//!
+//! The module exports the 16 symbols of the in-tree `ib_cm.ko` with the C ABI of
+//! `<rdma/ib_cm.h>` (`abi.rs`, exported from `glue.c`), registers the ib_client "cm" that keeps
+//! per-device state (`device.rs`), and keeps each device's listeners in its own tree
+//! (`listen.rs`). `Documentation/design.rst` maps the files; `Documentation/locking.rst`
+//! describes the locks.
+
+use kernel::prelude::*;
+
+mod abi;
+mod bindings;
+mod cm_id;
+mod completion;
+mod device;
+#[cfg(ibcm_kunit)]
+mod kunit;
+mod listen;
+mod lock;
+mod logic;
+
+module! {
+    type: IbCm,
+    name: "ib_cm",
+    author: "The ib_cm-rs developers",
+    description: "InfiniBand CM",
+    license: "Dual BSD/GPL",
+}
+
+/// The loaded module: holds the ib_client registration.
+struct IbCm;
+
+impl kernel::Module for IbCm {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        device::register_client()?;
+        Ok(IbCm)
+    }
+}
+
+impl Drop for IbCm {
+    fn drop(&mut self) {
+        device::unregister_client();
+    }
+}

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! A device's listeners: the RB-tree keyed by service ID, listener sharing, and the
+//! `IB_CM_ASSIGN_SERVICE_ID` allocator.
+//!
+//! Stands for `cm_insert_listen()`, `cm_find_listen()` and the tree half of `cm_destroy_id()`
+//! in cm.c. The rules themselves (validation, allocation policy, the share test) are pure logic
+//! in `logic/service_id.rs`; this file applies them to the tree. Every method takes
+//! `&mut ListenTable`, which only exists inside the owning device's lock, so each
+//! share-and-increment and decrement-and-erase is atomic with respect to lookups.
+
+use crate::{
+    cm_id::CmId,
+    logic::service_id::{on_collision, AssignAllocator, Collision, ServiceId, ServiceIdError},
+};
+use kernel::{
+    rbtree::{self, RBTree, RBTreeNode, RBTreeNodeReservation},
+    sync::Arc,
+};
+
+/// One listener in the tree.
+pub(crate) struct ListenEntry {
+    /// The listening id; the tree holds its own reference.
+    pub(crate) id: Arc<CmId>,
+    /// How many callers hold this listener (`listen_sharecount` in cm.c). Always >= 1 while
+    /// the entry is in the tree.
+    pub(crate) share_count: u32,
+}
+
+/// A tree node ready to be inserted without allocating (allocate before taking the lock).
+pub(crate) type ListenReservation = RBTreeNodeReservation<ServiceId, ListenEntry>;
+
+/// What an insert attempt did.
+pub(crate) enum Inserted {
+    /// The new id is now the listener for its service ID.
+    New(ServiceId),
+    /// An existing listener was shared; its share count went up by one.
+    Shared(Arc<CmId>),
+}
+
+/// Why an insert attempt failed.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum InsertError {
+    /// A listener exists and may not be shared with this caller.
+    Collision(Collision),
+    /// The requested ID was invalid or the allocator is used up.
+    ServiceId(ServiceIdError),
+}
+
+/// What dropping one share did.
+pub(crate) enum Released {
+    /// Other holders remain; the listener stays in the tree.
+    StillShared,
+    /// That was the last share: the node is out of the tree and the caller frees it outside
+    /// the lock.
+    Removed(RBTreeNode<ServiceId, ListenEntry>),
+    /// `id` is not the listener for `sid` (already fully destroyed: a double destroy).
+    NotListening,
+}
+
+/// The listeners of one device and its service-ID allocator.
+pub(crate) struct ListenTable {
+    tree: RBTree<ServiceId, ListenEntry>,
+    assign: AssignAllocator,
+}
+
+impl ListenTable {
+    /// An empty table whose allocator starts at `IB_CM_ASSIGN_SERVICE_ID`.
+    pub(crate) fn new() -> Self {
+        Self {
+            tree: RBTree::new(),
+            assign: AssignAllocator::new(),
+        }
+    }
+
+    /// Number of listeners.
+    pub(crate) fn len(&self) -> usize {
+        self.tree.iter().count()
+    }
+
+    /// Resolves `IB_CM_ASSIGN_SERVICE_ID` (or keeps a fixed ID), then inserts `new` or shares
+    /// an existing listener.
+    ///
+    /// `handler` is the address of the caller's handler for `ib_cm_insert_listen()` (which may
+    /// share) and `None` for `ib_cm_listen()` (which never shares). On `Inserted::New` the
+    /// reservation is consumed; otherwise it is handed back for the caller to free outside the
+    /// lock.
+    pub(crate) fn insert(
+        &mut self,
+        new: &Arc<CmId>,
+        requested: ServiceId,
+        assign: bool,
+        handler: Option<usize>,
+        reservation: ListenReservation,
+    ) -> core::result::Result<Inserted, (InsertError, ListenReservation)> {
+        let sid = if assign {
+            let tree = &self.tree;
+            match self.assign.allocate(|s| tree.get(&s).is_some()) {
+                Ok(s) => s,
+                Err(e) => return Err((InsertError::ServiceId(e), reservation)),
+            }
+        } else {
+            requested
+        };
+        match self.tree.entry(sid) {
+            rbtree::Entry::Occupied(mut occupied) => {
+                let entry = occupied.get_mut();
+                match on_collision(entry.id.handler_addr(), entry.id.context_is_null(), handler) {
+                    Collision::Share => {
+                        entry.share_count += 1;
+                        Ok(Inserted::Shared(entry.id.clone()))
+                    }
+                    c => Err((InsertError::Collision(c), reservation)),
+                }
+            }
+            rbtree::Entry::Vacant(vacant) => {
+                vacant.insert(
+                    ListenEntry {
+                        id: new.clone(),
+                        share_count: 1,
+                    },
+                    reservation,
+                );
+                Ok(Inserted::New(sid))
+            }
+        }
+    }
+
+    /// Drops one share of the listener `id` on `sid`; the last one removes it from the tree.
+    pub(crate) fn release(&mut self, sid: ServiceId, id: &CmId) -> Released {
+        let Some(entry) = self.tree.get_mut(&sid) else {
+            return Released::NotListening;
+        };
+        if !core::ptr::eq(&*entry.id, id) {
+            return Released::NotListening;
+        }
+        entry.share_count -= 1;
+        if entry.share_count > 0 {
+            return Released::StillShared;
+        }
+        match self.tree.remove_node(&sid) {
+            Some(node) => Released::Removed(node),
+            None => Released::NotListening,
+        }
+    }
+
+    /// Finds the listener for `sid` and pins it for one handler invocation (`cm_find_listen`).
+    /// The caller ends the pin with [`CmId::listener_put`].
+    // Used by the REQ/SIDR_REQ receive path (not yet built) and the white-box tests.
+    #[cfg_attr(not(ibcm_kunit), allow(dead_code))]
+    pub(crate) fn find(&self, sid: ServiceId) -> Option<Arc<CmId>> {
+        let entry = self.tree.get(&sid)?;
+        entry.id.listener_get();
+        Some(entry.id.clone())
+    }
+
+    /// Replaces the allocator (white-box tests of the range end).
+    #[cfg(ibcm_kunit)]
+    pub(crate) fn set_allocator(&mut self, assign: AssignAllocator) {
+        self.assign = assign;
+    }
+
+    /// The share count of the listener on `sid`, if any (for tests and diagnostics).
+    // Used by the REQ/SIDR_REQ receive path (not yet built) and the white-box tests.
+    #[cfg_attr(not(ibcm_kunit), allow(dead_code))]
+    pub(crate) fn share_count(&self, sid: ServiceId) -> Option<u32> {
+        self.tree.get(&sid).map(|e| e.share_count)
+    }
+}

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! An IRQ-saving spinlock for `kernel::sync::Lock`.
+//!
+//! 6.12's `SpinLock` disables neither interrupts nor saves their state, but the CM's locks are
+//! taken from hard-IRQ context (`ib_cm_notify()` from QP event handlers, spec section 3.1) and
+//! nest inside each other, so every CM spinlock saves and restores the IRQ state, like cm.c's
+//! `spin_lock_irqsave()`. The lock and unlock halves are small C helpers in `glue.c` because
+//! `spin_lock_irqsave` is a macro.
+
+use crate::bindings;
+use kernel::{ffi, sync::lock::Backend, sync::lock::Lock};
+
+/// A spinlock that disables local interrupts while held, saving and restoring their state.
+pub(crate) type SpinLockIrq<T> = Lock<T, IrqSaveSpinLockBackend>;
+
+/// Creates a [`SpinLockIrq`] initialiser with a static lock class named `$name`.
+macro_rules! new_spinlock_irq {
+    ($inner:expr, $name:literal) => {
+        $crate::lock::SpinLockIrq::new(
+            $inner,
+            ::kernel::c_str!($name),
+            ::kernel::static_lock_class!(),
+        )
+    };
+}
+pub(crate) use new_spinlock_irq;
+
+/// [`Backend`] over `spin_lock_irqsave()` / `spin_unlock_irqrestore()`.
+pub(crate) struct IrqSaveSpinLockBackend;
+
+// SAFETY: `lock` takes the spinlock and `unlock` releases it, so at most one guard exists at a
+// time; the saved IRQ flags travel in the guard state from `lock` to `unlock`.
+unsafe impl Backend for IrqSaveSpinLockBackend {
+    type State = bindings::spinlock_t;
+    type GuardState = ffi::c_ulong;
+
+    unsafe fn init(
+        ptr: *mut Self::State,
+        name: *const ffi::c_char,
+        key: *mut bindings::lock_class_key,
+    ) {
+        // SAFETY: The caller guarantees `ptr` is valid for writes and that `name` and `key`
+        // live forever, which is what `__spin_lock_init` needs.
+        unsafe { bindings::ibcm_glue_spin_lock_init(ptr, name, key) }
+    }
+
+    unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
+        // SAFETY: The caller guarantees the lock was initialised by `init`.
+        unsafe { bindings::ibcm_glue_spin_lock_irqsave(ptr) }
+    }
+
+    unsafe fn unlock(ptr: *mut Self::State, guard_state: &Self::GuardState) {
+        // SAFETY: The caller owns the lock; `guard_state` holds the flags `lock` saved.
+        unsafe { bindings::ibcm_glue_spin_unlock_irqrestore(ptr, *guard_state) }
+    }
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Builds what the QEMU layer needs for VARIANT (debug|release) into out/VARIANT/:
+# the test kernel (cached), ib_cm.ko (test build with the white-box KUnit suite), the
+# conformance module and the initramfs.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+source "$top/scripts/lib.sh"
+variant=${1:-debug}
+out=$top/out/$variant
+mkdir -p "$out"
+
+kdir=$("$top/scripts/kernel.sh" kdir "$variant")
+read -r -a ktools <<<"$("$top/scripts/lib.sh" ktools)"
+
+log "build: ib_cm.ko (test build, IBCM_KUNIT=1) against $kdir"
+make -s -C "$kdir" M="$top" "${ktools[@]}" IBCM_KUNIT=1 modules >"$out/module-build.log" 2>&1 ||
+	{ cat "$out/module-build.log" >&2; die "module build failed"; }
+! grep -E '^(warning|error)' "$out/module-build.log" || die "module build has warnings"
+cp "$top/ib_cm.ko" "$out/ib_cm-kunit.ko"
+
+log "build: conformance suite"
+make -s -C "$kdir" M="$top/tests/kunit" "${ktools[@]}" modules >"$out/conformance-build.log" 2>&1 ||
+	{ cat "$out/conformance-build.log" >&2; die "conformance module build failed"; }
+
+log "build: initramfs"
+"$top/tests/qemu/initramfs.sh" "$kdir" "$out/initramfs.cpio.gz" "$out/ib_cm-kunit.ko" \
+	"$top/tests/kunit/ib_cm_conformance.ko"
+cp "$kdir/arch/x86/boot/bzImage" "$out/bzImage"
+echo "$out"

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# `make check`: every test layer; the last line is `N passed, N failed` over all of them.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+variant=${1:-debug}
+start=$(date +%s)
+
+"$top/scripts/deps.sh" || { echo "0 passed, 1 failed"; exit 1; }
+read -r _ hp hf < <("$top/tests/run-host.sh" | tail -1)
+read -r _ qp qf < <("$top/tests/run-qemu.sh" "$variant" | tail -1)
+hp=${hp:-0} hf=${hf:-1} qp=${qp:-0} qf=${qf:-1}
+echo "host: $hp passed, $hf failed; qemu: $qp passed, $qf failed; $(( $(date +%s) - start ))s" >&2
+echo "$((hp + qp)) passed, $((hf + qf)) failed"
+(( hf + qf == 0 ))

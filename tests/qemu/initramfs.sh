@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Builds the test initramfs: busybox-static, the kernel's rdma modules (the in-tree C ib_cm
+# under /lib/modules/c, ours under /lib/modules/rs), the conformance suite, rdma-core tools
+# with their shared libraries and the rxe provider, and the guest scripts.
+#
+#   initramfs.sh KDIR OUT.cpio.gz RS_KO CONFORMANCE_KO
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+kdir=$1 out=$2 rs_ko=$3 conf_ko=$4
+
+die() { echo "initramfs: error: $*" >&2; exit 1; }
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+
+mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,lib,lib64,etc,proc,sys,dev,tmp,run,root}
+mkdir -p "$root"/lib/modules/{base,c,rs,test} "$root/etc/libibverbs.d"
+
+[[ -x /bin/busybox ]] || die "busybox-static missing (/bin/busybox)"
+cp /bin/busybox "$root/bin/busybox"
+for a in $(/bin/busybox --list); do
+	[[ -e $root/bin/$a ]] || ln -s busybox "$root/bin/$a"
+done
+
+mod() { [[ -f $kdir/$1 ]] || die "module $1 not built in $kdir"; cp "$kdir/$1" "$root/lib/modules/$2/"; }
+for m in net/ipv4/udp_tunnel.ko net/ipv6/ip6_udp_tunnel.ko drivers/infiniband/core/ib_core.ko \
+	 drivers/infiniband/core/ib_uverbs.ko drivers/infiniband/core/ib_umad.ko \
+	 drivers/infiniband/sw/rxe/rdma_rxe.ko drivers/infiniband/core/iw_cm.ko \
+	 drivers/infiniband/core/rdma_cm.ko drivers/infiniband/core/rdma_ucm.ko; do
+	mod "$m" base
+done
+mod drivers/infiniband/core/ib_cm.ko c
+[[ -f $rs_ko ]] || die "our module $rs_ko not built"
+cp "$rs_ko" "$root/lib/modules/rs/ib_cm.ko"
+[[ -f $conf_ko ]] || die "conformance module $conf_ko not built"
+cp "$conf_ko" "$root/lib/modules/test/"
+
+# Userspace: real binaries (busybox's own `ip` cannot create veth) and their libraries.
+bins=(/usr/bin/rping /usr/bin/ucmatose /usr/bin/udaddy /usr/bin/ibv_devices /usr/bin/rdma /usr/sbin/ip)
+libs=()
+for b in "${bins[@]}"; do
+	[[ -x $b ]] || die "$b missing (rdmacm-utils, ibverbs-utils, iproute2)"
+	cp "$b" "$root/usr/bin/"
+	while read -r lib; do libs+=("$lib"); done < <(ldd "$b" | grep -oE '/[^ ]+\.so[^ ]*')
+done
+prov=/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
+[[ -f $prov ]] || die "rxe provider $prov missing (ibverbs-providers)"
+while read -r lib; do libs+=("$lib"); done < <(ldd "$prov" | grep -oE '/[^ ]+\.so[^ ]*')
+gcc_s=$(ls /lib/x86_64-linux-gnu/libgcc_s.so.1 2>/dev/null || true)
+[[ -n $gcc_s ]] && libs+=("$gcc_s")
+for lib in $(printf '%s\n' "${libs[@]}" | sort -u); do
+	mkdir -p "$root$(dirname "$lib")"
+	cp -L "$lib" "$root$lib"
+done
+mkdir -p "$root$(dirname "$prov")"
+cp -L "$prov" "$root$prov"
+cp /etc/libibverbs.d/rxe.driver "$root/etc/libibverbs.d/"
+# /lib and /lib64 are the same directory on Debian; ld.so must be found under both names.
+[[ -e $root/lib64/ld-linux-x86-64.so.2 ]] || cp -L /lib64/ld-linux-x86-64.so.2 "$root/lib64/"
+
+cp "$here/guest-init.sh" "$root/init"
+chmod +x "$root/init"
+echo "root:x:0:0:root:/root:/bin/sh" >"$root/etc/passwd"
+echo "root:x:0:" >"$root/etc/group"
+
+mkdir -p "$(dirname "$out")"
+(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$out.tmp"
+mv "$out.tmp" "$out"

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""Parses a test guest's console log: KTAP of each KUnit run, end-to-end results, splats.
+
+Usage: parse.py LOG [LOG...]   prints one line per result and, last, `RESULT <passed> <failed>`.
+A failing case, a suite that did not run, a missing end marker and any kernel splat (BUG,
+WARNING, Oops, KASAN, lockdep, kmemleak, hung task) each count as a failure.
+"""
+import re
+import sys
+
+TS = re.compile(r'^\[\s*\d+\.\d+\]\s?')
+CASE = re.compile(r'^    (ok|not ok) (\d+) (\S+)(.*)$')
+SUITE = re.compile(r'^(ok|not ok) (\d+) (\S+)(.*)$')
+E2E = re.compile(r'IBCM-E2E: (ok|not ok|todo) (\S+)(.*)$')
+SPLATS = [
+    r'BUG:', r'WARNING:', r'Oops', r'general protection fault', r'Kernel panic',
+    r'unreferenced object 0x', r'blocked for more than', r'Call Trace:', r'UBSAN:',
+    r'DEBUG_LOCKS_WARN_ON', r'possible (circular|recursive) locking', r'inconsistent lock state',
+    r'sleeping function called from invalid context', r'refcount_t:',
+]
+SPLAT = re.compile('|'.join(SPLATS))
+
+
+def parse(path, results):
+    try:
+        raw = open(path, errors='replace').read().splitlines()
+    except OSError as e:
+        results.append(('not ok', f'{path}: log unreadable: {e}'))
+        return
+    lines = [TS.sub('', l.rstrip('\r')) for l in raw]
+    name = path.rsplit('/', 1)[-1].removesuffix('.log')
+    section = None
+    counts = {}
+    for l in lines:
+        m = re.search(r'IBCM-KTAP-BEGIN (\S+)', l)
+        if m:
+            section = m.group(1)
+            counts[section] = [0, 0, 0]
+            continue
+        m = re.search(r'IBCM-KTAP-END (\S+)', l)
+        if m:
+            section = None
+            continue
+        if section:
+            m = CASE.match(l)
+            if m:
+                status, _, case, rest = m.groups()
+                if '# SKIP' in rest:
+                    results.append(('not ok', f'{name}: {section}: {case} skipped{rest}'))
+                    counts[section][2] += 1
+                else:
+                    results.append((status, f'{name}: {section}: {case}'))
+                    counts[section][0 if status == 'ok' else 1] += 1
+                continue
+            m = SUITE.match(l)
+            if m and m.group(1) == 'not ok':
+                results.append(('not ok', f'{name}: {section}: suite {m.group(3)} failed{m.group(4)}'))
+        m = E2E.search(l)
+        if m:
+            status, test, rest = m.groups()
+            if status == 'todo':
+                results.append(('todo', f'{name}: e2e {test}{rest}'))
+            else:
+                results.append((status, f'{name}: e2e {test}{rest}'))
+        if SPLAT.search(l):
+            results.append(('not ok', f'{name}: kernel splat: {l.strip()[:160]}'))
+    # A KUnit run that printed no case at all did not run (e.g. module failed to load), unless it
+    # is the C CM's load section, which has no suite.
+    for sec, (p, f, s) in counts.items():
+        if p + f + s == 0 and not sec.startswith('load-c'):
+            results.append(('not ok', f'{name}: {sec}: no KUnit results (suite did not run)'))
+    if not any('IBCM-DONE' in l for l in lines):
+        results.append(('not ok', f'{name}: guest did not reach the end (crash, hang or timeout)'))
+
+
+def main():
+    results = []
+    for path in sys.argv[1:]:
+        parse(path, results)
+    passed = sum(1 for s, _ in results if s == 'ok')
+    failed = sum(1 for s, _ in results if s == 'not ok')
+    for s, what in results:
+        print(f'{s.upper() if s != "ok" else "ok":7} {what}')
+    print(f'RESULT {passed} {failed}')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Boots the test kernel under QEMU (TCG) with a hard timeout and writes the console log.
+#
+#   run.sh BZIMAGE INITRAMFS CM MODE LOG [TIMEOUT_S]
+# CM is rs or c, MODE is check or demo. Exit status: 0 if the guest reached the end,
+# 2 if QEMU timed out (the guest hung), 1 on any other QEMU failure.
+set -uo pipefail
+bz=$1 initrd=$2 cm=$3 mode=$4 log=$5 limit=${6:-600}
+
+command -v qemu-system-x86_64 >/dev/null || { echo "run: error: qemu-system-x86_64 missing" >&2; exit 1; }
+[[ -f $bz ]] || { echo "run: error: kernel image $bz missing" >&2; exit 1; }
+[[ -f $initrd ]] || { echo "run: error: initramfs $initrd missing" >&2; exit 1; }
+
+# Two sockets so the guest really has two CPUs (no ACPI: -smp N alone boots one CPU);
+# tsc=reliable keeps timestamps fine-grained; panic=-1 makes a panic end QEMU at once.
+timeout --foreground -k 5 "$limit" qemu-system-x86_64 \
+	-machine pc -cpu max -m 2G -smp 2,sockets=2 \
+	-kernel "$bz" -initrd "$initrd" \
+	-append "console=ttyS0 panic=-1 oops=panic tsc=reliable loglevel=7 ibcm.cm=$cm ibcm.mode=$mode" \
+	-display none -monitor none -serial "file:$log" -nic none -no-reboot </dev/null
+rc=$?
+if ((rc == 124 || rc == 137)); then
+	echo "run: error: QEMU ($cm, $mode) timed out after ${limit}s; guest killed (log: $log)" >&2
+	exit 2
+fi
+if ((rc != 0)); then
+	echo "run: error: QEMU ($cm, $mode) failed with status $rc (log: $log)" >&2
+	exit 1
+fi
+grep -q "IBCM-DONE" "$log" || { echo "run: error: guest ($cm) did not reach the end (log: $log)" >&2; exit 1; }
+exit 0

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# QEMU layer: boots the same image twice, once with the in-tree C ib_cm and once with ours,
+# runs KUnit (white-box and conformance) and end-to-end checks, and parses the logs.
+# Prints the parsed results and `QEMU <passed> <failed>` last.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+source "$top/scripts/lib.sh"
+variant=${1:-debug}
+out=$("$top/tests/build.sh" "$variant") || { echo "QEMU 0 1"; exit 1; }
+
+logs=()
+fail_boot=0
+for cm in c rs; do
+	log "qemu: booting with the $cm CM"
+	"$top/tests/qemu/run.sh" "$out/bzImage" "$out/initramfs.cpio.gz" "$cm" check "$out/guest-$cm.log" 600 || fail_boot=1
+	logs+=("$out/guest-$cm.log")
+done
+"$top/tests/qemu/parse.py" "${logs[@]}" | tee "$out/qemu-results.txt" | sed '$d' >&2
+read -r _ passed failed < <(tail -1 "$out/qemu-results.txt")
+echo "QEMU $passed $failed"
