@@ -19,6 +19,7 @@
 #include <linux/kthread.h>
 #include <linux/module.h>
 #include <linux/random.h>
+#include <linux/slab.h>
 #include <linux/sort.h>
 #include <rdma/ib_cm.h>
 #include <rdma/ib_verbs.h>
@@ -322,6 +323,26 @@ static void bad_arguments(struct kunit *test)
 	expect_free(test, c->d0, SID_BASE + 5);
 }
 
+/*
+ * What one listener costs. C embeds struct ib_cm_id at offset 0 of its kzalloc'ed
+ * cm_id_private, so ksize() of the handle is the whole allocation; ib_cm-rs's handle sits
+ * inside a Rust Arc, and its white-box suite prints its own figure (listener_footprint).
+ */
+static void listener_footprint(struct kunit *test)
+{
+	struct conf_ctx *c = test->priv;
+	struct ib_cm_id *l = ib_cm_insert_listen(c->d0, handler_a, cpu_to_be64(SID_BASE + 6));
+
+	KUNIT_ASSERT_FALSE(test, IS_ERR_OR_NULL(l));
+	if (!is_rs()) {
+		size_t bytes = ksize(l);
+
+		KUNIT_EXPECT_GE(test, bytes, sizeof(*l));
+		kunit_info(test, "C listener footprint: cm_id_private slab %zu B\n", bytes);
+	}
+	ib_destroy_cm_id(l);
+}
+
 /* --- concurrency: kthreads inserting, sharing and destroying --- */
 
 #define STRESS_THREADS 4
@@ -338,6 +359,8 @@ struct stress_arg {
 struct stress {
 	struct conf_ctx *c;
 	atomic_t errors;
+	atomic_t inserted;
+	atomic_t mismatches;
 	atomic_t running;
 	struct completion done;
 	struct stress_arg args[STRESS_THREADS];
@@ -368,6 +391,14 @@ static int stress_thread(void *arg)
 			u64 sid = SID_BASE + 0x40 + ((x >> 9) % STRESS_SIDS);
 			struct ib_cm_id *id = ib_cm_insert_listen(dev, handler_a, cpu_to_be64(sid));
 
+			/*
+			 * The plain ib_cm_listen() racers below listen with handler_b: while one
+			 * holds the ID, the sharing rule gives -EINVAL. Anything else is an error.
+			 */
+			if (PTR_ERR_OR_ZERO(id) == -EINVAL && dev == s->c->d0) {
+				atomic_inc(&s->mismatches);
+				continue;
+			}
 			if (IS_ERR_OR_NULL(id) || id->state != IB_CM_LISTEN ||
 			    be64_to_cpu(id->service_id) != sid || id->device != dev) {
 				atomic_inc(&s->errors);
@@ -375,6 +406,7 @@ static int stress_thread(void *arg)
 					ib_destroy_cm_id(id);
 				continue;
 			}
+			atomic_inc(&s->inserted);
 			held[slot] = id;
 			held_sid[slot] = sid;
 			held_dev[slot] = dev;
@@ -428,6 +460,9 @@ static void concurrent_share_and_destroy(struct kunit *test)
 	}
 	wait_for_completion(&s->done);
 	KUNIT_EXPECT_EQ(test, atomic_read(&s->errors), 0);
+	KUNIT_EXPECT_GT(test, atomic_read(&s->inserted), STRESS_THREADS * STRESS_ITERS / 4);
+	kunit_info(test, "%d shares taken, %d refused while a plain listener held the ID\n",
+		   atomic_read(&s->inserted), atomic_read(&s->mismatches));
 	/* Nothing left behind on either device. */
 	for (i = 0; i < STRESS_SIDS; i++) {
 		expect_free(test, c->d0, SID_BASE + 0x40 + i);
@@ -539,7 +574,8 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(devices_are_independent),
 	KUNIT_CASE(reject_messages),
 	KUNIT_CASE(bad_arguments),
-	KUNIT_CASE(concurrent_share_and_destroy),
+	KUNIT_CASE(listener_footprint),
+	KUNIT_CASE_SLOW(concurrent_share_and_destroy),
 	KUNIT_CASE(concurrent_assign_is_unique),
 	{}
 };
