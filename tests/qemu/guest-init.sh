@@ -66,7 +66,9 @@ klog "IBCM-KTAP-END load-$CM"
 e2e "ok load_ib_cm_$CM"
 
 if [ "$MODE" = demo ]; then
-	. /demo.sh 2>/dev/null || true
+	say "kernel $(uname -r); CM module: $(grep '^ib_cm ' /proc/modules | cut -d' ' -f1-3)"
+	say "module info: $(modinfo /lib/modules/rs/ib_cm.ko 2>/dev/null | grep -E '^(license|description)' | tr -s ' \t\n' ' ')"
+	say "RDMA devices: $(rdma link show | tr '\n' ';')"
 fi
 
 # --- black-box conformance suite (the same module against either CM) ---
@@ -87,6 +89,7 @@ if [ $ok = 1 ]; then e2e "ok rdma_cm_loads_on_$CM"; else e2e "not ok rdma_cm_loa
 rping -s -a 10.0.0.1 -p 7174 -v >/tmp/rping-s.log 2>&1 &
 srv=$!
 sleep 1
+[ "$MODE" = demo ] && say "rping -s started on 10.0.0.1:7174; its rdma_listen() goes through ib_cm_insert_listen(rxe0, cma_ib_req_handler, 0x0000000001061c06) of the loaded CM and fails if that fails"
 if kill -0 $srv 2>/dev/null; then
 	e2e "ok rping_server_listens_$CM"
 else
