@@ -115,6 +115,28 @@ fi
 kill $srv 2>/dev/null
 wait $srv 2>/dev/null
 
+# Device removal under a live listener: rdma_cm (removed first, it registered later) destroys
+# its ib_cm listeners, then the CM drops the device; the device comes back and listens again.
+rping -s -a 10.0.0.1 -p 7175 >/tmp/rping-s3.log 2>&1 &
+srv=$!
+sleep 1
+if rdma link del rxe0 && rdma link add rxe0 type rxe netdev veth0; then
+	rping -s -a 10.0.0.1 -p 7176 >/tmp/rping-s4.log 2>&1 &
+	srv2=$!
+	sleep 1
+	if kill -0 $srv2 2>/dev/null; then
+		e2e "ok device_remove_and_readd_$CM"
+	else
+		e2e "not ok device_remove_and_readd_$CM # listen after re-add failed: $(tail -1 /tmp/rping-s4.log)"
+	fi
+	kill $srv2 2>/dev/null
+	wait $srv2 2>/dev/null
+else
+	e2e "not ok device_remove_and_readd_$CM # rdma link del/add failed"
+fi
+kill $srv 2>/dev/null
+wait $srv 2>/dev/null
+
 # Everything unloads: no listener or id keeps a module reference.
 ok=1
 for m in rdma_ucm rdma_cm iw_cm ib_cm; do rmmod $m 2>/dev/null || ok=0; done
