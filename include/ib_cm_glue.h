@@ -18,7 +18,24 @@
 #include <rdma/ib_cm.h>
 
 struct ib_device;
+struct ib_grh;
+struct ib_mad_agent;
+struct ib_mad_recv_wc;
+struct ib_mad_send_wc;
+struct ib_wc;
 struct lock_class_key;
+struct rdma_ah_attr;
+struct sa_path_rec;
+struct workqueue_struct;
+
+/* Counter groups (sysfs directories under ports/N/), in cm.c's order, then ours. */
+enum ibcm_counter_group {
+	IBCM_TX_MSGS = 0,
+	IBCM_TX_RETRIES = 1,
+	IBCM_RX_MSGS = 2,
+	IBCM_RX_DUPLICATES = 3,
+	IBCM_RX_DROPPED = 4,
+};
 
 /*
  * Layout of the ABI structs as the C compiler sees them. bindgen evaluates these enumerators
@@ -67,11 +84,42 @@ void ibcm_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 /* --- glue.c: completions (last-reference waits) --- */
 void ibcm_glue_init_completion(struct completion *done);
 
+/* --- glue.c: the CM workqueue --- */
+struct workqueue_struct *ibcm_glue_alloc_wq(void);
+void ibcm_glue_flush_wq(struct workqueue_struct *wq);
+
+/* --- glue.c: MAD agents, address handles, path records --- */
+struct ib_mad_agent *ibcm_glue_register_agent(struct ib_device *device, u32 port_num,
+					      void *context);
+void ibcm_glue_clear_cm_sup(struct ib_device *device, u32 port_num);
+struct ib_ah *ibcm_glue_ah_from_wc(struct ib_mad_agent *agent, const struct ib_wc *wc,
+				   const struct ib_grh *grh);
+struct ib_ah *ibcm_glue_ah_from_attr(struct ib_mad_agent *agent, struct rdma_ah_attr *attr);
+void ibcm_glue_destroy_ah(struct ib_ah *ah);
+const struct ib_gid_attr *ibcm_glue_ah_attr_sgid_attr(const struct rdma_ah_attr *attr);
+u8 ibcm_glue_ah_attr_hop_limit(const struct rdma_ah_attr *attr);
+void ibcm_glue_path_set_roce(struct sa_path_rec *path, struct rdma_ah_attr *attr);
+void ibcm_glue_path_set_lids(struct sa_path_rec *path, u32 dlid, u32 slid);
+
+void ibcm_glue_warn_malformed(struct ib_device *device, u32 port_num, const char *what);
+
+/* --- glue.c: per-port counters in sysfs --- */
+int ibcm_glue_register_counters(struct ib_device *device, u32 port_num);
+void ibcm_glue_unregister_counters(struct ib_device *device, u32 port_num);
+
 /* --- glue.c: KUnit support for the Rust white-box suites (src/kunit.rs) --- */
 void ibcm_glue_kunit_fail(const char *file, int line, const char *msg);
+void ibcm_glue_capture_put(const u8 *mad);
+unsigned int ibcm_glue_capture_get(unsigned int index, u8 *out);
 
 /* --- Rust crate: ib_client callbacks --- */
 int ibcm_rs_add_one(struct ib_device *device);
 void ibcm_rs_remove_one(struct ib_device *device, void *client_data);
+
+/* --- Rust crate: MAD agent callbacks and counters (src/recv.rs, src/send.rs, src/port.rs) --- */
+void ibcm_rs_recv(void *context, u32 port_num, struct ib_mad_recv_wc *mad_recv_wc);
+void ibcm_rs_send_done(void *context, u32 port_num, struct ib_mad_send_wc *mad_send_wc);
+s64 ibcm_rs_counter(struct ib_device *device, u32 port_num, unsigned int group,
+		    unsigned int index);
 
 #endif /* IB_CM_GLUE_H */

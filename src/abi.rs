@@ -12,6 +12,9 @@ use crate::{
     listen::{InsertError, ListenReservation},
     logic::{
         reject,
+        req_event::SidrReply,
+        wire::conn::{REJ_ARI, REJ_PRIVATE_DATA},
+        wire::sidr::{SIDR_REP_INFO, SIDR_REP_PRIVATE_DATA},
         service_id::{listen_target, Collision, ListenTarget, ServiceId, ServiceIdError},
     },
 };
@@ -98,7 +101,7 @@ pub(crate) unsafe extern "C" fn ib_destroy_cm_id(cm_id: *mut bindings::ib_cm_id)
     }
     // SAFETY: The caller hands back the reference this handle carries.
     let id = unsafe { CmId::from_raw(cm_id) };
-    if !id.destroy() {
+    if !id.destroy_with(0) {
         // Destroyed more often than created or shared: the reference we were handed is not
         // the caller's to give, so dropping it could free memory another holder still uses.
         pr_err!("ib_cm: ib_destroy_cm_id() on an id that is already destroyed\n");
@@ -163,6 +166,107 @@ pub(crate) unsafe extern "C" fn ib_cm_insert_listen(
     })())
 }
 
+/// Borrows `len` bytes at `ptr` from a C caller; `max` is the field's size (larger is
+/// `-EINVAL`, as cm.c checks `*_PRIVATE_DATA_SIZE` and the ARI/info lengths).
+///
+/// # Safety
+///
+/// If `len` is non-zero and `ptr` non-NULL, `ptr` must be valid for `len` bytes for `'a`.
+unsafe fn c_bytes<'a>(ptr: *const ffi::c_void, len: u8, max: usize) -> Result<&'a [u8]> {
+    let len = usize::from(len);
+    if len > max {
+        return Err(EINVAL);
+    }
+    if len == 0 || ptr.is_null() {
+        return Ok(&[]);
+    }
+    // SAFETY: Caller contract.
+    Ok(unsafe { core::slice::from_raw_parts(ptr.cast::<u8>(), len) })
+}
+
+/// `ib_send_cm_rej()`: rejects the REQ a passive id holds (REQ_RCVD or MRA_REQ_SENT; the
+/// other states of cm.c come with the connection state machine).
+///
+/// # Safety
+///
+/// `cm_id` must be a live handle from this CM; `ari`/`private_data` valid for their lengths.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_send_cm_rej(
+    cm_id: *mut bindings::ib_cm_id,
+    reason: bindings::ib_cm_rej_reason,
+    ari: *mut ffi::c_void,
+    ari_length: u8,
+    private_data: *const ffi::c_void,
+    private_data_len: u8,
+) -> ffi::c_int {
+    if is_err_or_null(cm_id) {
+        return EINVAL.to_errno();
+    }
+    let result = (|| {
+        // SAFETY: Caller contract.
+        let ari = unsafe { c_bytes(ari, ari_length, REJ_ARI) }?;
+        // SAFETY: Caller contract.
+        let pd = unsafe {
+            c_bytes(private_data, private_data_len, REJ_PRIVATE_DATA)
+        }?;
+        // SAFETY: `cm_id` is a live handle (caller contract).
+        let id = unsafe { CmId::borrow(cm_id) };
+        id.reject(u16::try_from(reason).map_err(|_| EINVAL)?, ari, pd)
+    })();
+    match result {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// `ib_send_cm_sidr_rep()`: answers the SIDR_REQ a passive id holds.
+///
+/// # Safety
+///
+/// `cm_id` must be a live handle from this CM; `param` and its buffers valid.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_send_cm_sidr_rep(
+    cm_id: *mut bindings::ib_cm_id,
+    param: *mut bindings::ib_cm_sidr_rep_param,
+) -> ffi::c_int {
+    if is_err_or_null(cm_id) || is_err_or_null(param) {
+        return EINVAL.to_errno();
+    }
+    let result = (|| {
+        // SAFETY: `param` is valid (caller contract).
+        let p = unsafe { &*param };
+        // SAFETY: Caller contract for the buffers.
+        let info = unsafe {
+            c_bytes(p.info, p.info_length, SIDR_REP_INFO)
+        }?;
+        // SAFETY: Caller contract for the buffers.
+        let pd = unsafe {
+            c_bytes(
+                p.private_data,
+                p.private_data_len,
+                SIDR_REP_PRIVATE_DATA,
+            )
+        }?;
+        // SAFETY: `cm_id` is a live handle (caller contract).
+        let id = unsafe { CmId::borrow(cm_id) };
+        let reply = SidrReply {
+            request_id: 0,
+            status: u8::try_from(p.status).map_err(|_| EINVAL)?,
+            qpn: p.qp_num,
+            qkey: p.qkey,
+            service_id: 0,
+            vendor_id: p.ece.vendor_id,
+            info,
+            private_data: pd,
+        };
+        id.sidr_reply(&reply, p.ece.attr_mod)
+    })();
+    match result {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
 macro_rules! not_implemented {
     ($(#[$doc:meta] fn $name:ident($($arg:ident: $ty:ty),*);)*) => {$(
         #[$doc]
@@ -187,15 +291,6 @@ not_implemented! {
     fn ib_send_cm_dreq(id: *mut bindings::ib_cm_id, pd: *const ffi::c_void, len: u8);
     /// `ib_send_cm_drep()`.
     fn ib_send_cm_drep(id: *mut bindings::ib_cm_id, pd: *const ffi::c_void, len: u8);
-    /// `ib_send_cm_rej()`.
-    fn ib_send_cm_rej(
-        id: *mut bindings::ib_cm_id,
-        reason: bindings::ib_cm_rej_reason,
-        ari: *mut ffi::c_void,
-        ari_len: u8,
-        pd: *const ffi::c_void,
-        len: u8
-    );
     /// `ib_send_cm_mra()`.
     fn ib_send_cm_mra(
         id: *mut bindings::ib_cm_id,
@@ -205,8 +300,6 @@ not_implemented! {
     );
     /// `ib_send_cm_sidr_req()`.
     fn ib_send_cm_sidr_req(id: *mut bindings::ib_cm_id, p: *mut bindings::ib_cm_sidr_req_param);
-    /// `ib_send_cm_sidr_rep()`.
-    fn ib_send_cm_sidr_rep(id: *mut bindings::ib_cm_id, p: *mut bindings::ib_cm_sidr_rep_param);
     /// `ib_cm_notify()`.
     fn ib_cm_notify(id: *mut bindings::ib_cm_id, event: bindings::ib_event_type);
     /// `ib_cm_init_qp_attr()`.

@@ -6,4 +6,6 @@
 #include <rdma/ib_cm.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/ib_sa.h>
+#include <rdma/ib_cache.h>
 #include <ib_cm_glue.h>

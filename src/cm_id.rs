@@ -16,15 +16,86 @@ use crate::{
     device::CmDevice,
     listen::{ListenReservation, Released},
     lock::{new_spinlock_irq, SpinLockIrq},
-    logic::service_id::ServiceId,
+    logic::{
+        req_event::{self, SidrReply, REJ_CONSUMER_DEFINED, SIDR_REJECT},
+        service_id::ServiceId,
+        wire::CmMessage,
+    },
+    send::{self, Dest},
 };
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
+    alloc::KBox,
     ffi,
     prelude::*,
     sync::{Arc, ArcBorrow},
     types::Opaque,
 };
+
+/// What a passive id keeps of the MAD that created it, to answer it (cm.c's `av` of a
+/// passive id plus the saved `tid`).
+///
+/// # Invariants
+///
+/// `av` was initialised by `ib_init_ah_attr_from_wc` and holds its references (the sgid
+/// attribute) until `Drop` releases them.
+pub(crate) struct ReplyPath {
+    port_num: u32,
+    pkey_index: u16,
+    tid: u64,
+    av: Opaque<bindings::rdma_ah_attr>,
+}
+
+impl ReplyPath {
+    /// Builds the reply address from a received MAD's work completion and GRH.
+    ///
+    /// # Safety
+    ///
+    /// `wc` and `grh` must be valid for the call.
+    pub(crate) unsafe fn from_wc(
+        dev: &CmDevice,
+        port_num: u32,
+        wc: *const bindings::ib_wc,
+        grh: *const bindings::ib_grh,
+        tid: u64,
+    ) -> Result<KBox<Self>> {
+        let path = KBox::new(
+            // SAFETY: `wc` is valid (caller contract).
+            Self { port_num, pkey_index: unsafe { (*wc).pkey_index }, tid, av: Opaque::uninit() },
+            GFP_KERNEL,
+        )?;
+        // SAFETY: Live device, valid completion and GRH; `av` is ours to initialise.
+        let ret = unsafe {
+            bindings::ib_init_ah_attr_from_wc(dev.ib_dev(), port_num, wc, grh, path.av.get())
+        };
+        if ret != 0 {
+            // The attribute was not initialised: do not run `Drop` on it.
+            let raw = KBox::into_raw(path);
+            // SAFETY: `raw` came from `KBox::into_raw`; the fields other than `av` need no drop.
+            drop(unsafe { KBox::from_raw(raw.cast::<core::mem::ManuallyDrop<Self>>()) });
+            return Err(Error::from_errno(ret));
+        }
+        Ok(path)
+    }
+
+    /// The address attribute (for address handles and the sgid attribute).
+    pub(crate) fn av(&self) -> *mut bindings::rdma_ah_attr {
+        self.av.get()
+    }
+}
+
+impl Drop for ReplyPath {
+    fn drop(&mut self) {
+        // SAFETY: Initialised by `from_wc` (type invariant); released once.
+        unsafe { bindings::rdma_destroy_ah_attr(self.av.get()) };
+    }
+}
+
+// SAFETY: The attribute is only read after construction, and its references are safe to
+// release from any thread.
+unsafe impl Send for ReplyPath {}
+// SAFETY: See `Send`.
+unsafe impl Sync for ReplyPath {}
 
 /// How long `ib_destroy_cm_id()` waits between diagnostics (`CM_DESTROY_ID_WAIT_TIMEOUT`).
 const DESTROY_WAIT_MS: u32 = 10_000;
@@ -53,6 +124,8 @@ pub(crate) struct CmId {
     /// Signalled when `users` drops to 0.
     #[pin]
     released: Completion,
+    /// For ids created by a received REQ or SIDR_REQ: how to answer it. Fixed at creation.
+    reply: Option<KBox<ReplyPath>>,
 }
 
 // SAFETY: The raw pointers inside `id` (device, context, handler) are plain values owned by
@@ -79,6 +152,37 @@ impl CmId {
         handler: bindings::ib_cm_handler,
         context: *mut ffi::c_void,
     ) -> Result<Arc<Self>> {
+        Self::build(dev, handler, context, None)
+    }
+
+    /// A passive id for a received REQ or SIDR_REQ (`cm_req_handler`): it inherits the
+    /// listener's handler and context, starts in `state` with the request's service ID and
+    /// remote comm ID (or SIDR request ID), and keeps `reply` to answer. Nobody else can see
+    /// it until it is handed to the handler.
+    pub(crate) fn new_passive(
+        dev: Arc<CmDevice>,
+        listener: &CmId,
+        state: CmState,
+        service_id: ServiceId,
+        remote_id: u32,
+        reply: KBox<ReplyPath>,
+    ) -> Result<Arc<Self>> {
+        // SAFETY: `listener.id` is initialised; volatile reads tolerate caller writes.
+        let context = unsafe { core::ptr::addr_of!((*listener.id.get()).context).read_volatile() };
+        let id = Self::build(dev, listener.handler(), context, Some(reply))?;
+        id.set_state(state);
+        id.set_service_id(service_id);
+        // SAFETY: The id is not visible to anyone else yet.
+        unsafe { core::ptr::addr_of_mut!((*id.id.get()).remote_id).write(remote_id.to_be()) };
+        Ok(id)
+    }
+
+    fn build(
+        dev: Arc<CmDevice>,
+        handler: bindings::ib_cm_handler,
+        context: *mut ffi::c_void,
+        reply: Option<KBox<ReplyPath>>,
+    ) -> Result<Arc<Self>> {
         let device = dev.ib_dev();
         Arc::pin_init(
             try_pin_init!(Self {
@@ -102,6 +206,7 @@ impl CmId {
                 inner <- new_spinlock_irq!(CmIdInner { destroyed: false }, "CmId::inner"),
                 users: AtomicU32::new(1),
                 released <- Completion::new(),
+                reply,
             }),
             GFP_KERNEL,
         )
@@ -140,6 +245,114 @@ impl CmId {
         let this = unsafe { kernel::container_of!(id, CmId, id) };
         // SAFETY: `this` came from `Arc::into_raw` (caller contract), once per reference.
         unsafe { Arc::from_raw(this) }
+    }
+
+    /// The raw C handle of `this`, without handing out a reference.
+    pub(crate) fn raw(this: &Arc<Self>) -> *mut bindings::ib_cm_id {
+        this.id.get()
+    }
+
+    /// How to answer the request that created this id, if any.
+    pub(crate) fn reply(&self) -> Option<&ReplyPath> {
+        self.reply.as_deref()
+    }
+
+    /// The caller's current handler.
+    pub(crate) fn handler(&self) -> bindings::ib_cm_handler {
+        // SAFETY: `id` is initialised; a volatile read tolerates concurrent caller writes.
+        unsafe { core::ptr::addr_of!((*self.id.get()).cm_handler).read_volatile() }
+    }
+
+    fn remote_id(&self) -> u32 {
+        // SAFETY: `id` is initialised; `remote_id` is written only before publication.
+        u32::from_be(unsafe { core::ptr::addr_of!((*self.id.get()).remote_id).read_volatile() })
+    }
+
+    fn remote_cm_qpn(&self) -> u32 {
+        // SAFETY: As in `handler`; callers may redirect it (ib_srp does).
+        unsafe { core::ptr::addr_of!((*self.id.get()).remote_cm_qpn).read_volatile() }
+    }
+
+    /// Leaves REQ_RCVD (or MRA_REQ_SENT) for IDLE, as `ib_send_cm_rej` does, and returns
+    /// whether it did; other states are not ours to leave yet.
+    fn leave_req_rcvd(&self) -> bool {
+        let _guard = self.inner.lock();
+        let state = self.state();
+        if state == bindings::ib_cm_state_IB_CM_REQ_RCVD
+            || state == bindings::ib_cm_state_IB_CM_MRA_REQ_SENT
+        {
+            self.set_state(bindings::ib_cm_state_IB_CM_IDLE);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Sends `msg` along the reply path. The path is immutable once the id exists and lives
+    /// as long as `self`, so no lock is needed.
+    fn send_reply(&self, msg: &CmMessage, attr_mod: u32, atomic: bool) -> Result {
+        let reply = self.reply.as_deref().ok_or(EINVAL)?;
+        let dest = Dest::Av {
+            attr: reply.av(),
+            remote_qpn: self.remote_cm_qpn(),
+            pkey_index: reply.pkey_index,
+        };
+        // SAFETY: `reply.av` lives as long as `self`.
+        unsafe { send::send(&self.dev, reply.port_num, dest, msg, reply.tid, attr_mod, atomic) }
+    }
+
+    /// `ib_send_cm_rej()` on a passive id that has not answered its REQ yet: REJ with local
+    /// comm ID 0 (spec 5.1), message REQ, then IDLE. `-EINVAL` in any other state.
+    pub(crate) fn reject(&self, reason: u16, ari: &[u8], private_data: &[u8]) -> Result {
+        if !self.leave_req_rcvd() {
+            return Err(EINVAL);
+        }
+        let rej = req_event::rej_of_req(0, self.remote_id(), reason, ari, private_data);
+        self.send_reply(&CmMessage::Rej(rej), 0, true)
+    }
+
+    /// `ib_send_cm_sidr_rep()`: answers the SIDR_REQ that created this id, then IDLE.
+    pub(crate) fn sidr_reply(&self, r: &SidrReply<'_>, attr_mod: u32) -> Result {
+        {
+            let _guard = self.inner.lock();
+            if self.state() != bindings::ib_cm_state_IB_CM_SIDR_REQ_RCVD {
+                return Err(EINVAL);
+            }
+            self.set_state(bindings::ib_cm_state_IB_CM_IDLE);
+        }
+        let rep = req_event::sidr_rep(&SidrReply {
+            request_id: self.remote_id(),
+            service_id: self.service_id().get(),
+            ..*r
+        });
+        self.send_reply(&CmMessage::SidrRep(rep), attr_mod, true)
+    }
+
+    /// `cm_destroy_id(id, err)` for one handle: the state's farewell message, then
+    /// [`CmId::destroy`]. A REQ refused with `-ENOMEM` is dropped silently so that the peer
+    /// retries; any other refusal sends REJ CONSUMER_DEFINED, or SIDR_REP REJECT.
+    pub(crate) fn destroy_with(&self, err: i32) -> bool {
+        let state = self.state();
+        if state == bindings::ib_cm_state_IB_CM_REQ_RCVD || state == bindings::ib_cm_state_IB_CM_MRA_REQ_SENT {
+            if err == -(bindings::ENOMEM as i32) {
+                self.leave_req_rcvd();
+            } else {
+                let _ = self.reject(REJ_CONSUMER_DEFINED, &[], &[]);
+            }
+        } else if state == bindings::ib_cm_state_IB_CM_SIDR_REQ_RCVD {
+            let r = SidrReply {
+                request_id: 0,
+                status: SIDR_REJECT,
+                qpn: 0,
+                qkey: 0,
+                service_id: 0,
+                vendor_id: 0,
+                info: &[],
+                private_data: &[],
+            };
+            let _ = self.sidr_reply(&r, 0);
+        }
+        self.destroy()
     }
 
     /// The id's state as callers read it.

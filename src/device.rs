@@ -1,22 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Per-device CM state and the ib_client "cm".
 //!
-//! Stands for `cm_add_one()` / `cm_remove_one()` and the device half of `struct cm_device` in
-//! cm.c. Unlike cm.c, which keys one global listen tree on the device pointer under one global
-//! lock, each device owns its listener tree behind its own lock (see `listen.rs` and
-//! `Documentation/locking.rst`).
+//! Stands for `cm_add_one()` / `cm_remove_one()` and `struct cm_device` in cm.c. Unlike cm.c,
+//! which keys one global listen tree on the device pointer under one global lock, each device
+//! owns its listener tree behind its own lock (see `listen.rs` and `Documentation/locking.rst`).
 //!
 //! The device's [`CmDevice`] is reached from a `struct ib_device *` through the ib_client data
 //! slot. [`CmDevice::get`] reads the slot under RCU and takes an `Arc` reference; removal clears
 //! the slot and waits for an RCU grace period before dropping the slot's reference, so a lookup
-//! never sees freed memory.
+//! never sees freed memory. The MAD agents' context is the same object: it stays alive until
+//! after the agents are unregistered.
 
 use crate::{
     bindings,
+    completion::Completion,
     listen::ListenTable,
     lock::{new_spinlock_irq, SpinLockIrq},
+    port::CmPort,
+    recv,
 };
 use kernel::{
+    alloc::KVec,
     error::code::ENODEV,
     ffi,
     prelude::*,
@@ -38,35 +42,60 @@ pub(crate) fn eopnotsupp() -> Error {
 #[pin_data]
 pub(crate) struct CmDevice {
     ib_dev: *mut bindings::ib_device,
+    /// The CM-capable ports; fixed after creation.
+    ports: KVec<CmPort>,
     /// Mutable state; the lock is taken after a `CmId`'s lock when both are needed.
     #[pin]
     pub(crate) inner: SpinLockIrq<DeviceInner>,
+    /// Signalled when the last in-flight send ends after `going_down` was set.
+    #[pin]
+    sends_drained: Completion,
 }
 
 /// The mutable part of [`CmDevice`].
 pub(crate) struct DeviceInner {
-    /// Set once removal starts; no new listener is accepted afterwards.
+    /// Set once removal starts: no listener is accepted, no work is queued, no MAD is sent.
     pub(crate) going_down: bool,
+    /// Sends between [`CmDevice::enter_send`] and the end of their post.
+    sends: u32,
     /// Listeners of this device, keyed by service ID.
     pub(crate) listen: ListenTable,
 }
 
 // SAFETY: `ib_dev` is only used as an identity and for ib_core calls that are thread-safe; all
-// mutable state is behind `inner`'s lock.
+// mutable state is behind `inner`'s lock or atomics.
 unsafe impl Send for CmDevice {}
 // SAFETY: See `Send`.
 unsafe impl Sync for CmDevice {}
 
+/// Proof that the device is not going down; keeps removal from unregistering the MAD agents
+/// until it is dropped.
+pub(crate) struct SendGuard<'a> {
+    dev: &'a CmDevice,
+}
+
+impl Drop for SendGuard<'_> {
+    fn drop(&mut self) {
+        let mut inner = self.dev.inner.lock();
+        inner.sends -= 1;
+        if inner.going_down && inner.sends == 0 {
+            self.dev.sends_drained.complete();
+        }
+    }
+}
+
 impl CmDevice {
-    /// Allocates CM state for `ib_dev`.
-    pub(crate) fn new(ib_dev: *mut bindings::ib_device) -> Result<Arc<Self>> {
+    /// Allocates CM state for `ib_dev` with the given CM-capable ports.
+    pub(crate) fn new(ib_dev: *mut bindings::ib_device, ports: KVec<CmPort>) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {
                 ib_dev,
+                ports,
                 inner <- new_spinlock_irq!(
-                    DeviceInner { going_down: false, listen: ListenTable::new() },
+                    DeviceInner { going_down: false, sends: 0, listen: ListenTable::new() },
                     "CmDevice::inner"
                 ),
+                sends_drained <- Completion::new(),
             }),
             GFP_KERNEL,
         )
@@ -77,6 +106,21 @@ impl CmDevice {
         self.ib_dev
     }
 
+    /// The CM state of port `port_num`, if it is CM-capable.
+    pub(crate) fn port(&self, port_num: u32) -> Option<&CmPort> {
+        self.ports.iter().find(|p| p.port_num() == port_num)
+    }
+
+    /// Allows one send unless the device is going down.
+    pub(crate) fn enter_send(&self) -> Option<SendGuard<'_>> {
+        let mut inner = self.inner.lock();
+        if inner.going_down {
+            return None;
+        }
+        inner.sends += 1;
+        Some(SendGuard { dev: self })
+    }
+
     /// The CM state of `ib_dev`, or `ENODEV` if the CM does not manage that device (no
     /// CM-capable port, not registered, or being removed).
     ///
@@ -85,6 +129,20 @@ impl CmDevice {
     /// `ib_dev` must point to a live `struct ib_device` (the caller holds it, as every ib_cm
     /// caller does).
     pub(crate) unsafe fn get(ib_dev: *mut bindings::ib_device) -> Result<Arc<Self>> {
+        // SAFETY: Same contract.
+        let dev = unsafe { Self::get_any(ib_dev) }?;
+        if dev.inner.lock().going_down {
+            return Err(ENODEV);
+        }
+        Ok(dev)
+    }
+
+    /// Like [`CmDevice::get`], but also while the device is going down.
+    ///
+    /// # Safety
+    ///
+    /// As [`CmDevice::get`].
+    pub(crate) unsafe fn get_any(ib_dev: *mut bindings::ib_device) -> Result<Arc<Self>> {
         // SAFETY: Plain RCU read-side critical section, closed below on every path.
         unsafe { bindings::ibcm_glue_rcu_read_lock() };
         // SAFETY: The caller guarantees `ib_dev` is live; the client data slot is read under
@@ -101,10 +159,55 @@ impl CmDevice {
         };
         // SAFETY: Closes the critical section opened above.
         unsafe { bindings::ibcm_glue_rcu_read_unlock() };
-        match dev {
-            Some(dev) if !dev.inner.lock().going_down => Ok(dev),
-            _ => Err(ENODEV),
+        dev.ok_or(ENODEV)
+    }
+
+    /// Registers sysfs counters and the MAD agent of every port (`cm_add_one`); on failure
+    /// undoes what was done.
+    fn register_ports(&self) -> Result {
+        for (done, port) in self.ports.iter().enumerate() {
+            if let Err(e) = self.register_port(port) {
+                for p in self.ports.iter().take(done) {
+                    self.unregister_port(p);
+                }
+                return Err(e);
+            }
         }
+        Ok(())
+    }
+
+    fn register_port(&self, port: &CmPort) -> Result {
+        let n = port.port_num();
+        // SAFETY: `ib_dev` is live during `add`; `n` is one of its ports.
+        kernel::error::to_result(unsafe { bindings::ibcm_glue_register_counters(self.ib_dev, n) })?;
+        // SAFETY: As above. The context is this object, which outlives the agent: it is
+        // unregistered in `unregister_port` before the last reference goes.
+        let agent = unsafe {
+            bindings::ibcm_glue_register_agent(self.ib_dev, n, (self as *const Self).cast_mut().cast())
+        };
+        // SAFETY: Only the pointer value is inspected.
+        if unsafe { bindings::ibcm_glue_is_err_or_null(agent.cast()) } {
+            // SAFETY: Registered just above.
+            unsafe { bindings::ibcm_glue_unregister_counters(self.ib_dev, n) };
+            // CAST: an ERR_PTR carries a negative errno.
+            let errno = agent as isize as i32;
+            return Err(Error::from_errno(if errno < 0 { errno } else { -(bindings::EINVAL as i32) }));
+        }
+        port.set_agent(agent);
+        Ok(())
+    }
+
+    /// Unregisters a port's agent and counters (the tail of `cm_remove_one`).
+    fn unregister_port(&self, port: &CmPort) {
+        let agent = port.agent();
+        port.set_agent(core::ptr::null_mut());
+        if !agent.is_null() {
+            // SAFETY: `agent` was registered by `register_port` and is unregistered once; this
+            // waits for its callbacks to return.
+            unsafe { bindings::ib_unregister_mad_agent(agent) };
+        }
+        // SAFETY: Registered by `register_port`.
+        unsafe { bindings::ibcm_glue_unregister_counters(self.ib_dev, port.port_num()) };
     }
 }
 
@@ -117,28 +220,35 @@ impl CmDevice {
 pub(crate) unsafe extern "C" fn ibcm_rs_add_one(ib_dev: *mut bindings::ib_device) -> ffi::c_int {
     // SAFETY: ib_core passes a live, registered device.
     let (first, last) = unsafe {
-        (
-            bindings::ibcm_glue_start_port(ib_dev),
-            bindings::ibcm_glue_end_port(ib_dev),
-        )
+        (bindings::ibcm_glue_start_port(ib_dev), bindings::ibcm_glue_end_port(ib_dev))
     };
-    // SAFETY: As above; every port number is in the device's valid range.
-    let capable = (first..=last).any(|port| unsafe { bindings::ibcm_glue_cap_ib_cm(ib_dev, port) });
-    if !capable {
+    let mut ports = KVec::new();
+    for port in first..=last {
+        // SAFETY: As above; `port` is in the device's valid range.
+        if unsafe { bindings::ibcm_glue_cap_ib_cm(ib_dev, port) } {
+            if let Err(e) = ports.push(CmPort::new(port), GFP_KERNEL) {
+                return Error::from(e).to_errno();
+            }
+        }
+    }
+    if ports.is_empty() {
         // As cm.c: the core then keeps no client data and never calls remove.
         return eopnotsupp().to_errno();
     }
-    match CmDevice::new(ib_dev) {
-        Ok(dev) => {
-            // SAFETY: `ib_dev` is live; the slot takes over the reference from `into_raw`.
-            unsafe { bindings::ibcm_glue_set_client_data(ib_dev, Arc::into_raw(dev) as *mut _) };
-            0
-        }
-        Err(e) => e.to_errno(),
+    let dev = match CmDevice::new(ib_dev, ports) {
+        Ok(dev) => dev,
+        Err(e) => return e.to_errno(),
+    };
+    if let Err(e) = dev.register_ports() {
+        return e.to_errno();
     }
+    // SAFETY: `ib_dev` is live; the slot takes over the reference from `into_raw`.
+    unsafe { bindings::ibcm_glue_set_client_data(ib_dev, Arc::into_raw(dev) as *mut _) };
+    0
 }
 
-/// `ib_client.remove`: stops accepting listeners and releases the device's CM state.
+/// `ib_client.remove`: stops all traffic, tears the ports down in cm.c's order and releases
+/// the device's CM state.
 ///
 /// Listeners still in the tree keep the state alive (each `CmId` holds an `Arc`) until their
 /// owners destroy them, so a forgotten listener is a reported leak, never a dangling pointer.
@@ -157,13 +267,30 @@ pub(crate) unsafe extern "C" fn ibcm_rs_remove_one(
     // SAFETY: `client_data` came from `Arc::into_raw` in `ibcm_rs_add_one`; this is the one
     // place that takes that reference back.
     let dev = unsafe { Arc::<CmDevice>::from_raw(client_data.cast()) };
-    let leftover = {
+    // 1. No new work is queued, no new send starts, no new listener is accepted.
+    let (leftover, wait_sends) = {
         let mut inner = dev.inner.lock();
         inner.going_down = true;
-        inner.listen.len()
+        (inner.listen.len(), inner.sends > 0)
     };
     if leftover != 0 {
         pr_warn!("ib_cm: device removed with {leftover} listener(s) not destroyed\n");
+    }
+    for port in dev.ports.iter() {
+        // SAFETY: `ib_dev` is live during remove.
+        unsafe { bindings::ibcm_glue_clear_cm_sup(ib_dev, port.port_num()) };
+    }
+    // 2. Sends already past the gate finish posting; queued receive work runs (and sends
+    //    nothing, the device is going down).
+    if wait_sends {
+        while !dev.sends_drained.wait_timeout_ms(10_000) {
+            pr_warn!("ib_cm: device removal waiting for in-flight sends\n");
+        }
+    }
+    recv::flush();
+    // 3. The agents go (waiting for their callbacks), then the sysfs groups.
+    for port in dev.ports.iter() {
+        dev.unregister_port(port);
     }
     // SAFETY: `ib_dev` is live during remove; clearing the slot stops new lookups, and the
     // grace period lets lookups already inside their RCU section take their reference first.

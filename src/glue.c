@@ -14,7 +14,11 @@
 #include <linux/err.h>
 #include <linux/module.h>
 #include <linux/rcupdate.h>
+#include <linux/workqueue.h>
 #include <rdma/ib_cm.h>
+#include <rdma/ib_mad.h>
+#include <rdma/ib_sa.h>
+#include <rdma/ib_sysfs.h>
 #include <rdma/ib_verbs.h>
 
 #include <ib_cm_glue.h>
@@ -134,9 +138,226 @@ void ibcm_glue_init_completion(struct completion *done)
 	init_completion(done);
 }
 
+struct workqueue_struct *ibcm_glue_alloc_wq(void)
+{
+	/* As cm.c: per-CPU, max_active 1, not WQ_MEM_RECLAIM. */
+	return alloc_workqueue("ib_cm", 0, 1);
+}
+
+void ibcm_glue_flush_wq(struct workqueue_struct *wq)
+{
+	flush_workqueue(wq);
+}
+
+/* --- MAD agents (spec 4.1) --- */
+
+static void ibcm_glue_recv_handler(struct ib_mad_agent *agent,
+				   struct ib_mad_send_buf *send_buf,
+				   struct ib_mad_recv_wc *mad_recv_wc)
+{
+	ibcm_rs_recv(agent->context, agent->port_num, mad_recv_wc);
+}
+
+static void ibcm_glue_send_handler(struct ib_mad_agent *agent,
+				   struct ib_mad_send_wc *mad_send_wc)
+{
+	ibcm_rs_send_done(agent->context, agent->port_num, mad_send_wc);
+}
+
+struct ib_mad_agent *ibcm_glue_register_agent(struct ib_device *device, u32 port_num,
+					      void *context)
+{
+	struct ib_mad_reg_req reg_req = {
+		.mgmt_class = IB_MGMT_CLASS_CM,
+		.mgmt_class_version = 2, /* IB_CM_CLASS_VERSION, private to cm_msgs.h */
+	};
+	struct ib_port_modify port_modify = { .set_port_cap_mask = IB_PORT_CM_SUP };
+	struct ib_mad_agent *agent;
+	int ret;
+
+	set_bit(IB_MGMT_METHOD_SEND, reg_req.method_mask);
+	agent = ib_register_mad_agent(device, port_num, IB_QPT_GSI, &reg_req, 0,
+				      ibcm_glue_send_handler, ibcm_glue_recv_handler,
+				      context, 0);
+	if (IS_ERR(agent))
+		return agent;
+	ret = ib_modify_port(device, port_num, 0, &port_modify);
+	if (ret) {
+		ib_unregister_mad_agent(agent);
+		return ERR_PTR(ret);
+	}
+	return agent;
+}
+
+void ibcm_glue_clear_cm_sup(struct ib_device *device, u32 port_num)
+{
+	struct ib_port_modify port_modify = { .clr_port_cap_mask = IB_PORT_CM_SUP };
+
+	ib_modify_port(device, port_num, 0, &port_modify);
+}
+
+struct ib_ah *ibcm_glue_ah_from_wc(struct ib_mad_agent *agent, const struct ib_wc *wc,
+				   const struct ib_grh *grh)
+{
+	return ib_create_ah_from_wc(agent->qp->pd, wc, grh, agent->port_num);
+}
+
+struct ib_ah *ibcm_glue_ah_from_attr(struct ib_mad_agent *agent, struct rdma_ah_attr *attr)
+{
+	return rdma_create_ah(agent->qp->pd, attr, 0);
+}
+
+void ibcm_glue_destroy_ah(struct ib_ah *ah)
+{
+	rdma_destroy_ah(ah, 0);
+}
+
+const struct ib_gid_attr *ibcm_glue_ah_attr_sgid_attr(const struct rdma_ah_attr *attr)
+{
+	return attr->grh.sgid_attr;
+}
+
+u8 ibcm_glue_ah_attr_hop_limit(const struct rdma_ah_attr *attr)
+{
+	return rdma_ah_read_grh(attr)->hop_limit;
+}
+
+void ibcm_glue_path_set_roce(struct sa_path_rec *path, struct rdma_ah_attr *attr)
+{
+	if (attr->type != RDMA_AH_ATTR_TYPE_ROCE) {
+		path->rec_type = SA_PATH_REC_TYPE_IB;
+		return;
+	}
+	path->rec_type = sa_conv_gid_to_pathrec_type(attr->grh.sgid_attr->gid_type);
+	path->roce.route_resolved = false;
+	sa_path_set_dmac(path, attr->roce.dmac);
+}
+
+void ibcm_glue_path_set_lids(struct sa_path_rec *path, u32 dlid, u32 slid)
+{
+	sa_path_set_dlid(path, dlid);
+	sa_path_set_slid(path, slid);
+}
+
+void ibcm_glue_warn_malformed(struct ib_device *device, u32 port_num, const char *what)
+{
+	dev_warn_ratelimited(&device->dev, "ib_cm: port %u: dropped MAD: %s\n", port_num, what);
+}
+
+/* --- per-port counters in sysfs, exactly cm.c's four groups (spec 8) --- */
+
+/*
+ * Exported by ib_core (sysfs.c) but declared only in its private core_priv.h, which cm.c
+ * includes from inside the tree; an out-of-tree module declares them itself.
+ */
+int ib_port_register_client_groups(struct ib_device *ibdev, u32 port_num,
+				   const struct attribute_group **groups);
+void ib_port_unregister_client_groups(struct ib_device *ibdev, u32 port_num,
+				      const struct attribute_group **groups);
+
+struct ibcm_counter_attribute {
+	struct ib_port_attribute attr;
+	unsigned short group;
+	unsigned short index;
+};
+
+static ssize_t ibcm_show_counter(struct ib_device *ibdev, u32 port_num,
+				 struct ib_port_attribute *attr, char *buf)
+{
+	struct ibcm_counter_attribute *cm_attr =
+		container_of(attr, struct ibcm_counter_attribute, attr);
+
+	return sysfs_emit(buf, "%lld\n",
+			  ibcm_rs_counter(ibdev, port_num, cm_attr->group, cm_attr->index));
+}
+
+#define IBCM_COUNTER(_name, _group, _index) \
+	{ .attr = __ATTR(_name, 0444, ibcm_show_counter, NULL), \
+	  .group = _group, .index = _index }
+
+#define IBCM_COUNTER_GROUP(_group, _var) \
+	static struct ibcm_counter_attribute _var##_attrs[] = { \
+		IBCM_COUNTER(req, _group, 0), IBCM_COUNTER(mra, _group, 1), \
+		IBCM_COUNTER(rej, _group, 2), IBCM_COUNTER(rep, _group, 3), \
+		IBCM_COUNTER(rtu, _group, 4), IBCM_COUNTER(dreq, _group, 5), \
+		IBCM_COUNTER(drep, _group, 6), IBCM_COUNTER(sidr_req, _group, 7), \
+		IBCM_COUNTER(sidr_rep, _group, 8), IBCM_COUNTER(lap, _group, 9), \
+		IBCM_COUNTER(apr, _group, 10), \
+	}; \
+	static struct attribute *_var##_list[] = { \
+		&_var##_attrs[0].attr.attr, &_var##_attrs[1].attr.attr, \
+		&_var##_attrs[2].attr.attr, &_var##_attrs[3].attr.attr, \
+		&_var##_attrs[4].attr.attr, &_var##_attrs[5].attr.attr, \
+		&_var##_attrs[6].attr.attr, &_var##_attrs[7].attr.attr, \
+		&_var##_attrs[8].attr.attr, &_var##_attrs[9].attr.attr, \
+		&_var##_attrs[10].attr.attr, NULL, \
+	}
+
+IBCM_COUNTER_GROUP(IBCM_TX_MSGS, ibcm_tx_msgs);
+IBCM_COUNTER_GROUP(IBCM_TX_RETRIES, ibcm_tx_retries);
+IBCM_COUNTER_GROUP(IBCM_RX_MSGS, ibcm_rx_msgs);
+IBCM_COUNTER_GROUP(IBCM_RX_DUPLICATES, ibcm_rx_duplicates);
+
+/* Ours, beyond cm.c: MADs dropped as malformed (short, unknown attribute, bad header). */
+static struct ibcm_counter_attribute ibcm_malformed_attr =
+	IBCM_COUNTER(malformed, IBCM_RX_DROPPED, 0);
+static struct attribute *ibcm_rx_dropped_list[] = { &ibcm_malformed_attr.attr.attr, NULL };
+
+static const struct attribute_group ibcm_counter_groups[] = {
+	{ .name = "cm_tx_msgs", .attrs = ibcm_tx_msgs_list },
+	{ .name = "cm_tx_retries", .attrs = ibcm_tx_retries_list },
+	{ .name = "cm_rx_msgs", .attrs = ibcm_rx_msgs_list },
+	{ .name = "cm_rx_duplicates", .attrs = ibcm_rx_duplicates_list },
+	{ .name = "cm_rx_dropped", .attrs = ibcm_rx_dropped_list },
+};
+
+static const struct attribute_group *ibcm_counter_group_list[] = {
+	&ibcm_counter_groups[0], &ibcm_counter_groups[1], &ibcm_counter_groups[2],
+	&ibcm_counter_groups[3], &ibcm_counter_groups[4], NULL,
+};
+
+int ibcm_glue_register_counters(struct ib_device *device, u32 port_num)
+{
+	return ib_port_register_client_groups(device, port_num, ibcm_counter_group_list);
+}
+
+void ibcm_glue_unregister_counters(struct ib_device *device, u32 port_num)
+{
+	ib_port_unregister_client_groups(device, port_num, ibcm_counter_group_list);
+}
+
 #if IS_ENABLED(CONFIG_KUNIT)
 #include <kunit/test.h>
 #include <kunit/test-bug.h>
+
+/* The last MADs the CM sent, for the white-box receive-path tests (src/kunit.rs). */
+#define IBCM_CAPTURE_SLOTS 8
+static DEFINE_SPINLOCK(ibcm_capture_lock);
+static u8 ibcm_capture_buf[IBCM_CAPTURE_SLOTS][256];
+static unsigned int ibcm_capture_count;
+
+void ibcm_glue_capture_put(const u8 *mad)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&ibcm_capture_lock, flags);
+	memcpy(ibcm_capture_buf[ibcm_capture_count % IBCM_CAPTURE_SLOTS], mad, 256);
+	ibcm_capture_count++;
+	spin_unlock_irqrestore(&ibcm_capture_lock, flags);
+}
+
+unsigned int ibcm_glue_capture_get(unsigned int index, u8 *out)
+{
+	unsigned long flags;
+	unsigned int count;
+
+	spin_lock_irqsave(&ibcm_capture_lock, flags);
+	count = ibcm_capture_count;
+	if (index < count && count - index <= IBCM_CAPTURE_SLOTS)
+		memcpy(out, ibcm_capture_buf[index % IBCM_CAPTURE_SLOTS], 256);
+	spin_unlock_irqrestore(&ibcm_capture_lock, flags);
+	return count;
+}
 
 /* Marks the running KUnit case failed without aborting it (src/kunit.rs). */
 void ibcm_glue_kunit_fail(const char *file, int line, const char *msg)

@@ -20,6 +20,9 @@ mod kunit;
 mod listen;
 mod lock;
 mod logic;
+mod port;
+mod recv;
+mod send;
 
 module! {
     type: IbCm,
@@ -34,7 +37,11 @@ struct IbCm;
 
 impl kernel::Module for IbCm {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        device::register_client()?;
+        recv::init_wq()?;
+        if let Err(e) = device::register_client() {
+            recv::destroy_wq();
+            return Err(e);
+        }
         Ok(IbCm)
     }
 }
@@ -42,5 +49,6 @@ impl kernel::Module for IbCm {
 impl Drop for IbCm {
     fn drop(&mut self) {
         device::unregister_client();
+        recv::destroy_wq();
     }
 }

@@ -60,9 +60,15 @@ extern "C" fn handler_b(_: *mut bindings::ib_cm_id, _: *const bindings::ib_cm_ev
     1
 }
 
+/// Records a MAD the CM sends, for the receive-path tests.
+pub(crate) fn capture(mad: &[u8; crate::logic::wire::MAD_LEN]) {
+    // SAFETY: `mad` is 256 readable bytes.
+    unsafe { bindings::ibcm_glue_capture_put(mad.as_ptr()) };
+}
+
 /// A device-less CM state: the listener tree and allocator without an HCA.
 fn fake_device() -> Result<Arc<CmDevice>> {
-    CmDevice::new(core::ptr::null_mut())
+    CmDevice::new(core::ptr::null_mut(), kernel::alloc::KVec::new())
 }
 
 fn new_id(dev: &Arc<CmDevice>, h: bindings::ib_cm_handler) -> Result<Arc<CmId>> {

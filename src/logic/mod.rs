@@ -6,4 +6,6 @@
 #![forbid(unsafe_code)]
 
 pub(crate) mod reject;
+pub(crate) mod req_event;
+pub(crate) mod wire;
 pub(crate) mod service_id;

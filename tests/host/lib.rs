@@ -10,3 +10,5 @@ pub mod logic;
 
 #[cfg(test)]
 mod properties;
+#[cfg(test)]
+mod wire_tests;

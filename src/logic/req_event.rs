@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! What a received REQ or SIDR_REQ turns into, as values: the path records, the scalar fields
+//! of `ib_cm_req_event_param`, the replies built without an id.
+//!
+//! Stands for `cm_format_paths_from_req()`, `cm_format_req_event()`, `cm_req_get_qp_type()`,
+//! the REQ field copies of `cm_req_handler()`, and the message parts of `cm_issue_rej()` and
+//! of the SIDR_REP sent for an unknown service in cm.c. The kernel side copies these values
+//! into the C structs.
+
+use super::wire::conn::{Path, Rej, Req, MSG_REQ, REJ_ARI, REJ_PRIVATE_DATA};
+use super::wire::sidr::{SidrRep, SIDR_REP_INFO, SIDR_REP_PRIVATE_DATA};
+
+/// `IB_SA_EQ`: the selectors of a path built from a REQ.
+pub(crate) const SA_EQ: u8 = 1;
+/// `IB_CM_REJ_INVALID_SERVICE_ID`.
+pub(crate) const REJ_INVALID_SERVICE_ID: u16 = 8;
+/// `IB_CM_REJ_CONSUMER_DEFINED`.
+pub(crate) const REJ_CONSUMER_DEFINED: u16 = 28;
+/// `IB_SIDR_UNSUPPORTED`.
+pub(crate) const SIDR_UNSUPPORTED: u8 = 1;
+/// `IB_SIDR_REJECT`.
+pub(crate) const SIDR_REJECT: u8 = 2;
+
+/// A path record as the passive side sees it (`struct sa_path_rec`, CPU byte order).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub(crate) struct PathRecord {
+    /// The requester's GID (the REQ's local GID).
+    pub(crate) dgid: [u8; 16],
+    /// Our GID (the REQ's remote GID).
+    pub(crate) sgid: [u8; 16],
+    /// Flow label, 20 bits.
+    pub(crate) flow_label: u32,
+    /// Hop limit (the kernel side replaces the primary's with the received GRH's).
+    pub(crate) hop_limit: u8,
+    /// Traffic class.
+    pub(crate) traffic_class: u8,
+    /// Always 1.
+    pub(crate) reversible: u8,
+    /// The REQ's P_Key.
+    pub(crate) pkey: u16,
+    /// Service level.
+    pub(crate) sl: u8,
+    /// The REQ's path MTU.
+    pub(crate) mtu: u8,
+    /// Packet rate.
+    pub(crate) rate: u8,
+    /// The REQ's local ACK timeout minus one (if above zero).
+    pub(crate) packet_life_time: u8,
+    /// The REQ's service ID.
+    pub(crate) service_id: u64,
+    /// `slid` of the record: the REQ's remote (our) LID for non-OPA records.
+    pub(crate) slid: u32,
+    /// `dlid` of the alternate record (the primary's comes from the work completion).
+    pub(crate) alt_dlid: u32,
+}
+
+fn path_from(req: &Req, p: &Path) -> PathRecord {
+    PathRecord {
+        dgid: p.local_gid,
+        sgid: p.remote_gid,
+        flow_label: p.flow_label,
+        hop_limit: p.hop_limit,
+        traffic_class: p.traffic_class,
+        reversible: 1,
+        pkey: req.pkey,
+        sl: p.sl,
+        mtu: req.path_mtu,
+        rate: p.packet_rate,
+        packet_life_time: p.local_ack_timeout.saturating_sub(1),
+        service_id: req.service_id,
+        slid: u32::from(p.remote_lid),
+        alt_dlid: u32::from(p.local_lid),
+    }
+}
+
+/// The primary path record of a REQ.
+pub(crate) fn primary_path(req: &Req) -> PathRecord {
+    path_from(req, &req.primary)
+}
+
+/// The alternate path record, if the REQ has one.
+pub(crate) fn alternate_path(req: &Req) -> Option<PathRecord> {
+    req.has_alt_path().then(|| path_from(req, &req.alternate))
+}
+
+/// `enum ib_qp_type` values the REQ can ask for.
+pub(crate) const QPT_RC: u32 = 2;
+/// UC.
+pub(crate) const QPT_UC: u32 = 3;
+/// XRC target.
+pub(crate) const QPT_XRC_TGT: u32 = 10;
+
+/// `cm_req_get_qp_type()`: transport 0 is RC, 1 UC, 3 with extended type 1 XRC target, and
+/// anything else gives 0, as in C.
+pub(crate) fn qp_type(req: &Req) -> u32 {
+    match (req.transport_service_type, req.extended_transport_type) {
+        (0, _) => QPT_RC,
+        (1, _) => QPT_UC,
+        (3, 1) => QPT_XRC_TGT,
+        _ => 0,
+    }
+}
+
+/// The scalar fields of `ib_cm_req_event_param` (everything but pointers and the P_Key of the
+/// BTH), with the initiator/responder swaps of `cm_format_req_event()`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct ReqParams {
+    /// `remote_ca_guid` (CPU order).
+    pub(crate) remote_ca_guid: u64,
+    /// `remote_qkey`.
+    pub(crate) remote_qkey: u32,
+    /// `remote_qpn`.
+    pub(crate) remote_qpn: u32,
+    /// `qp_type`.
+    pub(crate) qp_type: u32,
+    /// `starting_psn`.
+    pub(crate) starting_psn: u32,
+    /// `responder_resources`: the REQ's initiator depth.
+    pub(crate) responder_resources: u8,
+    /// `initiator_depth`: the REQ's responder resources.
+    pub(crate) initiator_depth: u8,
+    /// `local_cm_response_timeout`: the REQ's remote CM response timeout.
+    pub(crate) local_cm_response_timeout: u8,
+    /// `flow_control`.
+    pub(crate) flow_control: bool,
+    /// `remote_cm_response_timeout`: the REQ's local CM response timeout.
+    pub(crate) remote_cm_response_timeout: u8,
+    /// `retry_count`.
+    pub(crate) retry_count: u8,
+    /// `rnr_retry_count`.
+    pub(crate) rnr_retry_count: u8,
+    /// `srq`.
+    pub(crate) srq: bool,
+    /// `ece.vendor_id`.
+    pub(crate) ece_vendor_id: u32,
+    /// `ece.attr_mod`.
+    pub(crate) ece_attr_mod: u32,
+}
+
+/// The event fields of a REQ received with MAD header `attr_mod`.
+pub(crate) fn req_params(req: &Req, attr_mod: u32) -> ReqParams {
+    ReqParams {
+        remote_ca_guid: req.local_ca_guid,
+        remote_qkey: req.local_qkey,
+        remote_qpn: req.local_qpn,
+        qp_type: qp_type(req),
+        starting_psn: req.starting_psn,
+        responder_resources: req.initiator_depth,
+        initiator_depth: req.responder_resources,
+        local_cm_response_timeout: req.remote_cm_response_timeout,
+        flow_control: req.end_to_end_flow_control,
+        remote_cm_response_timeout: req.local_cm_response_timeout,
+        retry_count: req.retry_count,
+        rnr_retry_count: req.rnr_retry_count,
+        srq: req.srq,
+        ece_vendor_id: req.vendor_id,
+        ece_attr_mod: attr_mod,
+    }
+}
+
+/// The REJ `cm_issue_rej()` sends for a REQ nobody listens for: reason INVALID_SERVICE_ID,
+/// message REQ, remote comm ID = the REQ's local comm ID, and (cm.c quirk, spec 5.3) local
+/// comm ID = bytes 4-7 of the REQ (reserved byte and vendor ID).
+pub(crate) fn rej_for_unknown_service(req_payload: &[u8]) -> Rej {
+    let word = |o: usize| {
+        let mut b = [0u8; 4];
+        for (i, x) in b.iter_mut().enumerate() {
+            *x = req_payload.get(o + i).copied().unwrap_or(0);
+        }
+        u32::from_be_bytes(b)
+    };
+    Rej {
+        local_comm_id: word(4),
+        remote_comm_id: word(0),
+        message_rejected: MSG_REQ,
+        ari_length: 0,
+        reason: REJ_INVALID_SERVICE_ID,
+        ari: [0; REJ_ARI],
+        private_data: [0; REJ_PRIVATE_DATA],
+    }
+}
+
+/// A REJ of a REQ we hold an id for, in REQ_RCVD (local comm ID 0, spec 5.1) or later.
+pub(crate) fn rej_of_req(
+    local_comm_id: u32,
+    remote_comm_id: u32,
+    reason: u16,
+    ari: &[u8],
+    private_data: &[u8],
+) -> Rej {
+    let mut rej = Rej {
+        local_comm_id,
+        remote_comm_id,
+        message_rejected: MSG_REQ,
+        ari_length: 0,
+        reason,
+        ari: [0; REJ_ARI],
+        private_data: [0; REJ_PRIVATE_DATA],
+    };
+    let n = ari.len().min(REJ_ARI);
+    rej.ari[..n].copy_from_slice(&ari[..n]);
+    rej.ari_length = u8::try_from(n).unwrap_or(0);
+    let n = private_data.len().min(REJ_PRIVATE_DATA);
+    rej.private_data[..n].copy_from_slice(&private_data[..n]);
+    rej
+}
+
+/// The values of a SIDR_REP (`cm_format_sidr_rep`): only 16 bits of the vendor ID and no
+/// additional-information length on the wire, as cm.c (quirk 3).
+pub(crate) struct SidrReply<'a> {
+    /// The SIDR_REQ's request ID.
+    pub(crate) request_id: u32,
+    /// `enum ib_cm_sidr_status`.
+    pub(crate) status: u8,
+    /// QPN.
+    pub(crate) qpn: u32,
+    /// Q_Key.
+    pub(crate) qkey: u32,
+    /// Service ID, echoed.
+    pub(crate) service_id: u64,
+    /// ECE vendor ID.
+    pub(crate) vendor_id: u32,
+    /// Additional information (at most 72 bytes are sent).
+    pub(crate) info: &'a [u8],
+    /// Private data (at most 136 bytes are sent).
+    pub(crate) private_data: &'a [u8],
+}
+
+/// Builds the SIDR_REP message.
+pub(crate) fn sidr_rep(r: &SidrReply<'_>) -> SidrRep {
+    let mut rep = SidrRep {
+        request_id: r.request_id,
+        status: r.status,
+        info_length: 0,
+        vendor_id_h: u16::from(r.vendor_id.to_be_bytes()[2]),
+        qpn: r.qpn & 0x00FF_FFFF,
+        vendor_id_l: r.vendor_id.to_be_bytes()[3],
+        service_id: r.service_id,
+        qkey: r.qkey,
+        info: [0; SIDR_REP_INFO],
+        private_data: [0; SIDR_REP_PRIVATE_DATA],
+    };
+    let n = r.info.len().min(SIDR_REP_INFO);
+    rep.info[..n].copy_from_slice(&r.info[..n]);
+    let n = r.private_data.len().min(SIDR_REP_PRIVATE_DATA);
+    rep.private_data[..n].copy_from_slice(&r.private_data[..n]);
+    rep
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::logic::wire::conn::Req;
+
+    fn req() -> Req {
+        let mut p = [0u8; 232];
+        p[0..4].copy_from_slice(&0x1111_2222u32.to_be_bytes());
+        p[4..8].copy_from_slice(&[0, 0xAA, 0xBB, 0xCC]);
+        p[8..16].copy_from_slice(&0x0106_1C06u64.to_be_bytes());
+        p[16..24].copy_from_slice(&0x0102_0304_0506_0708u64.to_be_bytes());
+        p[32..35].copy_from_slice(&[0, 0, 0x11]);
+        p[35] = 4; // responder resources
+        p[39] = 7; // initiator depth
+        p[43] = (20 << 3) | 1; // remote CM timeout 20, RC, flow control
+        p[47] = (18 << 3) | 6;
+        p[48..50].copy_from_slice(&0xFFFFu16.to_be_bytes());
+        p[50] = (3 << 4) | 7;
+        p[54..56].copy_from_slice(&0x0022u16.to_be_bytes());
+        p[56] = 0xAB; // local GID
+        p[72] = 0xCD; // remote GID
+        p[95] = 17 << 3;
+        Req::decode(&p)
+    }
+
+    #[test]
+    fn primary_path_swaps_gids_and_decrements_life_time() {
+        let r = req();
+        let p = primary_path(&r);
+        assert_eq!((p.dgid[0], p.sgid[0]), (0xAB, 0xCD));
+        assert_eq!((p.pkey, p.mtu, p.reversible, p.packet_life_time), (0xFFFF, 3, 1, 16));
+        assert_eq!(p.service_id, 0x0106_1C06);
+        assert_eq!(p.slid, 0x22);
+        assert!(alternate_path(&r).is_none());
+    }
+
+    #[test]
+    fn zero_ack_timeout_stays_zero() {
+        let mut r = req();
+        r.primary.local_ack_timeout = 0;
+        assert_eq!(primary_path(&r).packet_life_time, 0);
+    }
+
+    #[test]
+    fn params_swap_depth_and_timeouts() {
+        let p = req_params(&req(), 0xABCD);
+        assert_eq!((p.responder_resources, p.initiator_depth), (7, 4));
+        assert_eq!((p.local_cm_response_timeout, p.remote_cm_response_timeout), (20, 18));
+        assert_eq!((p.remote_qpn, p.qp_type, p.retry_count, p.rnr_retry_count), (0x11, QPT_RC, 6, 7));
+        assert!(p.flow_control);
+        assert_eq!((p.ece_vendor_id, p.ece_attr_mod), (0xAABBCC, 0xABCD));
+        assert_eq!(p.remote_ca_guid, 0x0102_0304_0506_0708);
+    }
+
+    #[test]
+    fn qp_types_as_c() {
+        let mut r = req();
+        for (t, x, want) in [(0, 0, QPT_RC), (1, 0, QPT_UC), (3, 1, QPT_XRC_TGT), (3, 0, 0), (2, 0, 0)] {
+            r.transport_service_type = t;
+            r.extended_transport_type = x;
+            assert_eq!(qp_type(&r), want, "{t} {x}");
+        }
+    }
+
+    #[test]
+    fn rej_for_unknown_service_mirrors_cm_issue_rej() {
+        let mut p = [0u8; 232];
+        p[0..4].copy_from_slice(&0x1111_2222u32.to_be_bytes());
+        p[4..8].copy_from_slice(&[0, 0xAA, 0xBB, 0xCC]);
+        let rej = rej_for_unknown_service(&p);
+        assert_eq!((rej.local_comm_id, rej.remote_comm_id), (0x00AA_BBCC, 0x1111_2222));
+        assert_eq!((rej.reason, rej.message_rejected, rej.ari_length), (8, MSG_REQ, 0));
+    }
+
+    #[test]
+    fn rej_clamps_ari_and_private_data() {
+        let rej = rej_of_req(0, 5, REJ_CONSUMER_DEFINED, &[1; 100], &[2; 200]);
+        assert_eq!(rej.ari_length, 72);
+        assert_eq!((rej.ari[71], rej.private_data[147]), (1, 2));
+    }
+
+    #[test]
+    fn sidr_rep_keeps_c_vendor_quirk() {
+        let rep = sidr_rep(&SidrReply {
+            request_id: 9,
+            status: SIDR_UNSUPPORTED,
+            qpn: 0xFF00_0042,
+            qkey: 0,
+            service_id: 0x0111_0001,
+            vendor_id: 0x00AB_CDEF,
+            info: &[],
+            private_data: &[],
+        });
+        assert_eq!((rep.vendor_id_h, rep.vendor_id_l, rep.qpn, rep.info_length), (0xCD, 0xEF, 0x42, 0));
+    }
+}

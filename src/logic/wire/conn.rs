@@ -1,0 +1,521 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! The connection messages: REQ (IBTA Table 106), MRA (107), REJ (108), REP (110), RTU (111),
+//! DREQ (112), DREP (113). Offsets are payload offsets, fields as in `ibta_vol1_c12.h`.
+
+use super::field::{self, get, narrow, set};
+
+/// Private data sizes (`IB_CM_*_PRIVATE_DATA_SIZE`).
+pub(crate) const REQ_PRIVATE_DATA: usize = 92;
+/// MRA private data.
+pub(crate) const MRA_PRIVATE_DATA: usize = 222;
+/// REJ private data.
+pub(crate) const REJ_PRIVATE_DATA: usize = 148;
+/// REJ additional reject information.
+pub(crate) const REJ_ARI: usize = 72;
+const REJ_ARI_MAX: u8 = 72;
+/// REP private data.
+pub(crate) const REP_PRIVATE_DATA: usize = 196;
+/// RTU private data.
+pub(crate) const RTU_PRIVATE_DATA: usize = 224;
+/// DREQ private data.
+pub(crate) const DREQ_PRIVATE_DATA: usize = 220;
+/// DREP private data.
+pub(crate) const DREP_PRIVATE_DATA: usize = 224;
+
+/// One path of a REQ (primary at 52, alternate at 96) or of a LAP (alternate at 20).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub(crate) struct Path {
+    /// +0, 16 bits.
+    pub(crate) local_lid: u16,
+    /// +2, 16 bits.
+    pub(crate) remote_lid: u16,
+    /// +4, 128 bits.
+    pub(crate) local_gid: [u8; 16],
+    /// +20, 128 bits.
+    pub(crate) remote_gid: [u8; 16],
+    /// +36, 20 bits.
+    pub(crate) flow_label: u32,
+    /// +39 bit 2, 6 bits (REQ layout).
+    pub(crate) packet_rate: u8,
+    /// +40, 8 bits (REQ layout).
+    pub(crate) traffic_class: u8,
+    /// +41, 8 bits (REQ layout).
+    pub(crate) hop_limit: u8,
+    /// +42, 4 bits.
+    pub(crate) sl: u8,
+    /// +42 bit 4, 1 bit.
+    pub(crate) subnet_local: bool,
+    /// +43, 5 bits.
+    pub(crate) local_ack_timeout: u8,
+}
+
+impl Path {
+    /// REQ layout of a path starting at `o` (52 primary, 96 alternate).
+    fn decode_req(p: &[u8], o: usize) -> Self {
+        Self {
+            local_lid: field::u16_at(p, o),
+            remote_lid: field::u16_at(p, o + 2),
+            local_gid: field::array(p, o + 4),
+            remote_gid: field::array(p, o + 20),
+            flow_label: narrow(get(p, o + 36, 0, 20)),
+            packet_rate: narrow(get(p, o + 39, 2, 6)),
+            traffic_class: field::u8_at(p, o + 40),
+            hop_limit: field::u8_at(p, o + 41),
+            sl: narrow(get(p, o + 42, 0, 4)),
+            subnet_local: get(p, o + 42, 4, 1) != 0,
+            local_ack_timeout: narrow(get(p, o + 43, 0, 5)),
+        }
+    }
+
+    fn encode_req(&self, p: &mut [u8], o: usize) {
+        field::put(p, o, &self.local_lid.to_be_bytes());
+        field::put(p, o + 2, &self.remote_lid.to_be_bytes());
+        field::put(p, o + 4, &self.local_gid);
+        field::put(p, o + 20, &self.remote_gid);
+        set(p, o + 36, 0, 20, u64::from(self.flow_label));
+        set(p, o + 39, 2, 6, u64::from(self.packet_rate));
+        field::put(p, o + 40, &[self.traffic_class, self.hop_limit]);
+        set(p, o + 42, 0, 4, u64::from(self.sl));
+        set(p, o + 42, 4, 1, u64::from(self.subnet_local));
+        set(p, o + 43, 0, 5, u64::from(self.local_ack_timeout));
+    }
+
+    /// LAP layout (Table 114): like REQ's but traffic class, hop limit and packet rate sit at
+    /// +39, +40 and +41 bit 2.
+    pub(crate) fn decode_lap(p: &[u8], o: usize) -> Self {
+        Self {
+            local_lid: field::u16_at(p, o),
+            remote_lid: field::u16_at(p, o + 2),
+            local_gid: field::array(p, o + 4),
+            remote_gid: field::array(p, o + 20),
+            flow_label: narrow(get(p, o + 36, 0, 20)),
+            traffic_class: field::u8_at(p, o + 39),
+            hop_limit: field::u8_at(p, o + 40),
+            packet_rate: narrow(get(p, o + 41, 2, 6)),
+            sl: narrow(get(p, o + 42, 0, 4)),
+            subnet_local: get(p, o + 42, 4, 1) != 0,
+            local_ack_timeout: narrow(get(p, o + 43, 0, 5)),
+        }
+    }
+
+    /// Encodes the LAP layout.
+    pub(crate) fn encode_lap(&self, p: &mut [u8], o: usize) {
+        field::put(p, o, &self.local_lid.to_be_bytes());
+        field::put(p, o + 2, &self.remote_lid.to_be_bytes());
+        field::put(p, o + 4, &self.local_gid);
+        field::put(p, o + 20, &self.remote_gid);
+        set(p, o + 36, 0, 20, u64::from(self.flow_label));
+        field::put(p, o + 39, &[self.traffic_class, self.hop_limit]);
+        set(p, o + 41, 2, 6, u64::from(self.packet_rate));
+        set(p, o + 42, 0, 4, u64::from(self.sl));
+        set(p, o + 42, 4, 1, u64::from(self.subnet_local));
+        set(p, o + 43, 0, 5, u64::from(self.local_ack_timeout));
+    }
+}
+
+/// REQ (Table 106).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(crate) struct Req {
+    /// 0, 32 bits.
+    pub(crate) local_comm_id: u32,
+    /// 5, 24 bits.
+    pub(crate) vendor_id: u32,
+    /// 8, 64 bits.
+    pub(crate) service_id: u64,
+    /// 16, 64 bits.
+    pub(crate) local_ca_guid: u64,
+    /// 28, 32 bits.
+    pub(crate) local_qkey: u32,
+    /// 32, 24 bits.
+    pub(crate) local_qpn: u32,
+    /// 35, 8 bits.
+    pub(crate) responder_resources: u8,
+    /// 36, 24 bits.
+    pub(crate) local_eecn: u32,
+    /// 39, 8 bits.
+    pub(crate) initiator_depth: u8,
+    /// 40, 24 bits.
+    pub(crate) remote_eecn: u32,
+    /// 43, 5 bits.
+    pub(crate) remote_cm_response_timeout: u8,
+    /// 43 bit 5, 2 bits.
+    pub(crate) transport_service_type: u8,
+    /// 43 bit 7, 1 bit.
+    pub(crate) end_to_end_flow_control: bool,
+    /// 44, 24 bits.
+    pub(crate) starting_psn: u32,
+    /// 47, 5 bits.
+    pub(crate) local_cm_response_timeout: u8,
+    /// 47 bit 5, 3 bits.
+    pub(crate) retry_count: u8,
+    /// 48, 16 bits.
+    pub(crate) pkey: u16,
+    /// 50, 4 bits.
+    pub(crate) path_mtu: u8,
+    /// 50 bit 4, 1 bit.
+    pub(crate) rdc_exists: bool,
+    /// 50 bit 5, 3 bits.
+    pub(crate) rnr_retry_count: u8,
+    /// 51, 4 bits.
+    pub(crate) max_cm_retries: u8,
+    /// 51 bit 4, 1 bit.
+    pub(crate) srq: bool,
+    /// 51 bit 5, 3 bits.
+    pub(crate) extended_transport_type: u8,
+    /// 52..95.
+    pub(crate) primary: Path,
+    /// 96..139.
+    pub(crate) alternate: Path,
+    /// 139 bit 5, 1 bit.
+    pub(crate) sap_supported: bool,
+    /// 140, 92 bytes.
+    pub(crate) private_data: [u8; REQ_PRIVATE_DATA],
+}
+
+impl Req {
+    /// Decodes a payload of at least 232 bytes.
+    pub(crate) fn decode(p: &[u8]) -> Self {
+        Self {
+            local_comm_id: field::u32_at(p, 0),
+            vendor_id: narrow(get(p, 5, 0, 24)),
+            service_id: field::u64_at(p, 8),
+            local_ca_guid: field::u64_at(p, 16),
+            local_qkey: field::u32_at(p, 28),
+            local_qpn: narrow(get(p, 32, 0, 24)),
+            responder_resources: field::u8_at(p, 35),
+            local_eecn: narrow(get(p, 36, 0, 24)),
+            initiator_depth: field::u8_at(p, 39),
+            remote_eecn: narrow(get(p, 40, 0, 24)),
+            remote_cm_response_timeout: narrow(get(p, 43, 0, 5)),
+            transport_service_type: narrow(get(p, 43, 5, 2)),
+            end_to_end_flow_control: get(p, 43, 7, 1) != 0,
+            starting_psn: narrow(get(p, 44, 0, 24)),
+            local_cm_response_timeout: narrow(get(p, 47, 0, 5)),
+            retry_count: narrow(get(p, 47, 5, 3)),
+            pkey: field::u16_at(p, 48),
+            path_mtu: narrow(get(p, 50, 0, 4)),
+            rdc_exists: get(p, 50, 4, 1) != 0,
+            rnr_retry_count: narrow(get(p, 50, 5, 3)),
+            max_cm_retries: narrow(get(p, 51, 0, 4)),
+            srq: get(p, 51, 4, 1) != 0,
+            extended_transport_type: narrow(get(p, 51, 5, 3)),
+            primary: Path::decode_req(p, 52),
+            alternate: Path::decode_req(p, 96),
+            sap_supported: get(p, 139, 5, 1) != 0,
+            private_data: field::array(p, 140),
+        }
+    }
+
+    /// Encodes into a zeroed payload.
+    pub(crate) fn encode(&self, p: &mut [u8]) {
+        field::put(p, 0, &self.local_comm_id.to_be_bytes());
+        set(p, 5, 0, 24, u64::from(self.vendor_id));
+        field::put(p, 8, &self.service_id.to_be_bytes());
+        field::put(p, 16, &self.local_ca_guid.to_be_bytes());
+        field::put(p, 28, &self.local_qkey.to_be_bytes());
+        set(p, 32, 0, 24, u64::from(self.local_qpn));
+        field::put(p, 35, &[self.responder_resources]);
+        set(p, 36, 0, 24, u64::from(self.local_eecn));
+        field::put(p, 39, &[self.initiator_depth]);
+        set(p, 40, 0, 24, u64::from(self.remote_eecn));
+        set(p, 43, 0, 5, u64::from(self.remote_cm_response_timeout));
+        set(p, 43, 5, 2, u64::from(self.transport_service_type));
+        set(p, 43, 7, 1, u64::from(self.end_to_end_flow_control));
+        set(p, 44, 0, 24, u64::from(self.starting_psn));
+        set(p, 47, 0, 5, u64::from(self.local_cm_response_timeout));
+        set(p, 47, 5, 3, u64::from(self.retry_count));
+        field::put(p, 48, &self.pkey.to_be_bytes());
+        set(p, 50, 0, 4, u64::from(self.path_mtu));
+        set(p, 50, 4, 1, u64::from(self.rdc_exists));
+        set(p, 50, 5, 3, u64::from(self.rnr_retry_count));
+        set(p, 51, 0, 4, u64::from(self.max_cm_retries));
+        set(p, 51, 4, 1, u64::from(self.srq));
+        set(p, 51, 5, 3, u64::from(self.extended_transport_type));
+        self.primary.encode_req(p, 52);
+        self.alternate.encode_req(p, 96);
+        set(p, 139, 5, 1, u64::from(self.sap_supported));
+        field::put(p, 140, &self.private_data);
+    }
+
+    /// Whether the REQ carries an alternate path (cm.c: alternate local LID non-zero, or an OPA
+    /// GID, which RoCE never uses; see `cm_req_has_alt_path`).
+    pub(crate) fn has_alt_path(&self) -> bool {
+        self.alternate.local_lid != 0 || is_opa_gid(&self.alternate.local_gid)
+    }
+}
+
+/// An OPA GID: the 0xFF prefix of `OPA_MAKE_ID` in the high bytes of the interface ID.
+fn is_opa_gid(gid: &[u8; 16]) -> bool {
+    // `ib_is_opa_gid`: interface ID high 24 bits equal OPA_STL_OUI (0x00066A).
+    gid[8..11] == [0x00, 0x06, 0x6A]
+}
+
+/// Which message an MRA or REJ refers to (2 bits).
+pub(crate) const MSG_REQ: u8 = 0;
+/// The REP.
+// Used by the tests now and by the MRA/REJ handling of the connection state machine.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) const MSG_REP: u8 = 1;
+/// Anything else (LAP).
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) const MSG_OTHER: u8 = 2;
+
+/// MRA (Table 107).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(crate) struct Mra {
+    /// 0.
+    pub(crate) local_comm_id: u32,
+    /// 4.
+    pub(crate) remote_comm_id: u32,
+    /// 8, 2 bits.
+    pub(crate) message_mraed: u8,
+    /// 9, 5 bits.
+    pub(crate) service_timeout: u8,
+    /// 10, 222 bytes.
+    pub(crate) private_data: [u8; MRA_PRIVATE_DATA],
+}
+
+impl Mra {
+    /// Decodes a payload of at least 232 bytes.
+    pub(crate) fn decode(p: &[u8]) -> Self {
+        Self {
+            local_comm_id: field::u32_at(p, 0),
+            remote_comm_id: field::u32_at(p, 4),
+            message_mraed: narrow(get(p, 8, 0, 2)),
+            service_timeout: narrow(get(p, 9, 0, 5)),
+            private_data: field::array(p, 10),
+        }
+    }
+
+    /// Encodes into a zeroed payload.
+    pub(crate) fn encode(&self, p: &mut [u8]) {
+        field::put(p, 0, &self.local_comm_id.to_be_bytes());
+        field::put(p, 4, &self.remote_comm_id.to_be_bytes());
+        set(p, 8, 0, 2, u64::from(self.message_mraed));
+        set(p, 9, 0, 5, u64::from(self.service_timeout));
+        field::put(p, 10, &self.private_data);
+    }
+}
+
+/// REJ (Table 108).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(crate) struct Rej {
+    /// 0.
+    pub(crate) local_comm_id: u32,
+    /// 4.
+    pub(crate) remote_comm_id: u32,
+    /// 8, 2 bits.
+    pub(crate) message_rejected: u8,
+    /// 9, 7 bits; clamped to 72 on decode.
+    pub(crate) ari_length: u8,
+    /// 10, 16 bits.
+    pub(crate) reason: u16,
+    /// 12, 72 bytes.
+    pub(crate) ari: [u8; REJ_ARI],
+    /// 84, 148 bytes.
+    pub(crate) private_data: [u8; REJ_PRIVATE_DATA],
+}
+
+impl Rej {
+    /// Decodes a payload of at least 232 bytes.
+    pub(crate) fn decode(p: &[u8]) -> Self {
+        Self {
+            local_comm_id: field::u32_at(p, 0),
+            remote_comm_id: field::u32_at(p, 4),
+            message_rejected: narrow(get(p, 8, 0, 2)),
+            // 7 bits can claim 127; the ARI field holds 72 (spec 7, quirk 8).
+            ari_length: narrow::<u8>(get(p, 9, 0, 7)).min(REJ_ARI_MAX),
+            reason: field::u16_at(p, 10),
+            ari: field::array(p, 12),
+            private_data: field::array(p, 84),
+        }
+    }
+
+    /// Encodes into a zeroed payload.
+    pub(crate) fn encode(&self, p: &mut [u8]) {
+        field::put(p, 0, &self.local_comm_id.to_be_bytes());
+        field::put(p, 4, &self.remote_comm_id.to_be_bytes());
+        set(p, 8, 0, 2, u64::from(self.message_rejected));
+        set(p, 9, 0, 7, u64::from(self.ari_length));
+        field::put(p, 10, &self.reason.to_be_bytes());
+        field::put(p, 12, &self.ari);
+        field::put(p, 84, &self.private_data);
+    }
+}
+
+/// REP (Table 110).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(crate) struct Rep {
+    /// 0.
+    pub(crate) local_comm_id: u32,
+    /// 4.
+    pub(crate) remote_comm_id: u32,
+    /// 8.
+    pub(crate) local_qkey: u32,
+    /// 12, 24 bits.
+    pub(crate) local_qpn: u32,
+    /// 15 (bits 23:16), 19 (15:8), 23 (7:0): the 24-bit vendor ID.
+    pub(crate) vendor_id: u32,
+    /// 16, 24 bits (carries the QPN for XRC).
+    pub(crate) local_eecn: u32,
+    /// 20, 24 bits.
+    pub(crate) starting_psn: u32,
+    /// 24.
+    pub(crate) responder_resources: u8,
+    /// 25.
+    pub(crate) initiator_depth: u8,
+    /// 26, 5 bits.
+    pub(crate) target_ack_delay: u8,
+    /// 26 bit 5, 2 bits.
+    pub(crate) failover_accepted: u8,
+    /// 26 bit 7, 1 bit.
+    pub(crate) end_to_end_flow_control: bool,
+    /// 27, 3 bits.
+    pub(crate) rnr_retry_count: u8,
+    /// 27 bit 3, 1 bit.
+    pub(crate) srq: bool,
+    /// 28, 64 bits.
+    pub(crate) local_ca_guid: u64,
+    /// 36, 196 bytes.
+    pub(crate) private_data: [u8; REP_PRIVATE_DATA],
+}
+
+impl Rep {
+    /// Decodes a payload of at least 232 bytes.
+    pub(crate) fn decode(p: &[u8]) -> Self {
+        let vendor = (u32::from(field::u8_at(p, 15)) << 16)
+            | (u32::from(field::u8_at(p, 19)) << 8)
+            | u32::from(field::u8_at(p, 23));
+        Self {
+            local_comm_id: field::u32_at(p, 0),
+            remote_comm_id: field::u32_at(p, 4),
+            local_qkey: field::u32_at(p, 8),
+            local_qpn: narrow(get(p, 12, 0, 24)),
+            vendor_id: vendor,
+            local_eecn: narrow(get(p, 16, 0, 24)),
+            starting_psn: narrow(get(p, 20, 0, 24)),
+            responder_resources: field::u8_at(p, 24),
+            initiator_depth: field::u8_at(p, 25),
+            target_ack_delay: narrow(get(p, 26, 0, 5)),
+            failover_accepted: narrow(get(p, 26, 5, 2)),
+            end_to_end_flow_control: get(p, 26, 7, 1) != 0,
+            rnr_retry_count: narrow(get(p, 27, 0, 3)),
+            srq: get(p, 27, 3, 1) != 0,
+            local_ca_guid: field::u64_at(p, 28),
+            private_data: field::array(p, 36),
+        }
+    }
+
+    /// Encodes into a zeroed payload.
+    pub(crate) fn encode(&self, p: &mut [u8]) {
+        let v = self.vendor_id.to_be_bytes();
+        field::put(p, 0, &self.local_comm_id.to_be_bytes());
+        field::put(p, 4, &self.remote_comm_id.to_be_bytes());
+        field::put(p, 8, &self.local_qkey.to_be_bytes());
+        set(p, 12, 0, 24, u64::from(self.local_qpn));
+        field::put(p, 15, &[v[1]]);
+        set(p, 16, 0, 24, u64::from(self.local_eecn));
+        field::put(p, 19, &[v[2]]);
+        set(p, 20, 0, 24, u64::from(self.starting_psn));
+        field::put(p, 23, &[v[3]]);
+        field::put(p, 24, &[self.responder_resources, self.initiator_depth]);
+        set(p, 26, 0, 5, u64::from(self.target_ack_delay));
+        set(p, 26, 5, 2, u64::from(self.failover_accepted));
+        set(p, 26, 7, 1, u64::from(self.end_to_end_flow_control));
+        set(p, 27, 0, 3, u64::from(self.rnr_retry_count));
+        set(p, 27, 3, 1, u64::from(self.srq));
+        field::put(p, 28, &self.local_ca_guid.to_be_bytes());
+        field::put(p, 36, &self.private_data);
+    }
+}
+
+/// RTU (Table 111).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(crate) struct Rtu {
+    /// 0.
+    pub(crate) local_comm_id: u32,
+    /// 4.
+    pub(crate) remote_comm_id: u32,
+    /// 8, 224 bytes.
+    pub(crate) private_data: [u8; RTU_PRIVATE_DATA],
+}
+
+impl Rtu {
+    /// Decodes a payload of at least 232 bytes.
+    pub(crate) fn decode(p: &[u8]) -> Self {
+        Self {
+            local_comm_id: field::u32_at(p, 0),
+            remote_comm_id: field::u32_at(p, 4),
+            private_data: field::array(p, 8),
+        }
+    }
+
+    /// Encodes into a zeroed payload.
+    pub(crate) fn encode(&self, p: &mut [u8]) {
+        field::put(p, 0, &self.local_comm_id.to_be_bytes());
+        field::put(p, 4, &self.remote_comm_id.to_be_bytes());
+        field::put(p, 8, &self.private_data);
+    }
+}
+
+/// DREQ (Table 112).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(crate) struct Dreq {
+    /// 0.
+    pub(crate) local_comm_id: u32,
+    /// 4.
+    pub(crate) remote_comm_id: u32,
+    /// 8, 24 bits.
+    pub(crate) remote_qpn_eecn: u32,
+    /// 12, 220 bytes.
+    pub(crate) private_data: [u8; DREQ_PRIVATE_DATA],
+}
+
+impl Dreq {
+    /// Decodes a payload of at least 232 bytes.
+    pub(crate) fn decode(p: &[u8]) -> Self {
+        Self {
+            local_comm_id: field::u32_at(p, 0),
+            remote_comm_id: field::u32_at(p, 4),
+            remote_qpn_eecn: narrow(get(p, 8, 0, 24)),
+            private_data: field::array(p, 12),
+        }
+    }
+
+    /// Encodes into a zeroed payload.
+    pub(crate) fn encode(&self, p: &mut [u8]) {
+        field::put(p, 0, &self.local_comm_id.to_be_bytes());
+        field::put(p, 4, &self.remote_comm_id.to_be_bytes());
+        set(p, 8, 0, 24, u64::from(self.remote_qpn_eecn));
+        field::put(p, 12, &self.private_data);
+    }
+}
+
+/// DREP (Table 113).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(crate) struct Drep {
+    /// 0.
+    pub(crate) local_comm_id: u32,
+    /// 4.
+    pub(crate) remote_comm_id: u32,
+    /// 8, 224 bytes.
+    pub(crate) private_data: [u8; DREP_PRIVATE_DATA],
+}
+
+impl Drep {
+    /// Decodes a payload of at least 232 bytes.
+    pub(crate) fn decode(p: &[u8]) -> Self {
+        Self {
+            local_comm_id: field::u32_at(p, 0),
+            remote_comm_id: field::u32_at(p, 4),
+            private_data: field::array(p, 8),
+        }
+    }
+
+    /// Encodes into a zeroed payload.
+    pub(crate) fn encode(&self, p: &mut [u8]) {
+        field::put(p, 0, &self.local_comm_id.to_be_bytes());
+        field::put(p, 4, &self.remote_comm_id.to_be_bytes());
+        field::put(p, 8, &self.private_data);
+    }
+}

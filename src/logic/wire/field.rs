@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! Field access in IBTA bit numbering: a field of `width` bits starts at bit `bit` (0 = most
+//! significant) of byte `byte` and runs on through the following bytes, big-endian, as the
+//! `IBA_FIELD*_LOC` tables of `rdma/iba.h` describe. Out-of-range reads give 0 and
+//! out-of-range writes are ignored, so no wire input can make these panic.
+
+/// Reads a field of up to 57 bits.
+pub(crate) fn get(buf: &[u8], byte: usize, bit: u32, width: u32) -> u64 {
+    let span = (bit + width).div_ceil(8);
+    let mut v: u64 = 0;
+    for i in 0..span {
+        let b = usize::try_from(i).ok().and_then(|i| buf.get(byte + i)).copied().unwrap_or(0);
+        v = (v << 8) | u64::from(b);
+    }
+    (v >> (span * 8 - bit - width)) & mask(width)
+}
+
+/// Writes a field of up to 57 bits, leaving the other bits of the touched bytes alone.
+pub(crate) fn set(buf: &mut [u8], byte: usize, bit: u32, width: u32, value: u64) {
+    let span = (bit + width).div_ceil(8);
+    let shift = span * 8 - bit - width;
+    let m = mask(width) << shift;
+    let mut v: u64 = 0;
+    for i in 0..span {
+        let b = usize::try_from(i).ok().and_then(|i| buf.get(byte + i)).copied().unwrap_or(0);
+        v = (v << 8) | u64::from(b);
+    }
+    v = (v & !m) | ((value << shift) & m);
+    for i in (0..span).rev() {
+        if let Some(slot) = usize::try_from(i).ok().and_then(|i| buf.get_mut(byte + i)) {
+            *slot = v.to_be_bytes()[7];
+        }
+        v >>= 8;
+    }
+}
+
+fn mask(width: u32) -> u64 {
+    if width >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    }
+}
+
+/// Reads a byte-aligned 8-bit field.
+pub(crate) fn u8_at(buf: &[u8], byte: usize) -> u8 {
+    buf.get(byte).copied().unwrap_or(0)
+}
+
+/// Reads a byte-aligned big-endian 16-bit field.
+pub(crate) fn u16_at(buf: &[u8], byte: usize) -> u16 {
+    u16::from_be_bytes(array(buf, byte))
+}
+
+/// Reads a byte-aligned big-endian 32-bit field.
+pub(crate) fn u32_at(buf: &[u8], byte: usize) -> u32 {
+    u32::from_be_bytes(array(buf, byte))
+}
+
+/// Reads a byte-aligned big-endian 64-bit field.
+pub(crate) fn u64_at(buf: &[u8], byte: usize) -> u64 {
+    u64::from_be_bytes(array(buf, byte))
+}
+
+/// Copies `N` bytes starting at `byte` (zero-filled past the end of `buf`).
+pub(crate) fn array<const N: usize>(buf: &[u8], byte: usize) -> [u8; N] {
+    let mut out = [0u8; N];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = buf.get(byte + i).copied().unwrap_or(0);
+    }
+    out
+}
+
+/// Writes `bytes` at `byte` (truncated at the end of `buf`).
+pub(crate) fn put(buf: &mut [u8], byte: usize, bytes: &[u8]) {
+    for (i, b) in bytes.iter().enumerate() {
+        if let Some(slot) = buf.get_mut(byte + i) {
+            *slot = *b;
+        }
+    }
+}
+
+/// Narrows a field value known to fit (its width is at most the target's).
+pub(crate) fn narrow<T: TryFrom<u64> + Default>(v: u64) -> T {
+    T::try_from(v).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ibta_bit_numbering() {
+        let buf = [0b1010_1100, 0b0101_0011, 0xFF];
+        // Top 5 bits of byte 0.
+        assert_eq!(get(&buf, 0, 0, 5), 0b10101);
+        // Byte 0 bits 5..7 (2 bits), as REQ's transport service type.
+        assert_eq!(get(&buf, 0, 5, 2), 0b10);
+        // A field crossing bytes: bits 4..12.
+        assert_eq!(get(&buf, 0, 4, 8), 0b1100_0101);
+        assert_eq!(get(&buf, 1, 0, 16), 0x53FF);
+        // Past the end reads as 0.
+        assert_eq!(get(&buf, 2, 0, 16), 0xFF00);
+        assert_eq!(get(&buf, 9, 0, 8), 0);
+    }
+
+    #[test]
+    fn set_touches_only_its_bits() {
+        let mut buf = [0xFFu8; 3];
+        set(&mut buf, 0, 5, 2, 0);
+        assert_eq!(buf, [0b1111_1001, 0xFF, 0xFF]);
+        set(&mut buf, 0, 4, 12, 0xABC);
+        assert_eq!(buf, [0b1111_1010, 0xBC, 0xFF]);
+        set(&mut buf, 2, 0, 16, 0x1234); // clipped at the end
+        assert_eq!(buf[2], 0x12);
+    }
+
+    #[test]
+    fn set_masks_oversized_values() {
+        let mut buf = [0u8; 2];
+        set(&mut buf, 0, 0, 4, 0xFF);
+        assert_eq!(buf, [0xF0, 0]);
+    }
+}

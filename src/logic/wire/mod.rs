@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! CM MAD wire formats: the MAD common header and the 11 CM messages (IBTA Vol. 1, ch. 12).
+//!
+//! Stands for `cm_msgs.h`, `ibta_vol1_c12.h` and the `cm_format_*` helpers of cm.c. Every field
+//! of every message is decoded from and encoded to big-endian bytes through the field helpers in
+//! `field.rs`, at the offsets of the IBTA tables (cited per message). Decoders never trust a
+//! length read from the wire: short buffers are refused and length fields are clamped to the
+//! size of the buffer they describe.
+
+pub(crate) mod conn;
+pub(crate) mod field;
+pub(crate) mod lap;
+pub(crate) mod mad;
+pub(crate) mod sidr;
+
+pub(crate) use mad::{MadHeader, MAD_HDR_LEN, MAD_LEN, PAYLOAD_LEN};
+
+/// Why a MAD was dropped.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum WireError {
+    /// Fewer bytes than the MAD header plus the message need.
+    Truncated,
+    /// Not management class 0x07 (CM).
+    WrongClass,
+    /// Not CM class version 2.
+    WrongClassVersion,
+    /// Not base version 1.
+    WrongBaseVersion,
+    /// A method other than Send (0x03).
+    WrongMethod,
+    /// An attribute ID that is not one of the 11 CM messages.
+    UnknownAttribute,
+}
+
+/// `IB_MGMT_CLASS_CM`.
+pub(crate) const MGMT_CLASS_CM: u8 = 0x07;
+/// `IB_CM_CLASS_VERSION`.
+pub(crate) const CM_CLASS_VERSION: u8 = 2;
+/// `IB_MGMT_BASE_VERSION`.
+pub(crate) const BASE_VERSION: u8 = 1;
+/// `IB_MGMT_METHOD_SEND`: every CM message is sent with it.
+pub(crate) const METHOD_SEND: u8 = 0x03;
+
+/// The CM attribute IDs (`ib_cm.h`), in counter order.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u16)]
+pub(crate) enum AttrId {
+    /// Connection request.
+    Req = 0x10,
+    /// Message receipt acknowledgement.
+    Mra = 0x11,
+    /// Reject.
+    Rej = 0x12,
+    /// Reply to a REQ.
+    Rep = 0x13,
+    /// Ready to use.
+    Rtu = 0x14,
+    /// Disconnect request.
+    Dreq = 0x15,
+    /// Disconnect reply.
+    Drep = 0x16,
+    /// Service ID resolution request.
+    SidrReq = 0x17,
+    /// Service ID resolution reply.
+    SidrRep = 0x18,
+    /// Load alternate path.
+    Lap = 0x19,
+    /// Alternate path response.
+    Apr = 0x1A,
+}
+
+/// Number of CM attributes, the size of each counter group.
+pub(crate) const ATTR_COUNT: usize = 11;
+
+impl AttrId {
+    /// All attributes, in counter order (`attr_id - 0x10`).
+    pub(crate) const ALL: [AttrId; ATTR_COUNT] = [
+        AttrId::Req,
+        AttrId::Mra,
+        AttrId::Rej,
+        AttrId::Rep,
+        AttrId::Rtu,
+        AttrId::Dreq,
+        AttrId::Drep,
+        AttrId::SidrReq,
+        AttrId::SidrRep,
+        AttrId::Lap,
+        AttrId::Apr,
+    ];
+
+    /// The attribute for a wire value, if it is a CM message.
+    pub(crate) fn from_wire(v: u16) -> Option<Self> {
+        let index = usize::from(v.checked_sub(0x10)?);
+        Self::ALL.get(index).copied()
+    }
+
+    /// The wire value.
+    pub(crate) fn wire(self) -> u16 {
+        // CAST: a fieldless `repr(u16)` enum to its discriminant.
+        self as u16
+    }
+
+    /// Index into a counter group (`attr_id - 0x10`).
+    pub(crate) fn counter_index(self) -> usize {
+        usize::from(self.wire() - 0x10)
+    }
+}
+
+/// A decoded CM message.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(crate) enum CmMessage {
+    /// REQ.
+    Req(conn::Req),
+    /// MRA.
+    Mra(conn::Mra),
+    /// REJ.
+    Rej(conn::Rej),
+    /// REP.
+    Rep(conn::Rep),
+    /// RTU.
+    Rtu(conn::Rtu),
+    /// DREQ.
+    Dreq(conn::Dreq),
+    /// DREP.
+    Drep(conn::Drep),
+    /// SIDR_REQ.
+    SidrReq(sidr::SidrReq),
+    /// SIDR_REP.
+    SidrRep(sidr::SidrRep),
+    /// LAP.
+    Lap(lap::Lap),
+    /// APR.
+    Apr(lap::Apr),
+}
+
+impl CmMessage {
+    /// The attribute ID this message is sent with.
+    pub(crate) fn attr_id(&self) -> AttrId {
+        match self {
+            CmMessage::Req(_) => AttrId::Req,
+            CmMessage::Mra(_) => AttrId::Mra,
+            CmMessage::Rej(_) => AttrId::Rej,
+            CmMessage::Rep(_) => AttrId::Rep,
+            CmMessage::Rtu(_) => AttrId::Rtu,
+            CmMessage::Dreq(_) => AttrId::Dreq,
+            CmMessage::Drep(_) => AttrId::Drep,
+            CmMessage::SidrReq(_) => AttrId::SidrReq,
+            CmMessage::SidrRep(_) => AttrId::SidrRep,
+            CmMessage::Lap(_) => AttrId::Lap,
+            CmMessage::Apr(_) => AttrId::Apr,
+        }
+    }
+
+    /// Decodes the payload (the 232 bytes after the MAD header) of attribute `attr`.
+    pub(crate) fn decode(attr: AttrId, payload: &[u8]) -> Result<Self, WireError> {
+        let p = payload.get(..PAYLOAD_LEN).ok_or(WireError::Truncated)?;
+        Ok(match attr {
+            AttrId::Req => CmMessage::Req(conn::Req::decode(p)),
+            AttrId::Mra => CmMessage::Mra(conn::Mra::decode(p)),
+            AttrId::Rej => CmMessage::Rej(conn::Rej::decode(p)),
+            AttrId::Rep => CmMessage::Rep(conn::Rep::decode(p)),
+            AttrId::Rtu => CmMessage::Rtu(conn::Rtu::decode(p)),
+            AttrId::Dreq => CmMessage::Dreq(conn::Dreq::decode(p)),
+            AttrId::Drep => CmMessage::Drep(conn::Drep::decode(p)),
+            AttrId::SidrReq => CmMessage::SidrReq(sidr::SidrReq::decode(p)),
+            AttrId::SidrRep => CmMessage::SidrRep(sidr::SidrRep::decode(p)),
+            AttrId::Lap => CmMessage::Lap(lap::Lap::decode(p)),
+            AttrId::Apr => CmMessage::Apr(lap::Apr::decode(p)),
+        })
+    }
+
+    /// Encodes the payload into `p` (zeroed first, as cm.c's send buffers are).
+    pub(crate) fn encode(&self, p: &mut [u8; PAYLOAD_LEN]) {
+        p.fill(0);
+        match self {
+            CmMessage::Req(m) => m.encode(p),
+            CmMessage::Mra(m) => m.encode(p),
+            CmMessage::Rej(m) => m.encode(p),
+            CmMessage::Rep(m) => m.encode(p),
+            CmMessage::Rtu(m) => m.encode(p),
+            CmMessage::Dreq(m) => m.encode(p),
+            CmMessage::Drep(m) => m.encode(p),
+            CmMessage::SidrReq(m) => m.encode(p),
+            CmMessage::SidrRep(m) => m.encode(p),
+            CmMessage::Lap(m) => m.encode(p),
+            CmMessage::Apr(m) => m.encode(p),
+        }
+    }
+}
+
+/// Decodes a whole received MAD: header checks (base version, class, class version, method),
+/// attribute, then the message.
+pub(crate) fn decode_mad(mad: &[u8]) -> Result<(MadHeader, CmMessage), WireError> {
+    let hdr = MadHeader::decode(mad)?;
+    if hdr.base_version != BASE_VERSION {
+        return Err(WireError::WrongBaseVersion);
+    }
+    if hdr.mgmt_class != MGMT_CLASS_CM {
+        return Err(WireError::WrongClass);
+    }
+    if hdr.class_version != CM_CLASS_VERSION {
+        return Err(WireError::WrongClassVersion);
+    }
+    if hdr.method != METHOD_SEND {
+        return Err(WireError::WrongMethod);
+    }
+    let attr = AttrId::from_wire(hdr.attr_id).ok_or(WireError::UnknownAttribute)?;
+    let payload = mad.get(MAD_HDR_LEN..).ok_or(WireError::Truncated)?;
+    Ok((hdr, CmMessage::decode(attr, payload)?))
+}
+
+/// Encodes a whole CM MAD (header for `tid` and `attr_mod`, then the message) into `mad`.
+pub(crate) fn encode_mad(msg: &CmMessage, tid: u64, attr_mod: u32, mad: &mut [u8; MAD_LEN]) {
+    let hdr = MadHeader::cm(msg.attr_id(), tid, attr_mod);
+    let (h, p) = mad.split_at_mut(MAD_HDR_LEN);
+    hdr.encode(h);
+    let mut payload = [0u8; PAYLOAD_LEN];
+    msg.encode(&mut payload);
+    p.copy_from_slice(&payload);
+}

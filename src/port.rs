@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! Per-port CM state: the MAD agent on QP1 and the message counters.
+//!
+//! Stands for `struct cm_port` and the counter half of cm.c (`cm_show_counter`, the four
+//! `cm_*_group`s). The sysfs files themselves are declared in `glue.c`; their `show` reads the
+//! counters through [`ibcm_rs_counter`].
+
+use crate::{bindings, device::CmDevice, logic::wire::ATTR_COUNT};
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use kernel::{ffi, sync::ArcBorrow};
+
+/// Counter groups, in the order of `enum ibcm_counter_group` (`include/ib_cm_glue.h`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Counter {
+    /// `cm_tx_msgs`: sent, retries included.
+    TxMsgs = 0,
+    /// `cm_tx_retries`.
+    TxRetries = 1,
+    /// `cm_rx_msgs`: every recognised MAD received.
+    RxMsgs = 2,
+    /// `cm_rx_duplicates`. Counted by the duplicate REQ/SIDR_REQ detection, not built yet.
+    #[allow(dead_code)]
+    RxDuplicates = 3,
+}
+
+/// One CM-capable port.
+///
+/// # Invariants
+///
+/// `agent` is NULL or a MAD agent registered on this port; it is set before the device is
+/// published and cleared only by device removal after no more work can run.
+pub(crate) struct CmPort {
+    port_num: u32,
+    agent: AtomicPtr<bindings::ib_mad_agent>,
+    counters: [[AtomicU64; ATTR_COUNT]; 4],
+    malformed: AtomicU64,
+}
+
+impl CmPort {
+    /// A port with no agent yet and zeroed counters.
+    pub(crate) fn new(port_num: u32) -> Self {
+        Self {
+            port_num,
+            agent: AtomicPtr::new(core::ptr::null_mut()),
+            counters: [const { [const { AtomicU64::new(0) }; ATTR_COUNT] }; 4],
+            malformed: AtomicU64::new(0),
+        }
+    }
+
+    /// The port number.
+    pub(crate) fn port_num(&self) -> u32 {
+        self.port_num
+    }
+
+    /// The MAD agent, or NULL before registration / after removal.
+    pub(crate) fn agent(&self) -> *mut bindings::ib_mad_agent {
+        self.agent.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_agent(&self, agent: *mut bindings::ib_mad_agent) {
+        self.agent.store(agent, Ordering::Release);
+    }
+
+    /// Adds `n` to counter `group` of attribute `index` (`attr_id - 0x10`).
+    pub(crate) fn count(&self, group: Counter, index: usize, n: u64) {
+        // CAST: the discriminant of a fieldless enum, 0..=3.
+        if let Some(c) = self.counters.get(group as usize).and_then(|g| g.get(index)) {
+            c.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts a MAD dropped as malformed.
+    pub(crate) fn count_malformed(&self) {
+        self.malformed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Reads a counter; `group` 4 is our `cm_rx_dropped` group.
+    pub(crate) fn read(&self, group: usize, index: usize) -> u64 {
+        if group == 4 {
+            return if index == 0 { self.malformed.load(Ordering::Relaxed) } else { 0 };
+        }
+        self.counters
+            .get(group)
+            .and_then(|g| g.get(index))
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+}
+
+/// `show` of every counter file in sysfs.
+///
+/// # Safety
+///
+/// Called by sysfs (through `glue.c`) with a registered device and one of its port numbers.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ibcm_rs_counter(
+    ib_dev: *mut bindings::ib_device,
+    port_num: u32,
+    group: ffi::c_uint,
+    index: ffi::c_uint,
+) -> i64 {
+    // SAFETY: The device is live while its sysfs files exist; the groups are removed before
+    // the client data is cleared, so the slot holds our reference here.
+    let Ok(dev) = (unsafe { CmDevice::get_any(ib_dev) }) else {
+        return 0;
+    };
+    let value = dev
+        .port(port_num)
+        .map_or(0, |p| p.read(usize::try_from(group).unwrap_or(usize::MAX), usize::try_from(index).unwrap_or(usize::MAX)));
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// The `CmDevice` behind a MAD agent's context pointer.
+///
+/// # Safety
+///
+/// `context` must be the context the agent was registered with (a `CmDevice` kept alive by
+/// its client-data reference until after the agent is unregistered), and the borrow must not
+/// outlive the agent callback.
+pub(crate) unsafe fn device_of_agent<'a>(context: *mut ffi::c_void) -> ArcBorrow<'a, CmDevice> {
+    // SAFETY: See the function's safety contract.
+    unsafe { ArcBorrow::from_raw(context.cast::<CmDevice>()) }
+}

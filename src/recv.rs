@@ -1,0 +1,434 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! Receiving CM MADs: the agent's receive callback, the CM workqueue, and the dispatch of
+//! REQ and SIDR_REQ to listeners.
+//!
+//! Stands for `cm_recv_handler()`, `cm_work_handler()`, the listener half of
+//! `cm_req_handler()` and `cm_sidr_req_handler()`, and `cm_issue_rej()` for unknown services
+//! in cm.c. The receive callback only counts the MAD and queues it; everything else runs on the
+//! CM workqueue (process context), with no CM lock held while a consumer's handler runs. The
+//! listener is looked up before anything is allocated for the connection, so a REQ for an
+//! unknown service costs one tree lookup and one REJ.
+
+use crate::{
+    bindings,
+    cm_id::{CmId, ReplyPath},
+    device::CmDevice,
+    logic::{
+        req_event::{self, PathRecord, SidrReply, SA_EQ, SIDR_UNSUPPORTED},
+        service_id::ServiceId,
+        wire::{
+            conn::Req, decode_mad, sidr::SidrReq, AttrId, CmMessage, MadHeader, WireError,
+            MAD_HDR_LEN, MAD_LEN,
+        },
+    },
+    port::{device_of_agent, Counter},
+    send::{self, Dest},
+};
+use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::{
+    alloc::KBox,
+    c_str, ffi,
+    new_work,
+    prelude::*,
+    sync::Arc,
+    workqueue::{impl_has_work, Queue, Work, WorkItem},
+};
+
+/// The CM workqueue (`cm.wq`), created at module init.
+static WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Creates the CM workqueue.
+pub(crate) fn init_wq() -> Result {
+    // SAFETY: Plain allocation of a workqueue.
+    let wq = unsafe { bindings::ibcm_glue_alloc_wq() };
+    if wq.is_null() {
+        return Err(ENOMEM);
+    }
+    WQ.store(wq, Ordering::Release);
+    Ok(())
+}
+
+/// Destroys the CM workqueue (after the client is unregistered: no work can be queued).
+pub(crate) fn destroy_wq() {
+    let wq = WQ.swap(core::ptr::null_mut(), Ordering::AcqRel);
+    if !wq.is_null() {
+        // SAFETY: Created by `init_wq`; nothing queues on it any more.
+        unsafe { bindings::destroy_workqueue(wq) };
+    }
+}
+
+/// Waits for every queued receive work item to finish.
+pub(crate) fn flush() {
+    let wq = WQ.load(Ordering::Acquire);
+    if !wq.is_null() {
+        // SAFETY: `wq` is live until `destroy_wq`, which runs after every device is removed.
+        unsafe { bindings::ibcm_glue_flush_wq(wq) };
+    }
+}
+
+/// A received MAD, owned until dropped (`ib_free_recv_mad`).
+pub(crate) struct RecvWc(*mut bindings::ib_mad_recv_wc);
+
+// SAFETY: The receive buffers belong to us once handed to the receive callback; the MAD layer
+// does not touch them again until `ib_free_recv_mad`.
+unsafe impl Send for RecvWc {}
+
+impl RecvWc {
+    /// The MAD bytes (at most 256, fewer if the MAD layer says so).
+    pub(crate) fn mad(&self) -> &[u8] {
+        // SAFETY: `self.0` is a valid receive completion whose `mad` buffer holds `mad_len`
+        // bytes (an IB MAD buffer is 256 bytes); the slice lives as long as `self`.
+        unsafe {
+            let len = usize::try_from((*self.0).mad_len).unwrap_or(0).min(MAD_LEN);
+            let mad = (*self.0).recv_buf.__bindgen_anon_1.mad;
+            if mad.is_null() {
+                return &[];
+            }
+            core::slice::from_raw_parts(mad.cast::<u8>(), len)
+        }
+    }
+
+    /// The work completion.
+    pub(crate) fn wc(&self) -> *const bindings::ib_wc {
+        // SAFETY: `self.0` is valid.
+        unsafe { (*self.0).wc }
+    }
+
+    /// The GRH.
+    pub(crate) fn grh(&self) -> *const bindings::ib_grh {
+        // SAFETY: `self.0` is valid.
+        unsafe { (*self.0).recv_buf.grh }
+    }
+}
+
+impl Drop for RecvWc {
+    fn drop(&mut self) {
+        // SAFETY: We own the completion; this is its one release.
+        unsafe { bindings::ib_free_recv_mad(self.0) };
+    }
+}
+
+/// A received MAD queued for processing.
+#[pin_data]
+struct RecvWork {
+    #[pin]
+    work: Work<RecvWork>,
+    dev: Arc<CmDevice>,
+    port_num: u32,
+    wc: RecvWc,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for RecvWork { self.work }
+}
+
+impl WorkItem for RecvWork {
+    type Pointer = Pin<KBox<RecvWork>>;
+
+    fn run(this: Pin<KBox<RecvWork>>) {
+        process(&this.dev, this.port_num, &this.wc);
+    }
+}
+
+fn warn_malformed(dev: &CmDevice, port_num: u32, what: &'static CStr) {
+    // SAFETY: `dev.ib_dev()` is live while the agent delivers MADs; `what` is a C string.
+    unsafe { bindings::ibcm_glue_warn_malformed(dev.ib_dev(), port_num, what.as_char_ptr()) };
+}
+
+/// The MAD agent's receive callback (`cm_recv_handler`): count, then queue or drop.
+///
+/// # Safety
+///
+/// Called by the MAD layer (through `glue.c`) with the agent's context and a completion we
+/// now own.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ibcm_rs_recv(
+    context: *mut ffi::c_void,
+    port_num: u32,
+    recv_wc: *mut bindings::ib_mad_recv_wc,
+) {
+    let wc = RecvWc(recv_wc);
+    // SAFETY: The agent's context is its device, alive while the agent is registered.
+    let dev = unsafe { device_of_agent(context) };
+    let Some(port) = dev.port(port_num) else {
+        return;
+    };
+    let attr = MadHeader::decode(wc.mad()).ok().and_then(|h| AttrId::from_wire(h.attr_id));
+    let Some(attr) = attr else {
+        port.count_malformed();
+        warn_malformed(&dev, port_num, c_str!("unknown attribute or short MAD"));
+        return;
+    };
+    port.count(Counter::RxMsgs, attr.counter_index(), 1);
+    let dev: Arc<CmDevice> = dev.into();
+    let owned = dev.clone();
+    let work = KBox::pin_init(
+        pin_init!(RecvWork { work <- new_work!("RecvWork::work"), dev: owned, port_num, wc }),
+        GFP_KERNEL,
+    );
+    let Ok(work) = work else {
+        return;
+    };
+    let wq = WQ.load(Ordering::Acquire);
+    let inner = dev.inner.lock();
+    if inner.going_down || wq.is_null() {
+        drop(inner);
+        drop(work);
+        return;
+    }
+    // SAFETY: `wq` is live until module exit, after every device is gone.
+    let queue = unsafe { Queue::from_raw(wq) };
+    // Queueing does not allocate and may be done under a spinlock; doing it under the device
+    // lock orders it before removal's `going_down`, so removal's flush sees it.
+    queue.enqueue(work);
+    drop(inner);
+}
+
+/// Dispatches one received MAD (`cm_work_handler`).
+fn process(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc) {
+    let Some(port) = dev.port(port_num) else {
+        return;
+    };
+    match decode_mad(wc.mad()) {
+        Ok((hdr, CmMessage::Req(req))) => handle_req(dev, port_num, wc, &hdr, &req),
+        Ok((hdr, CmMessage::SidrReq(sidr))) => handle_sidr_req(dev, port_num, wc, &hdr, &sidr),
+        // The connection state machine (REP, RTU, DREQ, ...) is not built yet: these are
+        // counted on receipt and dropped, as cm.c drops messages for unknown ids.
+        Ok(_) => {}
+        Err(e) => {
+            port.count_malformed();
+            let what = match e {
+                WireError::Truncated => c_str!("truncated"),
+                WireError::WrongClassVersion => c_str!("wrong class version"),
+                WireError::WrongBaseVersion => c_str!("wrong base version"),
+                WireError::WrongClass => c_str!("wrong class"),
+                WireError::WrongMethod => c_str!("wrong method"),
+                WireError::UnknownAttribute => c_str!("unknown attribute"),
+            };
+            warn_malformed(dev, port_num, what);
+        }
+    }
+}
+
+/// Holds a listener pinned for one handler invocation (`cm_find_listen`'s reference).
+struct ListenerPin(Arc<CmId>);
+
+impl Drop for ListenerPin {
+    fn drop(&mut self) {
+        self.0.listener_put();
+    }
+}
+
+/// The P_Key of the BTH the MAD arrived with (`cm_get_bth_pkey`), 0 if unknown.
+fn bth_pkey(dev: &CmDevice, port_num: u32, wc: &RecvWc) -> u16 {
+    let mut pkey = 0u16;
+    // SAFETY: Live device and completion; `pkey` is a valid output.
+    let ret = unsafe {
+        bindings::ib_get_cached_pkey(dev.ib_dev(), port_num, i32::from((*wc.wc()).pkey_index), &mut pkey)
+    };
+    if ret != 0 {
+        warn_malformed(dev, port_num, c_str!("no cached P_Key for the request's pkey index"));
+        return 0;
+    }
+    pkey
+}
+
+fn fill_path(out: &mut bindings::sa_path_rec, p: &PathRecord) {
+    // SAFETY: `raw` is the byte view of the GID union; any bytes are valid.
+    unsafe {
+        *out.dgid.raw.as_mut() = p.dgid;
+        *out.sgid.raw.as_mut() = p.sgid;
+    }
+    out.flow_label = p.flow_label.to_be();
+    out.hop_limit = p.hop_limit;
+    out.traffic_class = p.traffic_class;
+    out.reversible = p.reversible;
+    out.pkey = p.pkey.to_be();
+    out.sl = p.sl;
+    out.mtu_selector = SA_EQ;
+    out.mtu = p.mtu;
+    out.rate_selector = SA_EQ;
+    out.rate = p.rate;
+    out.packet_life_time_selector = SA_EQ;
+    out.packet_life_time = p.packet_life_time;
+    out.service_id = p.service_id.to_be();
+}
+
+/// REQ (`cm_req_handler`, listener part).
+fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, req: &Req) {
+    let sid = ServiceId::new(req.service_id);
+    let listener = dev.inner.lock().listen.find(sid);
+    let Some(listener) = listener else {
+        let payload = wc.mad().get(MAD_HDR_LEN..).unwrap_or(&[]);
+        let rej = CmMessage::Rej(req_event::rej_for_unknown_service(payload));
+        // SAFETY: `wc` outlives the call.
+        let _ = unsafe {
+            send::send(dev, port_num, Dest::Response { wc: wc.wc(), grh: wc.grh() }, &rej, hdr.tid, 0, false)
+        };
+        return;
+    };
+    let listener = ListenerPin(listener);
+    // SAFETY: `wc` outlives the call.
+    let Ok(reply) = (unsafe { ReplyPath::from_wc(dev, port_num, wc.wc(), wc.grh(), hdr.tid) }) else {
+        return;
+    };
+    let id = match CmId::new_passive(
+        dev.clone(),
+        &listener.0,
+        bindings::ib_cm_state_IB_CM_REQ_RCVD,
+        sid,
+        req.local_comm_id,
+        reply,
+    ) {
+        Ok(id) => id,
+        Err(_) => return,
+    };
+    let Some(reply) = id.reply() else {
+        return;
+    };
+
+    // SAFETY: All-zero is a valid `sa_path_rec` and `ib_cm_event` (plain data and NULLs).
+    let mut paths: [bindings::sa_path_rec; 2] = unsafe { core::mem::zeroed() };
+    let primary = req_event::primary_path(req);
+    fill_path(&mut paths[0], &primary);
+    // SAFETY: The AV was initialised from this completion; the path records are ours.
+    unsafe {
+        bindings::ibcm_glue_path_set_roce(&mut paths[0], reply.av());
+        bindings::ibcm_glue_path_set_lids(&mut paths[0], (*wc.wc()).slid, primary.slid);
+        paths[0].hop_limit = bindings::ibcm_glue_ah_attr_hop_limit(reply.av());
+    }
+    let alternate = req_event::alternate_path(req);
+    if let Some(alt) = &alternate {
+        fill_path(&mut paths[1], alt);
+        paths[1].rec_type = paths[0].rec_type;
+        // SAFETY: Our own path record.
+        unsafe { bindings::ibcm_glue_path_set_lids(&mut paths[1], alt.alt_dlid, alt.slid) };
+    }
+    let params = req_event::req_params(req, hdr.attr_mod);
+    // SAFETY: See above.
+    let mut event: bindings::ib_cm_event = unsafe { core::mem::zeroed() };
+    event.event = bindings::ib_cm_event_type_IB_CM_REQ_RECEIVED;
+    // SAFETY: `req_rcvd` is the union member this event type uses.
+    let p = unsafe { event.param.req_rcvd.as_mut() };
+    p.listen_id = CmId::raw(&listener.0);
+    p.bth_pkey = bth_pkey(dev, port_num, wc);
+    p.port = u8::try_from(port_num).unwrap_or(0);
+    let (primary_ptr, alt_ptr) = {
+        let (a, b) = paths.split_at_mut(1);
+        (a.as_mut_ptr(), b.as_mut_ptr())
+    };
+    p.primary_path = primary_ptr;
+    p.alternate_path = if alternate.is_some() { alt_ptr } else { core::ptr::null_mut() };
+    // SAFETY: Reads the sgid attribute reference the AV holds (valid while the id lives).
+    p.ppath_sgid_attr = unsafe { bindings::ibcm_glue_ah_attr_sgid_attr(reply.av()) };
+    p.remote_ca_guid = params.remote_ca_guid.to_be();
+    p.remote_qkey = params.remote_qkey;
+    p.remote_qpn = params.remote_qpn;
+    p.qp_type = params.qp_type;
+    p.starting_psn = params.starting_psn;
+    p.responder_resources = params.responder_resources;
+    p.initiator_depth = params.initiator_depth;
+    p.set_local_cm_response_timeout(params.local_cm_response_timeout.into());
+    p.set_flow_control(params.flow_control.into());
+    p.set_remote_cm_response_timeout(params.remote_cm_response_timeout.into());
+    p.set_retry_count(params.retry_count.into());
+    p.set_rnr_retry_count(params.rnr_retry_count.into());
+    p.set_srq(params.srq.into());
+    p.ece.vendor_id = params.ece_vendor_id;
+    p.ece.attr_mod = params.ece_attr_mod;
+    event.private_data = private_data_ptr(wc, 140);
+    deliver(id, &event);
+    drop(listener);
+}
+
+/// A pointer to payload offset `offset` of the received MAD, valid while `wc` lives.
+fn private_data_ptr(wc: &RecvWc, offset: usize) -> *mut ffi::c_void {
+    let mad = wc.mad();
+    match mad.get(MAD_HDR_LEN + offset..) {
+        Some(rest) if !rest.is_empty() => rest.as_ptr().cast_mut().cast(),
+        _ => core::ptr::null_mut(),
+    }
+}
+
+/// Calls the new id's handler with no CM lock held; a non-zero return destroys the id
+/// (`cm_process_work` → `cm_destroy_id(ret)`).
+fn deliver(id: Arc<CmId>, event: &bindings::ib_cm_event) {
+    let handler = id.handler();
+    // The handler now holds the id as its own (one `Arc` reference behind the raw pointer).
+    let raw = CmId::into_raw(id);
+    let ret = match handler {
+        // SAFETY: A handler of the `<rdma/ib_cm.h>` type, called with a live id and an event
+        // whose pointers are valid for the duration of the call.
+        Some(h) => unsafe { h(raw, event) },
+        None => -(bindings::EINVAL as i32),
+    };
+    if ret != 0 {
+        // SAFETY: Takes back the reference handed to the handler, which refused the id.
+        let id = unsafe { CmId::from_raw(raw) };
+        id.destroy_with(ret);
+    }
+}
+
+/// SIDR_REQ (`cm_sidr_req_handler`, listener part).
+fn handle_sidr_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, sidr: &SidrReq) {
+    let sid = ServiceId::new(sidr.service_id);
+    let listener = dev.inner.lock().listen.find(sid);
+    let Some(listener) = listener else {
+        let rep = req_event::sidr_rep(&SidrReply {
+            request_id: sidr.request_id,
+            status: SIDR_UNSUPPORTED,
+            qpn: 0,
+            qkey: 0,
+            service_id: sidr.service_id,
+            vendor_id: 0,
+            info: &[],
+            private_data: &[],
+        });
+        // SAFETY: `wc` outlives the call.
+        let _ = unsafe {
+            send::send(
+                dev,
+                port_num,
+                Dest::Response { wc: wc.wc(), grh: wc.grh() },
+                &CmMessage::SidrRep(rep),
+                hdr.tid,
+                0,
+                false,
+            )
+        };
+        return;
+    };
+    let listener = ListenerPin(listener);
+    // SAFETY: `wc` outlives the call.
+    let Ok(reply) = (unsafe { ReplyPath::from_wc(dev, port_num, wc.wc(), wc.grh(), hdr.tid) }) else {
+        return;
+    };
+    let Ok(id) = CmId::new_passive(
+        dev.clone(),
+        &listener.0,
+        bindings::ib_cm_state_IB_CM_SIDR_REQ_RCVD,
+        sid,
+        sidr.request_id,
+        reply,
+    ) else {
+        return;
+    };
+    let Some(reply) = id.reply() else {
+        return;
+    };
+    // SAFETY: All-zero is a valid `ib_cm_event`.
+    let mut event: bindings::ib_cm_event = unsafe { core::mem::zeroed() };
+    event.event = bindings::ib_cm_event_type_IB_CM_SIDR_REQ_RECEIVED;
+    // SAFETY: `sidr_req_rcvd` is the union member this event type uses.
+    let p = unsafe { event.param.sidr_req_rcvd.as_mut() };
+    p.listen_id = CmId::raw(&listener.0);
+    p.service_id = sidr.service_id.to_be();
+    // SAFETY: The AV holds the reference while the id lives.
+    p.sgid_attr = unsafe { bindings::ibcm_glue_ah_attr_sgid_attr(reply.av()) };
+    p.bth_pkey = bth_pkey(dev, port_num, wc);
+    p.port = u8::try_from(port_num).unwrap_or(0);
+    p.pkey = sidr.pkey;
+    event.private_data = private_data_ptr(wc, 16);
+    deliver(id, &event);
+    drop(listener);
+}

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! Sending CM MADs and their completions.
+//!
+//! Stands for `cm_alloc_msg()`, `cm_alloc_response_msg()`, `cm_post_send_mad()`,
+//! `cm_send_handler()` and `cm_free_msg()` in cm.c, for the messages the CM sends so far:
+//! replies built from a received MAD (REJ for an unknown service, SIDR_REP UNSUPPORTED) and
+//! replies of an id to the REQ or SIDR_REQ that created it (REJ, SIDR_REP). Every send first
+//! passes the device's send gate, so none starts once removal has begun and removal waits for
+//! those in flight before it unregisters the agents.
+
+use crate::{
+    bindings,
+    device::CmDevice,
+    logic::wire::{encode_mad, AttrId, CmMessage, MAD_HDR_LEN, MAD_LEN, PAYLOAD_LEN},
+    port::{device_of_agent, Counter},
+};
+use kernel::{ffi, prelude::*};
+
+/// `IB_MGMT_BASE_VERSION`.
+const BASE_VERSION: u8 = 1;
+/// Queue pair 1, where CM MADs go unless an id was redirected.
+pub(crate) const QP1: u32 = 1;
+
+/// Where a MAD goes.
+pub(crate) enum Dest {
+    /// Back to the sender of a received MAD (address handle from its work completion).
+    Response {
+        /// The work completion.
+        wc: *const bindings::ib_wc,
+        /// Its GRH (RoCE always has one).
+        grh: *const bindings::ib_grh,
+    },
+    /// Along an address an id stored (non-sleeping address handle creation).
+    Av {
+        /// The address.
+        attr: *mut bindings::rdma_ah_attr,
+        /// Destination QP (`remote_cm_qpn`).
+        remote_qpn: u32,
+        /// P_Key index.
+        pkey_index: u16,
+    },
+}
+
+fn errno(ptr: *const ffi::c_void) -> Option<Error> {
+    // SAFETY: Only the pointer value is inspected.
+    if unsafe { bindings::ibcm_glue_is_err_or_null(ptr) } {
+        // CAST: an ERR_PTR carries a negative errno; NULL maps to -ENOMEM below.
+        let e = ptr as isize as i32;
+        Some(Error::from_errno(if e < 0 { e } else { -(bindings::ENOMEM as i32) }))
+    } else {
+        None
+    }
+}
+
+/// Sends `msg` from port `port_num` of `dev`, with `tid` and `attr_mod` in the MAD header.
+///
+/// `gfp_atomic` selects `GFP_ATOMIC` for callers that may be in atomic context.
+///
+/// # Safety
+///
+/// The pointers in `dest` must be valid for the duration of the call.
+pub(crate) unsafe fn send(
+    dev: &CmDevice,
+    port_num: u32,
+    dest: Dest,
+    msg: &CmMessage,
+    tid: u64,
+    attr_mod: u32,
+    gfp_atomic: bool,
+) -> Result {
+    let _gate = dev.enter_send().ok_or(ENODEV)?;
+    let agent = dev.port(port_num).map(|p| p.agent()).ok_or(EINVAL)?;
+    if agent.is_null() {
+        return Err(ENODEV);
+    }
+    let (ah, remote_qpn, pkey_index) = match dest {
+        Dest::Response { wc, grh } => {
+            // SAFETY: `agent` is registered (gate held); `wc`/`grh` are valid (caller).
+            let ah = unsafe { bindings::ibcm_glue_ah_from_wc(agent, wc, grh) };
+            // SAFETY: `wc` is valid (caller).
+            (ah, QP1, unsafe { (*wc).pkey_index })
+        }
+        Dest::Av { attr, remote_qpn, pkey_index } => {
+            // SAFETY: `agent` is registered; `attr` is valid (caller).
+            (unsafe { bindings::ibcm_glue_ah_from_attr(agent, attr) }, remote_qpn, pkey_index)
+        }
+    };
+    if let Some(e) = errno(ah.cast()) {
+        return Err(e);
+    }
+    let gfp = if gfp_atomic { bindings::GFP_ATOMIC } else { bindings::GFP_KERNEL };
+    // SAFETY: `agent` is registered; sizes are the CM's fixed MAD layout.
+    let buf = unsafe {
+        bindings::ib_create_send_mad(
+            agent,
+            remote_qpn,
+            pkey_index,
+            0,
+            // CAST: 24 and 232 fit in an int.
+            MAD_HDR_LEN as i32,
+            PAYLOAD_LEN as i32,
+            gfp,
+            BASE_VERSION,
+        )
+    };
+    if let Some(e) = errno(buf.cast()) {
+        // SAFETY: `ah` was created above and is not used elsewhere.
+        unsafe { bindings::ibcm_glue_destroy_ah(ah) };
+        return Err(e);
+    }
+    let mut mad = [0u8; MAD_LEN];
+    encode_mad(msg, tid, attr_mod, &mut mad);
+    #[cfg(ibcm_kunit)]
+    crate::kunit::capture(&mad);
+    // SAFETY: `buf` is a fresh send buffer whose `mad` holds a whole MAD; we own it until it
+    // is posted, and `ah` moves into it.
+    unsafe {
+        core::ptr::copy_nonoverlapping(mad.as_ptr(), (*buf).mad.cast::<u8>(), MAD_LEN);
+        (*buf).ah = ah;
+        (*buf).timeout_ms = 0;
+        (*buf).retries = 0;
+    }
+    // SAFETY: `buf` is ready; on failure it is still ours.
+    let ret = unsafe { bindings::ib_post_send_mad(buf, core::ptr::null_mut()) };
+    if ret != 0 {
+        // SAFETY: Not posted, so both are still ours.
+        unsafe {
+            bindings::ibcm_glue_destroy_ah(ah);
+            bindings::ib_free_send_mad(buf);
+        }
+        return Err(Error::from_errno(ret));
+    }
+    Ok(())
+}
+
+/// Send completion (`cm_send_handler`): counts the message and its retries, then frees the
+/// address handle and the buffer.
+///
+/// # Safety
+///
+/// Called by the MAD layer (through `glue.c`) for a buffer posted by [`send`], with the
+/// agent's context.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ibcm_rs_send_done(
+    context: *mut ffi::c_void,
+    port_num: u32,
+    send_wc: *mut bindings::ib_mad_send_wc,
+) {
+    // SAFETY: The agent's context is its device, alive while the agent is registered.
+    let dev = unsafe { device_of_agent(context) };
+    // SAFETY: The MAD layer passes a valid completion for one of our buffers.
+    let buf = unsafe { (*send_wc).send_buf };
+    // SAFETY: `buf` is ours until freed below; its `mad` holds the MAD we built.
+    let (attr, retries, ah) = unsafe {
+        let mad = core::slice::from_raw_parts((*buf).mad.cast::<u8>(), MAD_LEN);
+        (u16::from_be_bytes([mad[16], mad[17]]), (*buf).retries, (*buf).ah)
+    };
+    if let (Some(port), Some(attr)) = (dev.port(port_num), AttrId::from_wire(attr)) {
+        let retries = u64::try_from(retries).unwrap_or(0);
+        port.count(Counter::TxMsgs, attr.counter_index(), 1 + retries);
+        port.count(Counter::TxRetries, attr.counter_index(), retries);
+    }
+    // SAFETY: The send is complete; both objects are ours to free.
+    unsafe {
+        if !ah.is_null() {
+            bindings::ibcm_glue_destroy_ah(ah);
+        }
+        bindings::ib_free_send_mad(buf);
+    }
+}
