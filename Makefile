@@ -5,6 +5,8 @@
 #   make run        the main job: build everything, boot QEMU, show ib_cm working on rxe
 #   make host-test  only the host cargo tests      make qemu-test  only the QEMU layer
 #   make clippy     module build with CLIPPY=1     make clean
+#   make fuzz       long run of the wire-codec fuzz driver (IBCM_FUZZ_ITERS, default 20M)
+#   make bench      REQ flood benchmark, ours vs the in-tree C ib_cm (release kernel)
 #
 # VARIANT=debug (default: lockdep, DEBUG_ATOMIC_SLEEP, KASAN, kmemleak) or VARIANT=release.
 
@@ -13,7 +15,7 @@ TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 KTOOLS = $(shell $(TOP)/scripts/lib.sh ktools)
 KDIR ?= $(shell $(TOP)/scripts/kernel.sh kdir $(VARIANT))
 
-.PHONY: all modules deps kernel clippy clean check host-test qemu-test run bench
+.PHONY: all modules deps kernel clippy clean check host-test qemu-test run bench fuzz
 
 all: modules
 
@@ -45,6 +47,13 @@ check: deps
 
 run: deps
 	@$(TOP)/tests/run-demo.sh $(VARIANT)
+
+fuzz: deps
+	cd $(TOP)/tests/host && IBCM_FUZZ_ITERS=$${IBCM_FUZZ_ITERS:-20000000} \
+		IBCM_FUZZ_SEED=$${IBCM_FUZZ_SEED:-$$(date +%s)} cargo test --release fuzz_smoke -- --nocapture
+
+bench: deps
+	@$(TOP)/tests/bench/req_flood.sh $${ROUNDS:-2} $${N:-2000}
 
 clean:
 	@if [ -n "$$(ls $(TOP)/scripts 2>/dev/null)" ] && KD=$$($(TOP)/scripts/kernel.sh kdir $(VARIANT) 2>/dev/null); then \

@@ -7,7 +7,7 @@ set -euo pipefail
 PKGS=(linux-source-6.12 rustc-web rust-web-src clang lld llvm libclang-dev bc flex
       bison libelf-dev libssl-dev cpio qemu-system-x86 busybox-static rdmacm-utils
       ibverbs-utils ibverbs-providers iproute2 perftest xz-utils make python3
-      rust-web-clippy)
+      rust-web-clippy gcc libc6-dev linux-libc-dev)
 
 CACHE=${IBCM_CACHE:-/var/cache/ib_cm-rs}
 BINDGEN_VERSION=0.70.1

@@ -23,8 +23,12 @@ log "build: conformance suite"
 make -s -C "$kdir" M="$top/tests/kunit" "${ktools[@]}" modules >"$out/conformance-build.log" 2>&1 ||
 	{ cat "$out/conformance-build.log" >&2; die "conformance module build failed"; }
 
+log "build: cm_umad"
+gcc -O2 -Wall -Wextra -Werror -o "$out/cm_umad" "$top/tests/tools/cm_umad.c" ||
+	die "cm_umad build failed"
+
 log "build: initramfs"
 "$top/tests/qemu/initramfs.sh" "$kdir" "$out/initramfs.cpio.gz" "$out/ib_cm-kunit.ko" \
-	"$top/tests/kunit/ib_cm_conformance.ko"
+	"$top/tests/kunit" "$out/cm_umad"
 cp "$kdir/arch/x86/boot/bzImage" "$out/bzImage"
 echo "$out"

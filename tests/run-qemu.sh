@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # QEMU layer: boots the same image twice, once with the in-tree C ib_cm and once with ours,
-# runs KUnit (white-box and conformance) and end-to-end checks, and parses the logs.
+# runs KUnit (white-box and conformance) and end-to-end checks; then runs the two-guest
+# interop (responder with ours, then with C); parses all the logs.
 # Prints the parsed results and `QEMU <passed> <failed>` last.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,6 +16,14 @@ for cm in c rs; do
 	log "qemu: booting with the $cm CM"
 	"$top/tests/qemu/run.sh" "$out/bzImage" "$out/initramfs.cpio.gz" "$cm" check "$out/guest-$cm.log" 600 || fail_boot=1
 	logs+=("$out/guest-$cm.log")
+done
+# Interop over a wire: A (raw MADs, then the stock C stack) against B running ours, then B
+# running C (the test checks the wire, so both must pass).
+for bcm in rs c; do
+	log "qemu: two guests, responder runs the $bcm CM"
+	"$top/tests/qemu/run-pair.sh" "$out/bzImage" "$out/initramfs.cpio.gz" "$bcm" \
+		"$out/pair-$bcm-a.log" "$out/pair-$bcm-b.log" 600 || fail_boot=1
+	logs+=("$out/pair-$bcm-a.log" "$out/pair-$bcm-b.log")
 done
 "$top/tests/qemu/parse.py" "${logs[@]}" | tee "$out/qemu-results.txt" | sed '$d' >&2
 read -r _ passed failed < <(tail -1 "$out/qemu-results.txt")

@@ -18,10 +18,12 @@ echo /bin/true >/proc/sys/kernel/modprobe
 
 CM=rs
 MODE=check
+ROLE=
 for arg in $(cat /proc/cmdline); do
 	case $arg in
 	ibcm.cm=*) CM=${arg#ibcm.cm=} ;;
 	ibcm.mode=*) MODE=${arg#ibcm.mode=} ;;
+	ibcm.role=*) ROLE=${arg#ibcm.role=} ;;
 	esac
 done
 
@@ -39,6 +41,26 @@ fatal() {
 }
 
 ins() { insmod "$@" 2>/tmp/insmod.err || { cat /tmp/insmod.err >/dev/kmsg; return 1; }; }
+
+kmemleak_check() {
+	[ -w /sys/kernel/debug/kmemleak ] || return 0
+	echo scan >/sys/kernel/debug/kmemleak
+	sleep 1
+	echo scan >/sys/kernel/debug/kmemleak
+	leaks=$(grep -c "unreferenced object" /sys/kernel/debug/kmemleak)
+	if [ "$leaks" = 0 ]; then
+		e2e "ok kmemleak_clean_$1"
+	else
+		head -60 /sys/kernel/debug/kmemleak >/dev/kmsg
+		e2e "not ok kmemleak_clean_$1 # $leaks unreferenced objects"
+	fi
+}
+
+if [ -n "$ROLE" ]; then
+	. /pair.sh "$ROLE"
+	kmemleak_check pair_$ROLE
+	finish
+fi
 
 # --- base stack: ib_core, rxe, two rxe devices on a veth pair (no outside network) ---
 for m in udp_tunnel ip6_udp_tunnel ib_core ib_uverbs ib_umad rdma_rxe; do
@@ -143,16 +165,5 @@ for m in rdma_ucm rdma_cm iw_cm ib_cm; do rmmod $m 2>/dev/null || ok=0; done
 if [ $ok = 1 ]; then e2e "ok unload_$CM"; else e2e "not ok unload_$CM # rmmod failed: $(cat /proc/modules | cut -d' ' -f1,3 | tr '\n' ' ')"; fi
 
 # --- leak check: kmemleak, if the kernel has it ---
-if [ -w /sys/kernel/debug/kmemleak ]; then
-	echo scan >/sys/kernel/debug/kmemleak
-	sleep 1
-	echo scan >/sys/kernel/debug/kmemleak
-	leaks=$(grep -c "unreferenced object" /sys/kernel/debug/kmemleak)
-	if [ "$leaks" = 0 ]; then
-		e2e "ok kmemleak_clean_$CM"
-	else
-		head -60 /sys/kernel/debug/kmemleak >/dev/kmsg
-		e2e "not ok kmemleak_clean_$CM # $leaks unreferenced objects"
-	fi
-fi
+kmemleak_check $CM
 finish

@@ -4,10 +4,10 @@
 # under /lib/modules/c, ours under /lib/modules/rs), the conformance suite, rdma-core tools
 # with their shared libraries and the rxe provider, and the guest scripts.
 #
-#   initramfs.sh KDIR OUT.cpio.gz RS_KO CONFORMANCE_KO
+#   initramfs.sh KDIR OUT.cpio.gz RS_KO TEST_MODULE_DIR CM_UMAD
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-kdir=$1 out=$2 rs_ko=$3 conf_ko=$4
+kdir=$1 out=$2 rs_ko=$3 test_dir=$4 tool=$5
 
 die() { echo "initramfs: error: $*" >&2; exit 1; }
 root=$(mktemp -d)
@@ -32,11 +32,13 @@ done
 mod drivers/infiniband/core/ib_cm.ko c
 [[ -f $rs_ko ]] || die "our module $rs_ko not built"
 cp "$rs_ko" "$root/lib/modules/rs/ib_cm.ko"
-[[ -f $conf_ko ]] || die "conformance module $conf_ko not built"
-cp "$conf_ko" "$root/lib/modules/test/"
+for t in ib_cm_conformance ib_cm_test_ulp; do
+	[[ -f $test_dir/$t.ko ]] || die "test module $t.ko not built in $test_dir"
+	cp "$test_dir/$t.ko" "$root/lib/modules/test/"
+done
 
 # Userspace: real binaries (busybox's own `ip` cannot create veth) and their libraries.
-bins=(/usr/bin/rping /usr/bin/ucmatose /usr/bin/udaddy /usr/bin/ibv_devices /usr/bin/rdma /usr/sbin/ip)
+bins=(/usr/bin/rping /usr/bin/ucmatose /usr/bin/udaddy /usr/bin/ibv_devices /usr/bin/rdma /usr/sbin/ip "$tool")
 libs=()
 for b in "${bins[@]}"; do
 	[[ -x $b ]] || die "$b missing (rdmacm-utils, ibverbs-utils, iproute2)"
@@ -59,6 +61,9 @@ cp /etc/libibverbs.d/rxe.driver "$root/etc/libibverbs.d/"
 [[ -e $root/lib64/ld-linux-x86-64.so.2 ]] || cp -L /lib64/ld-linux-x86-64.so.2 "$root/lib64/"
 
 cp "$here/guest-init.sh" "$root/init"
+cp "$here/guest-pair.sh" "$root/pair.sh"
+[[ -x $tool ]] || die "cm_umad not built ($tool)"
+cp "$tool" "$root/usr/bin/cm_umad"
 chmod +x "$root/init"
 echo "root:x:0:0:root:/root:/bin/sh" >"$root/etc/passwd"
 echo "root:x:0:" >"$root/etc/group"

@@ -3,7 +3,9 @@
 # Boots the test kernel under QEMU (TCG) with a hard timeout and writes the console log.
 #
 #   run.sh BZIMAGE INITRAMFS CM MODE LOG [TIMEOUT_S]
-# CM is rs or c, MODE is check or demo. Exit status: 0 if the guest reached the end,
+# CM is rs, c or none, MODE is check or demo. $QEMU_NET replaces `-nic none` (the two-guest
+# socket network) and $KAPPEND is added to the kernel command line. Exit status: 0 if the
+# guest reached the end,
 # 2 if QEMU timed out (the guest hung), 1 on any other QEMU failure.
 set -uo pipefail
 bz=$1 initrd=$2 cm=$3 mode=$4 log=$5 limit=${6:-600}
@@ -17,8 +19,8 @@ command -v qemu-system-x86_64 >/dev/null || { echo "run: error: qemu-system-x86_
 timeout --foreground -k 5 "$limit" qemu-system-x86_64 \
 	-machine pc -cpu max -m 2G -smp 2,sockets=2 \
 	-kernel "$bz" -initrd "$initrd" \
-	-append "console=ttyS0 panic=-1 oops=panic tsc=reliable loglevel=7 ibcm.cm=$cm ibcm.mode=$mode" \
-	-display none -monitor none -serial "file:$log" -nic none -no-reboot </dev/null
+	-append "console=ttyS0 panic=-1 oops=panic tsc=reliable loglevel=7 ibcm.cm=$cm ibcm.mode=$mode ${KAPPEND:-}" \
+	-display none -monitor none -serial "file:$log" ${QEMU_NET:--nic none} -no-reboot </dev/null
 rc=$?
 if ((rc == 124 || rc == 137)); then
 	echo "run: error: QEMU ($cm, $mode) timed out after ${limit}s; guest killed (log: $log)" >&2

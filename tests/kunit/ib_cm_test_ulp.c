@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * A minimal in-kernel CM consumer for the interop tests: listens with ib_cm_insert_listen()
+ * on `dev` for the service IDs of rping (TCP port space 0x0106, port 7174) and udaddy (UDP
+ * port space 0x0111, port 7174), logs every field it checks, and turns every request down:
+ * a REQ gets REJ CONSUMER_DEFINED with private data "ULP-REJECT", a SIDR_REQ gets SIDR_REP
+ * REJECT. It uses only the exported API, so it runs on either CM.
+ */
+#include <linux/err.h>
+#include <linux/module.h>
+#include <rdma/ib_cm.h>
+#include <rdma/ib_verbs.h>
+
+static char *dev = "rxe0";
+module_param(dev, charp, 0444);
+
+#define RPING_SID 0x0000000001061C06ULL
+#define UDADDY_SID 0x0000000001111C06ULL
+
+static const char reject_pd[] = "ULP-REJECT";
+static struct ib_device *ibdev;
+static struct ib_cm_id *listen_req, *listen_sidr;
+
+static int ulp_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
+{
+	if (ev->event == IB_CM_REQ_RECEIVED) {
+		const struct ib_cm_req_event_param *p = &ev->param.req_rcvd;
+		const u8 *pd = ev->private_data;
+
+		pr_info("ULP-REQ sid=%016llx listen=%d state=%d pkey=%04x bth_pkey=%04x qpn=%06x psn=%06x port=%u ctx_null=%d alt=%d sgid_attr=%d cma_src=%pI4 pd=%*phN\n",
+			be64_to_cpu(p->primary_path->service_id), p->listen_id == listen_req,
+			id->state, be16_to_cpu(p->primary_path->pkey), p->bth_pkey,
+			p->remote_qpn, p->starting_psn, p->port, id->context == NULL,
+			p->alternate_path != NULL, p->ppath_sgid_attr != NULL, pd + 16, 16, pd);
+		pr_info("ULP-REJ ret=%d\n",
+			ib_send_cm_rej(id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0, reject_pd,
+				       sizeof(reject_pd) - 1));
+		/* Non-zero: the CM destroys the id (no second REJ, it is IDLE now). */
+		return -ECONNREFUSED;
+	}
+	if (ev->event == IB_CM_SIDR_REQ_RECEIVED) {
+		const struct ib_cm_sidr_req_event_param *p = &ev->param.sidr_req_rcvd;
+		struct ib_cm_sidr_rep_param rep = { .status = IB_SIDR_REJECT };
+
+		pr_info("ULP-SIDR sid=%016llx listen=%d state=%d pkey=%04x port=%u pd=%*phN\n",
+			be64_to_cpu(p->service_id), p->listen_id == listen_sidr, id->state,
+			p->pkey, p->port, 16, (const u8 *)ev->private_data);
+		pr_info("ULP-SIDR-REP ret=%d\n", ib_send_cm_sidr_rep(id, &rep));
+		return -ECONNREFUSED;
+	}
+	pr_info("ULP-EVENT %d\n", ev->event);
+	return 0;
+}
+
+static int __init ulp_init(void)
+{
+	ibdev = ib_device_get_by_name(dev, RDMA_DRIVER_UNKNOWN);
+	if (!ibdev)
+		return -ENODEV;
+	listen_req = ib_cm_insert_listen(ibdev, ulp_handler, cpu_to_be64(RPING_SID));
+	if (IS_ERR(listen_req))
+		goto err_dev;
+	listen_sidr = ib_cm_insert_listen(ibdev, ulp_handler, cpu_to_be64(UDADDY_SID));
+	if (IS_ERR(listen_sidr)) {
+		ib_destroy_cm_id(listen_req);
+		listen_req = listen_sidr;
+		goto err_dev;
+	}
+	pr_info("ULP-READY dev=%s\n", dev);
+	return 0;
+err_dev:
+	ib_device_put(ibdev);
+	return PTR_ERR(listen_req);
+}
+
+static void __exit ulp_exit(void)
+{
+	ib_destroy_cm_id(listen_sidr);
+	ib_destroy_cm_id(listen_req);
+	ib_device_put(ibdev);
+}
+
+module_init(ulp_init);
+module_exit(ulp_exit);
+MODULE_DESCRIPTION("ib_cm interop test consumer");
+MODULE_LICENSE("Dual BSD/GPL");

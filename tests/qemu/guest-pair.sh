@@ -1,0 +1,177 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Two-guest interop over a QEMU socket network (sourced by /init when ibcm.role is set).
+#   role a: the requester. Runs with no CM first (cm_umad speaks raw CM MADs and checks the
+#           answers field by field), then with the stock C stack (C ib_cm + rdma_cm) and the
+#           unmodified rping / udaddy.
+#   role b: the responder, with ibcm.cm=rs|c. First nothing listens; then the test ULP
+#           listens with ib_cm_insert_listen() and turns everything down.
+# A drives B through a tiny command channel (busybox nc on port 9000).
+
+ROLE=$1
+MY_IP=10.1.0.1
+PEER_IP=10.1.0.2
+[ "$ROLE" = b ] && MY_IP=10.1.0.2 && PEER_IP=10.1.0.1
+
+for m in udp_tunnel ip6_udp_tunnel ib_core ib_uverbs ib_umad rdma_rxe; do
+	ins /lib/modules/base/$m.ko || fatal pair_setup_$ROLE "insmod $m failed"
+done
+/usr/bin/ip link set lo up
+/usr/bin/ip link set eth0 up || fatal pair_setup_$ROLE "no eth0"
+/usr/bin/ip addr add $MY_IP/24 dev eth0
+rdma link add rxe0 type rxe netdev eth0 || fatal pair_setup_$ROLE "rdma link add failed"
+
+check() { # check NAME FILE PATTERN... : every pattern must appear in FILE
+	name=$1 file=$2
+	shift 2
+	for pat in "$@"; do
+		if ! grep -q -- "$pat" "$file"; then
+			e2e "not ok $name # missing '$pat' in: $(head -c 300 "$file" | tr '\n' ' ')"
+			return 1
+		fi
+	done
+	e2e "ok $name"
+}
+
+if [ "$ROLE" = b ]; then
+	klog "IBCM-KTAP-BEGIN load-$CM"
+	ins /lib/modules/$CM/ib_cm.ko || fatal pair_load_$CM "insmod ib_cm ($CM) failed"
+	klog "IBCM-KTAP-END load-$CM"
+	cat >/tmp/cmd.sh <<'CMD'
+#!/bin/sh
+read -r cmd
+case $cmd in
+ping) echo ok ;;
+ulp-load) insmod /lib/modules/test/ib_cm_test_ulp.ko dev=rxe0 >/dev/null 2>&1 && echo ok || echo fail ;;
+ulp-unload) rmmod ib_cm_test_ulp && echo ok || echo fail ;;
+done) touch /tmp/pair-done; echo ok ;;
+*) echo unknown ;;
+esac
+CMD
+	chmod +x /tmp/cmd.sh
+	n=0
+	while [ ! -f /tmp/pair-done ] && [ $n -lt 200 ]; do
+		nc -l -p 9000 -e /tmp/cmd.sh
+		n=$((n + 1))
+	done
+	if [ "$MODE" = bench ]; then
+		rmmod ib_cm
+		return 0
+	fi
+	dmesg | grep -E 'ULP-' >/tmp/ulp.log
+	# The tool's REQ: every field as sent; rping's: rdma_cm's header carries A's address.
+	check ulp_req_fields_$CM /tmp/ulp.log "sid=0000000001061c06 listen=1 state=3 pkey=ffff bth_pkey=ffff qpn=000123 psn=abcdef port=1 ctx_null=1 alt=0 sgid_attr=1" \
+		"pd=000102030405060708090a0b0c0d0e0f"
+	check ulp_rping_req_$CM /tmp/ulp.log "cma_src=10.1.0.1"
+	check ulp_sidr_fields_$CM /tmp/ulp.log "ULP-SIDR sid=0000000001111c06 listen=1 state=15 pkey=ffff port=1 pd=000102030405060708090a0b0c0d0e0f"
+	check ulp_replies_sent_$CM /tmp/ulp.log "ULP-REJ ret=0" "ULP-SIDR-REP ret=0"
+	p=/sys/class/infiniband/rxe0/ports/1
+	{ for g in cm_rx_msgs cm_tx_msgs; do for f in req rej sidr_req sidr_rep; do
+		echo "$g/$f=$(cat $p/$g/$f)"; done; done; } >/tmp/counters.log
+	klog "IBCM-SAY: counters $(tr '\n' ' ' </tmp/counters.log)"
+	rx_req=$(cat $p/cm_rx_msgs/req) tx_rej=$(cat $p/cm_tx_msgs/rej)
+	rx_sidr=$(cat $p/cm_rx_msgs/sidr_req) tx_sidr=$(cat $p/cm_tx_msgs/sidr_rep)
+	if [ "$rx_req" -ge 4 ] && [ "$tx_rej" -ge 4 ] && [ "$rx_sidr" -ge 2 ] && [ "$tx_sidr" -ge 2 ]; then
+		e2e "ok counters_$CM"
+	else
+		e2e "not ok counters_$CM # $(tr '\n' ' ' </tmp/counters.log)"
+	fi
+	if [ "$CM" = rs ]; then
+		bad=$(cat $p/cm_rx_dropped/malformed 2>/dev/null || echo 0)
+		if [ "$bad" -ge 4 ]; then e2e "ok malformed_counted_$CM"; else e2e "not ok malformed_counted_$CM # $bad"; fi
+	fi
+	rmmod ib_cm && e2e "ok pair_unload_$CM" || e2e "not ok pair_unload_$CM # rmmod ib_cm failed"
+	return 0
+fi
+
+# --- role a ---
+cmd() {
+	n=0
+	while [ $n -lt 300 ]; do
+		r=$(echo "$1" | nc $PEER_IP 9000 2>/dev/null)
+		[ "$r" = ok ] && return 0
+		n=$((n + 1))
+		sleep 0.2
+	done
+	return 1
+}
+cmd ping || fatal pair_peer "peer not reachable"
+ping -c 1 -W 2 $PEER_IP >/dev/null 2>&1
+BCM=peer
+
+field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" "$2" | head -1; }
+
+wire() { # wire PHASE: raw MADs with no CM on this side
+	phase=$1
+	cm_umad rxe0 $PEER_IP req 0x0000000001061C06 >/tmp/req.out 2>&1
+	tid=$(field tid_low /tmp/req.out) comm=$(field local_comm_id /tmp/req.out)
+	if [ $phase = none ]; then
+		check wire_rej_unknown_service /tmp/req.out "REJ tid_low=$tid" "remote_comm_id=$comm" \
+			"msg_rejected=0 ari_length=0 reason=8"
+	else
+		check wire_rej_consumer /tmp/req.out "REJ tid_low=$tid local_comm_id=00000000 remote_comm_id=$comm" \
+			"msg_rejected=0 ari_length=0 reason=28" "private_data16=554c502d52454a454354000000000000"
+	fi
+	cm_umad rxe0 $PEER_IP sidr 0x0000000001111C06 >/tmp/sidr.out 2>&1
+	tid=$(field tid_low /tmp/sidr.out) rid=$(field request_id /tmp/sidr.out)
+	if [ $phase = none ]; then
+		check wire_sidr_unsupported /tmp/sidr.out "SIDR_REP tid_low=$tid request_id=$rid status=1 qpn=000000 service_id=0000000001111c06"
+	else
+		check wire_sidr_reject /tmp/sidr.out "SIDR_REP tid_low=$tid request_id=$rid status=2"
+	fi
+	cm_umad rxe0 $PEER_IP bad >/dev/null 2>&1
+}
+
+tools() { # tools PHASE: the stock C stack and unmodified rdma-core tools
+	phase=$1
+	for m in ib_cm iw_cm rdma_cm rdma_ucm; do
+		[ $m = ib_cm ] && p=/lib/modules/c/ib_cm.ko || p=/lib/modules/base/$m.ko
+		ins $p || { e2e "not ok tools_$phase # insmod $m"; return; }
+	done
+	s=$(date +%s)
+	timeout 60 rping -c -a $PEER_IP -C 1 -v >/tmp/rping.out 2>&1
+	rc=$? t=$(( $(date +%s) - s ))
+	# A reject ends rping at once with a REJECTED event; a lost REQ would take ~74 s.
+	if [ $rc -ne 0 ] && [ $t -lt 10 ] && grep -q REJECTED /tmp/rping.out; then
+		e2e "ok rping_rejected_$phase"
+	else
+		e2e "not ok rping_rejected_$phase # rc=$rc ${t}s $(tr '\n' ' ' </tmp/rping.out | head -c 200)"
+	fi
+	s=$(date +%s)
+	timeout 60 udaddy -s $PEER_IP -c 1 >/tmp/udaddy.out 2>&1
+	rc=$? t=$(( $(date +%s) - s ))
+	if [ $rc -ne 0 ] && [ $t -lt 10 ] && grep -qi unreachable /tmp/udaddy.out; then
+		e2e "ok udaddy_refused_$phase"
+	else
+		e2e "not ok udaddy_refused_$phase # rc=$rc ${t}s $(tr '\n' ' ' </tmp/udaddy.out | head -c 200)"
+	fi
+	klog "IBCM-SAY: rping($phase): $(tr '\n' ' ' </tmp/rping.out | head -c 200)"
+	klog "IBCM-SAY: udaddy($phase): $(tr '\n' ' ' </tmp/udaddy.out | head -c 200)"
+	for m in rdma_ucm rdma_cm iw_cm ib_cm; do rmmod $m; done
+}
+
+if [ "$MODE" = bench ]; then
+	# REQ flood: REJs/s for an unknown service, then dispatches/s to a listener (the test
+	# ULP, which rejects each REQ it is handed). Fewer than 512 in flight (MAD queue size).
+	for i in 1 2 3 4 5; do
+		cm_umad rxe0 $PEER_IP flood 0x0000000001061C06 ${BENCH_N:-2000} >/tmp/flood.out 2>&1
+		klog "IBCM-BENCH: unknown_service $(cat /tmp/flood.out)"
+	done
+	cmd ulp-load || fatal pair_ulp "peer could not load the test ULP"
+	for i in 1 2 3 4 5; do
+		cm_umad rxe0 $PEER_IP flood 0x0000000001061C06 ${BENCH_N:-2000} >/tmp/flood.out 2>&1
+		klog "IBCM-BENCH: listening_service $(cat /tmp/flood.out)"
+	done
+	cmd ulp-unload
+	cmd done
+	return 0
+fi
+
+wire none
+tools no_listener
+cmd ulp-load || fatal pair_ulp "peer could not load the test ULP"
+wire ulp
+tools ulp
+cmd ulp-unload
+cmd done
+return 0
