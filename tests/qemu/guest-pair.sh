@@ -44,6 +44,13 @@ case $cmd in
 ping) echo ok ;;
 ulp-load) insmod /lib/modules/test/ib_cm_test_ulp.ko dev=rxe0 >/dev/null 2>&1 && echo ok || echo fail ;;
 ulp-unload) rmmod ib_cm_test_ulp && echo ok || echo fail ;;
+link-cycle)
+	# The counters die with the device: keep them for the checks at the end.
+	p=/sys/class/infiniband/rxe0/ports/1
+	for g in cm_rx_msgs cm_tx_msgs; do for f in req rej sidr_req sidr_rep; do
+		echo "$g/$f=$(cat $p/$g/$f)"; done; done >/tmp/counters.log
+	cat $p/cm_rx_dropped/malformed >/tmp/malformed.log 2>/dev/null
+	rdma link del rxe0 && rdma link add rxe0 type rxe netdev eth0 && echo ok || echo fail ;;
 done) touch /tmp/pair-done; echo ok ;;
 *) echo unknown ;;
 esac
@@ -65,19 +72,18 @@ CMD
 	check ulp_rping_req_$CM /tmp/ulp.log "cma_src=10.1.0.1"
 	check ulp_sidr_fields_$CM /tmp/ulp.log "ULP-SIDR sid=0000000001111c06 listen=1 state=15 pkey=ffff port=1 pd=000102030405060708090a0b0c0d0e0f"
 	check ulp_replies_sent_$CM /tmp/ulp.log "ULP-REJ ret=0" "ULP-SIDR-REP ret=0"
-	p=/sys/class/infiniband/rxe0/ports/1
-	{ for g in cm_rx_msgs cm_tx_msgs; do for f in req rej sidr_req sidr_rep; do
-		echo "$g/$f=$(cat $p/$g/$f)"; done; done; } >/tmp/counters.log
+	# Counters as they stood before the device was cycled (saved by link-cycle).
 	klog "IBCM-SAY: counters $(tr '\n' ' ' </tmp/counters.log)"
-	rx_req=$(cat $p/cm_rx_msgs/req) tx_rej=$(cat $p/cm_tx_msgs/rej)
-	rx_sidr=$(cat $p/cm_rx_msgs/sidr_req) tx_sidr=$(cat $p/cm_tx_msgs/sidr_rep)
+	cnt() { sed -n "s|^$1=||p" /tmp/counters.log; }
+	rx_req=$(cnt cm_rx_msgs/req) tx_rej=$(cnt cm_tx_msgs/rej)
+	rx_sidr=$(cnt cm_rx_msgs/sidr_req) tx_sidr=$(cnt cm_tx_msgs/sidr_rep)
 	if [ "$rx_req" -ge 4 ] && [ "$tx_rej" -ge 4 ] && [ "$rx_sidr" -ge 2 ] && [ "$tx_sidr" -ge 2 ]; then
 		e2e "ok counters_$CM"
 	else
 		e2e "not ok counters_$CM # $(tr '\n' ' ' </tmp/counters.log)"
 	fi
 	if [ "$CM" = rs ]; then
-		bad=$(cat $p/cm_rx_dropped/malformed 2>/dev/null || echo 0)
+		bad=$(cat /tmp/malformed.log 2>/dev/null || echo 0)
 		if [ "$bad" -ge 4 ]; then e2e "ok malformed_counted_$CM"; else e2e "not ok malformed_counted_$CM # $bad"; fi
 	fi
 	rmmod ib_cm && e2e "ok pair_unload_$CM" || e2e "not ok pair_unload_$CM # rmmod ib_cm failed"
@@ -172,6 +178,17 @@ tools no_listener
 cmd ulp-load || fatal pair_ulp "peer could not load the test ULP"
 wire ulp
 tools ulp
-cmd ulp-unload
+# A REQ storm while the listener is destroyed and then the device removed and re-added: the
+# responder must not crash, leak or splat, and must serve the next good REQ.
+cm_umad rxe0 $PEER_IP flood 0x0000000001061C06 3000 >/tmp/storm.out 2>&1 &
+storm=$!
+sleep 1
+cmd ulp-unload || e2e "not ok storm_ulp_unload # peer could not unload the ULP"
+cmd link-cycle || e2e "not ok storm_link_cycle # peer could not cycle its rxe device"
+wait $storm
+klog "IBCM-SAY: storm: $(cat /tmp/storm.out)"
+sleep 1
+cm_umad rxe0 $PEER_IP req 0x0000000001061C06 >/tmp/req2.out 2>&1
+check storm_then_serves_next_req /tmp/req2.out "reason=8"
 cmd done
 return 0
