@@ -13,6 +13,13 @@
 
 static char *dev = "rxe0";
 module_param(dev, charp, 0444);
+/*
+ * reject: answer with ib_send_cm_rej / ib_send_cm_sidr_rep, then return non-zero;
+ * enomem: return -ENOMEM without answering (the CM must drop a REQ silently);
+ * error:  return -EINVAL without answering (the CM must send REJ 28 / SIDR_REP REJECT).
+ */
+static char mode[16] = "reject";
+module_param_string(mode, mode, sizeof(mode), 0644);
 
 #define RPING_SID 0x0000000001061C06ULL
 #define UDADDY_SID 0x0000000001111C06ULL
@@ -32,6 +39,10 @@ static int ulp_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 			id->state, be16_to_cpu(p->primary_path->pkey), p->bth_pkey,
 			p->remote_qpn, p->starting_psn, p->port, id->context == NULL,
 			p->alternate_path != NULL, p->ppath_sgid_attr != NULL, pd + 16, 16, pd);
+		if (!strncmp(mode, "enomem", 6))
+			return -ENOMEM;
+		if (!strncmp(mode, "error", 5))
+			return -EINVAL;
 		pr_info("ULP-REJ ret=%d\n",
 			ib_send_cm_rej(id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0, reject_pd,
 				       sizeof(reject_pd) - 1));
@@ -45,6 +56,8 @@ static int ulp_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 		pr_info("ULP-SIDR sid=%016llx listen=%d state=%d pkey=%04x port=%u pd=%*phN\n",
 			be64_to_cpu(p->service_id), p->listen_id == listen_sidr, id->state,
 			p->pkey, p->port, 16, (const u8 *)ev->private_data);
+		if (!strncmp(mode, "error", 5))
+			return -EINVAL;
 		pr_info("ULP-SIDR-REP ret=%d\n", ib_send_cm_sidr_rep(id, &rep));
 		return -ECONNREFUSED;
 	}

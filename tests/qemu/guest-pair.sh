@@ -44,6 +44,7 @@ case $cmd in
 ping) echo ok ;;
 ulp-load) insmod /lib/modules/test/ib_cm_test_ulp.ko dev=rxe0 >/dev/null 2>&1 && echo ok || echo fail ;;
 ulp-unload) rmmod ib_cm_test_ulp && echo ok || echo fail ;;
+ulp-mode-*) echo "${cmd#ulp-mode-}" >/sys/module/ib_cm_test_ulp/parameters/mode && echo ok || echo fail ;;
 link-cycle)
 	# The counters die with the device: keep them for the checks at the end.
 	p=/sys/class/infiniband/rxe0/ports/1
@@ -177,6 +178,17 @@ wire none
 tools no_listener
 cmd ulp-load || fatal pair_ulp "peer could not load the test ULP"
 wire ulp
+# A handler's non-zero return destroys the new id: -ENOMEM drops the REQ silently (the peer
+# retries), any other error sends REJ CONSUMER_DEFINED / SIDR_REP REJECT.
+cmd ulp-mode-enomem
+cm_umad rxe0 $PEER_IP req 0x0000000001061C06 >/tmp/req3.out 2>&1
+check handler_enomem_drops_req /tmp/req3.out "NO_REPLY"
+cmd ulp-mode-error
+cm_umad rxe0 $PEER_IP req 0x0000000001061C06 >/tmp/req4.out 2>&1
+check handler_error_rejects_req /tmp/req4.out "reason=28" "private_data16=00000000000000000000000000000000"
+cm_umad rxe0 $PEER_IP sidr 0x0000000001111C06 >/tmp/sidr4.out 2>&1
+check handler_error_rejects_sidr /tmp/sidr4.out "status=2"
+cmd ulp-mode-reject
 tools ulp
 # A REQ storm while the listener is destroyed and then the device removed and re-added: the
 # responder must not crash, leak or splat, and must serve the next good REQ.
