@@ -21,6 +21,7 @@ use crate::{
         service_id::ServiceId,
         wire::CmMessage,
     },
+    remote::RemoteKey,
     send::{self, Dest},
 };
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -126,6 +127,9 @@ pub(crate) struct CmId {
     released: Completion,
     /// For ids created by a received REQ or SIDR_REQ: how to answer it. Fixed at creation.
     reply: Option<KBox<ReplyPath>>,
+    /// For the same ids: the key of the device's duplicate table they are registered under
+    /// while the request is unanswered. Fixed at creation.
+    remote: Option<RemoteKey>,
 }
 
 // SAFETY: The raw pointers inside `id` (device, context, handler) are plain values owned by
@@ -152,7 +156,7 @@ impl CmId {
         handler: bindings::ib_cm_handler,
         context: *mut ffi::c_void,
     ) -> Result<Arc<Self>> {
-        Self::build(dev, handler, context, None)
+        Self::build(dev, handler, context, None, None)
     }
 
     /// A passive id for a received REQ or SIDR_REQ (`cm_req_handler`): it inherits the
@@ -166,10 +170,11 @@ impl CmId {
         service_id: ServiceId,
         remote_id: u32,
         reply: KBox<ReplyPath>,
+        remote: RemoteKey,
     ) -> Result<Arc<Self>> {
         // SAFETY: `listener.id` is initialised; volatile reads tolerate caller writes.
         let context = unsafe { core::ptr::addr_of!((*listener.id.get()).context).read_volatile() };
-        let id = Self::build(dev, listener.handler(), context, Some(reply))?;
+        let id = Self::build(dev, listener.handler(), context, Some(reply), Some(remote))?;
         id.set_state(state);
         id.set_service_id(service_id);
         // SAFETY: The id is not visible to anyone else yet.
@@ -182,6 +187,7 @@ impl CmId {
         handler: bindings::ib_cm_handler,
         context: *mut ffi::c_void,
         reply: Option<KBox<ReplyPath>>,
+        remote: Option<RemoteKey>,
     ) -> Result<Arc<Self>> {
         let device = dev.ib_dev();
         Arc::pin_init(
@@ -207,6 +213,7 @@ impl CmId {
                 users: AtomicU32::new(1),
                 released <- Completion::new(),
                 reply,
+                remote,
             }),
             GFP_KERNEL,
         )
@@ -276,15 +283,32 @@ impl CmId {
     /// Leaves REQ_RCVD (or MRA_REQ_SENT) for IDLE, as `ib_send_cm_rej` does, and returns
     /// whether it did; other states are not ours to leave yet.
     fn leave_req_rcvd(&self) -> bool {
-        let _guard = self.inner.lock();
-        let state = self.state();
-        if state == bindings::ib_cm_state_IB_CM_REQ_RCVD
-            || state == bindings::ib_cm_state_IB_CM_MRA_REQ_SENT
-        {
-            self.set_state(bindings::ib_cm_state_IB_CM_IDLE);
-            true
-        } else {
-            false
+        self.leave(&[bindings::ib_cm_state_IB_CM_REQ_RCVD, bindings::ib_cm_state_IB_CM_MRA_REQ_SENT])
+    }
+
+    /// Moves from one of `from` to IDLE under the id lock and takes the id out of its
+    /// device's duplicate table; returns whether it did. The table node (which holds a
+    /// reference to `self`) is freed after both locks are released.
+    fn leave(&self, from: &[CmState]) -> bool {
+        let guard = self.inner.lock();
+        if !from.contains(&self.state()) {
+            return false;
+        }
+        self.set_state(bindings::ib_cm_state_IB_CM_IDLE);
+        let node = self.unlink_remote();
+        drop(guard);
+        drop(node);
+        true
+    }
+
+    /// Removes the id from its device's duplicate table. Called with the id lock held (the
+    /// device lock nests inside it); returns what the caller frees after unlocking.
+    fn unlink_remote(&self) -> Option<crate::remote::Unlinked> {
+        let mut dev = self.dev.inner.lock();
+        match self.remote {
+            Some(RemoteKey::Req(k)) => dev.remote_reqs.remove(&k, self).map(crate::remote::Unlinked::Req),
+            Some(RemoteKey::Sidr(k)) => dev.remote_sidrs.remove(&k, self).map(crate::remote::Unlinked::Sidr),
+            None => None,
         }
     }
 
@@ -313,12 +337,8 @@ impl CmId {
 
     /// `ib_send_cm_sidr_rep()`: answers the SIDR_REQ that created this id, then IDLE.
     pub(crate) fn sidr_reply(&self, r: &SidrReply<'_>, attr_mod: u32) -> Result {
-        {
-            let _guard = self.inner.lock();
-            if self.state() != bindings::ib_cm_state_IB_CM_SIDR_REQ_RCVD {
-                return Err(EINVAL);
-            }
-            self.set_state(bindings::ib_cm_state_IB_CM_IDLE);
+        if !self.leave(&[bindings::ib_cm_state_IB_CM_SIDR_REQ_RCVD]) {
+            return Err(EINVAL);
         }
         let rep = req_event::sidr_rep(&SidrReply {
             request_id: self.remote_id(),
@@ -469,6 +489,9 @@ impl CmId {
         if self.state() != bindings::ib_cm_state_IB_CM_LISTEN {
             guard.destroyed = true;
             self.set_state(bindings::ib_cm_state_IB_CM_IDLE);
+            let node = self.unlink_remote();
+            drop(guard);
+            drop(node);
             return true;
         }
         let mut dev = self.dev.inner.lock();

@@ -15,6 +15,7 @@ use crate::{
     bindings,
     completion::Completion,
     listen::ListenTable,
+    remote::{RemoteTable, ReqKey, SidrKey},
     lock::{new_spinlock_irq, SpinLockIrq},
     port::CmPort,
     recv,
@@ -60,6 +61,10 @@ pub(crate) struct DeviceInner {
     sends: u32,
     /// Listeners of this device, keyed by service ID.
     pub(crate) listen: ListenTable,
+    /// Passive ids still holding an unanswered REQ, for duplicate detection.
+    pub(crate) remote_reqs: RemoteTable<ReqKey>,
+    /// Passive ids still holding an unanswered SIDR_REQ.
+    pub(crate) remote_sidrs: RemoteTable<SidrKey>,
 }
 
 // SAFETY: `ib_dev` is only used as an identity and for ib_core calls that are thread-safe; all
@@ -92,7 +97,13 @@ impl CmDevice {
                 ib_dev,
                 ports,
                 inner <- new_spinlock_irq!(
-                    DeviceInner { going_down: false, sends: 0, listen: ListenTable::new() },
+                    DeviceInner {
+                        going_down: false,
+                        sends: 0,
+                        listen: ListenTable::new(),
+                        remote_reqs: RemoteTable::new(),
+                        remote_sidrs: RemoteTable::new(),
+                    },
                     "CmDevice::inner"
                 ),
                 sends_drained <- Completion::new(),
@@ -268,13 +279,17 @@ pub(crate) unsafe extern "C" fn ibcm_rs_remove_one(
     // place that takes that reference back.
     let dev = unsafe { Arc::<CmDevice>::from_raw(client_data.cast()) };
     // 1. No new work is queued, no new send starts, no new listener is accepted.
-    let (leftover, wait_sends) = {
+    let (leftover, pending, wait_sends) = {
         let mut inner = dev.inner.lock();
         inner.going_down = true;
-        (inner.listen.len(), inner.sends > 0)
+        let pending = inner.remote_reqs.len() + inner.remote_sidrs.len();
+        (inner.listen.len(), pending, inner.sends > 0)
     };
     if leftover != 0 {
         pr_warn!("ib_cm: device removed with {leftover} listener(s) not destroyed\n");
+    }
+    if pending != 0 {
+        pr_warn!("ib_cm: device removed with {pending} unanswered request id(s) not destroyed\n");
     }
     for port in dev.ports.iter() {
         // SAFETY: `ib_dev` is live during remove.

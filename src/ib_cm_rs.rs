@@ -22,6 +22,7 @@ mod lock;
 mod logic;
 mod port;
 mod recv;
+mod remote;
 mod send;
 
 module! {

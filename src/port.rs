@@ -18,8 +18,7 @@ pub(crate) enum Counter {
     TxRetries = 1,
     /// `cm_rx_msgs`: every recognised MAD received.
     RxMsgs = 2,
-    /// `cm_rx_duplicates`. Counted by the duplicate REQ/SIDR_REQ detection, not built yet.
-    #[allow(dead_code)]
+    /// `cm_rx_duplicates`.
     RxDuplicates = 3,
 }
 

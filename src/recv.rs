@@ -22,6 +22,7 @@ use crate::{
         },
     },
     port::{device_of_agent, Counter},
+    remote::{RemoteKey, RemoteReservation, ReqKey, SidrKey},
     send::{self, Dest},
 };
 use core::sync::atomic::{AtomicPtr, Ordering};
@@ -254,10 +255,31 @@ fn fill_path(out: &mut bindings::sa_path_rec, p: &PathRecord) {
     out.service_id = p.service_id.to_be();
 }
 
-/// REQ (`cm_req_handler`, listener part).
+fn count_duplicate(dev: &CmDevice, port_num: u32, attr: AttrId) {
+    if let Some(port) = dev.port(port_num) {
+        port.count(Counter::RxDuplicates, attr.counter_index(), 1);
+    }
+}
+
+/// REQ (`cm_req_handler`: `cm_match_req`'s duplicate check, then the listener part).
 fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, req: &Req) {
     let sid = ServiceId::new(req.service_id);
-    let listener = dev.inner.lock().listen.find(sid);
+    let key = ReqKey { ca_guid: req.local_ca_guid, comm_id: req.local_comm_id };
+    // Both lookups under one lock hold, neither allocates: a retransmitted REQ or one for an
+    // unknown service costs no allocation.
+    let (duplicate, listener) = {
+        let inner = dev.inner.lock();
+        if inner.remote_reqs.contains(&key) {
+            (true, None)
+        } else {
+            (false, inner.listen.find(sid))
+        }
+    };
+    if duplicate {
+        // The id is still in REQ_RCVD: its consumer has not answered yet (cm_dup_req_handler).
+        count_duplicate(dev, port_num, AttrId::Req);
+        return;
+    }
     let Some(listener) = listener else {
         let payload = wc.mad().get(MAD_HDR_LEN..).unwrap_or(&[]);
         let rej = CmMessage::Rej(req_event::rej_for_unknown_service(payload));
@@ -272,6 +294,9 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
     let Ok(reply) = (unsafe { ReplyPath::from_wc(dev, port_num, wc.wc(), wc.grh(), hdr.tid) }) else {
         return;
     };
+    let Ok(reservation) = RemoteReservation::<ReqKey>::new(GFP_KERNEL) else {
+        return;
+    };
     let id = match CmId::new_passive(
         dev.clone(),
         &listener.0,
@@ -279,10 +304,18 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
         sid,
         req.local_comm_id,
         reply,
+        RemoteKey::Req(key),
     ) {
         Ok(id) => id,
         Err(_) => return,
     };
+    // A copy of the same REQ may have been handled on another CPU meanwhile.
+    let refused = dev.inner.lock().remote_reqs.insert(key, &id, reservation);
+    if refused.is_err() {
+        drop(refused);
+        count_duplicate(dev, port_num, AttrId::Req);
+        return;
+    }
     let Some(reply) = id.reply() else {
         return;
     };
@@ -372,7 +405,20 @@ fn deliver(id: Arc<CmId>, event: &bindings::ib_cm_event) {
 /// SIDR_REQ (`cm_sidr_req_handler`, listener part).
 fn handle_sidr_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, sidr: &SidrReq) {
     let sid = ServiceId::new(sidr.service_id);
-    let listener = dev.inner.lock().listen.find(sid);
+    // SAFETY: `wc` is valid while it lives.
+    let key = SidrKey { request_id: sidr.request_id, slid: unsafe { (*wc.wc()).slid } };
+    let (duplicate, listener) = {
+        let inner = dev.inner.lock();
+        if inner.remote_sidrs.contains(&key) {
+            (true, None)
+        } else {
+            (false, inner.listen.find(sid))
+        }
+    };
+    if duplicate {
+        count_duplicate(dev, port_num, AttrId::SidrReq);
+        return;
+    }
     let Some(listener) = listener else {
         let rep = req_event::sidr_rep(&SidrReply {
             request_id: sidr.request_id,
@@ -403,6 +449,9 @@ fn handle_sidr_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHea
     let Ok(reply) = (unsafe { ReplyPath::from_wc(dev, port_num, wc.wc(), wc.grh(), hdr.tid) }) else {
         return;
     };
+    let Ok(reservation) = RemoteReservation::<SidrKey>::new(GFP_KERNEL) else {
+        return;
+    };
     let Ok(id) = CmId::new_passive(
         dev.clone(),
         &listener.0,
@@ -410,9 +459,16 @@ fn handle_sidr_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHea
         sid,
         sidr.request_id,
         reply,
+        RemoteKey::Sidr(key),
     ) else {
         return;
     };
+    let refused = dev.inner.lock().remote_sidrs.insert(key, &id, reservation);
+    if refused.is_err() {
+        drop(refused);
+        count_duplicate(dev, port_num, AttrId::SidrReq);
+        return;
+    }
     let Some(reply) = id.reply() else {
         return;
     };

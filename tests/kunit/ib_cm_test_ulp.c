@@ -8,6 +8,8 @@
  */
 #include <linux/err.h>
 #include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
 #include <rdma/ib_cm.h>
 #include <rdma/ib_verbs.h>
 
@@ -16,7 +18,9 @@ module_param(dev, charp, 0444);
 /*
  * reject: answer with ib_send_cm_rej / ib_send_cm_sidr_rep, then return non-zero;
  * enomem: return -ENOMEM without answering (the CM must drop a REQ silently);
- * error:  return -EINVAL without answering (the CM must send REJ 28 / SIDR_REP REJECT).
+ * error:  return -EINVAL without answering (the CM must send REJ 28 / SIDR_REP REJECT);
+ * defer:  keep the id and answer 1.5 s later from a work item (retransmissions of the
+ *         request arrive meanwhile and must be recognised as duplicates).
  */
 static char mode[16] = "reject";
 module_param_string(mode, mode, sizeof(mode), 0644);
@@ -25,6 +29,44 @@ module_param_string(mode, mode, sizeof(mode), 0644);
 #define UDADDY_SID 0x0000000001111C06ULL
 
 static const char reject_pd[] = "ULP-REJECT";
+static struct workqueue_struct *ulp_wq;
+
+struct deferred {
+	struct delayed_work work;
+	struct ib_cm_id *id;
+	bool sidr;
+};
+
+static void ulp_answer_late(struct work_struct *w)
+{
+	struct deferred *d = container_of(to_delayed_work(w), struct deferred, work);
+
+	if (d->sidr) {
+		struct ib_cm_sidr_rep_param rep = { .status = IB_SIDR_REJECT };
+
+		pr_info("ULP-SIDR-REP ret=%d (deferred)\n", ib_send_cm_sidr_rep(d->id, &rep));
+	} else {
+		pr_info("ULP-REJ ret=%d (deferred)\n",
+			ib_send_cm_rej(d->id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0, reject_pd,
+				       sizeof(reject_pd) - 1));
+	}
+	ib_destroy_cm_id(d->id);
+	kfree(d);
+}
+
+/* Keeps `id` and answers later; returns 0 (the id stays ours) or -ENOMEM. */
+static int defer_answer(struct ib_cm_id *id, bool sidr)
+{
+	struct deferred *d = kzalloc(sizeof(*d), GFP_KERNEL);
+
+	if (!d)
+		return -ENOMEM;
+	d->id = id;
+	d->sidr = sidr;
+	INIT_DELAYED_WORK(&d->work, ulp_answer_late);
+	queue_delayed_work(ulp_wq, &d->work, msecs_to_jiffies(1500));
+	return 0;
+}
 static struct ib_device *ibdev;
 static struct ib_cm_id *listen_req, *listen_sidr;
 
@@ -43,6 +85,8 @@ static int ulp_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 			return -ENOMEM;
 		if (!strncmp(mode, "error", 5))
 			return -EINVAL;
+		if (!strncmp(mode, "defer", 5))
+			return defer_answer(id, false);
 		pr_info("ULP-REJ ret=%d\n",
 			ib_send_cm_rej(id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0, reject_pd,
 				       sizeof(reject_pd) - 1));
@@ -58,6 +102,8 @@ static int ulp_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 			p->pkey, p->port, 16, (const u8 *)ev->private_data);
 		if (!strncmp(mode, "error", 5))
 			return -EINVAL;
+		if (!strncmp(mode, "defer", 5))
+			return defer_answer(id, true);
 		pr_info("ULP-SIDR-REP ret=%d\n", ib_send_cm_sidr_rep(id, &rep));
 		return -ECONNREFUSED;
 	}
@@ -67,9 +113,14 @@ static int ulp_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 
 static int __init ulp_init(void)
 {
+	ulp_wq = alloc_workqueue("ib_cm_test_ulp", 0, 0);
+	if (!ulp_wq)
+		return -ENOMEM;
 	ibdev = ib_device_get_by_name(dev, RDMA_DRIVER_UNKNOWN);
-	if (!ibdev)
+	if (!ibdev) {
+		destroy_workqueue(ulp_wq);
 		return -ENODEV;
+	}
 	listen_req = ib_cm_insert_listen(ibdev, ulp_handler, cpu_to_be64(RPING_SID));
 	if (IS_ERR(listen_req))
 		goto err_dev;
@@ -83,11 +134,14 @@ static int __init ulp_init(void)
 	return 0;
 err_dev:
 	ib_device_put(ibdev);
+	destroy_workqueue(ulp_wq);
 	return PTR_ERR(listen_req);
 }
 
 static void __exit ulp_exit(void)
 {
+	/* Deferred answers run on our workqueue; destroying it lets them finish. */
+	destroy_workqueue(ulp_wq);
 	ib_destroy_cm_id(listen_sidr);
 	ib_destroy_cm_id(listen_req);
 	ib_device_put(ibdev);

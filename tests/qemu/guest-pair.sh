@@ -51,6 +51,7 @@ link-cycle)
 	for g in cm_rx_msgs cm_tx_msgs; do for f in req rej sidr_req sidr_rep; do
 		echo "$g/$f=$(cat $p/$g/$f)"; done; done >/tmp/counters.log
 	cat $p/cm_rx_dropped/malformed >/tmp/malformed.log 2>/dev/null
+	echo "dup_req=$(cat $p/cm_rx_duplicates/req) dup_sidr=$(cat $p/cm_rx_duplicates/sidr_req)" >/tmp/dups.log
 	rdma link del rxe0 && rdma link add rxe0 type rxe netdev eth0 && echo ok || echo fail ;;
 done) touch /tmp/pair-done; echo ok ;;
 *) echo unknown ;;
@@ -83,6 +84,7 @@ CMD
 	else
 		e2e "not ok counters_$CM # $(tr '\n' ' ' </tmp/counters.log)"
 	fi
+	check duplicates_counted_$CM /tmp/dups.log "dup_req=2 dup_sidr=2"
 	if [ "$CM" = rs ]; then
 		bad=$(cat /tmp/malformed.log 2>/dev/null || echo 0)
 		if [ "$bad" -ge 4 ]; then e2e "ok malformed_counted_$CM"; else e2e "not ok malformed_counted_$CM # $bad"; fi
@@ -188,6 +190,12 @@ cm_umad rxe0 $PEER_IP req 0x0000000001061C06 >/tmp/req4.out 2>&1
 check handler_error_rejects_req /tmp/req4.out "reason=28" "private_data16=00000000000000000000000000000000"
 cm_umad rxe0 $PEER_IP sidr 0x0000000001111C06 >/tmp/sidr4.out 2>&1
 check handler_error_rejects_sidr /tmp/sidr4.out "status=2"
+# Retransmissions of a request whose id is still unanswered are duplicates: one answer.
+cmd ulp-mode-defer
+cm_umad rxe0 $PEER_IP dup 0x0000000001061C06 >/tmp/dup.out 2>&1
+check duplicate_req_answered_once /tmp/dup.out "DUP sent=3 answers=1"
+cm_umad rxe0 $PEER_IP dupsidr 0x0000000001111C06 >/tmp/dups.out 2>&1
+check duplicate_sidr_answered_once /tmp/dups.out "DUP sent=3 answers=1"
 cmd ulp-mode-reject
 tools ulp
 # A REQ storm while the listener is destroyed and then the device removed and re-added: the

@@ -7,6 +7,8 @@
  *   cm_umad DEV DEST_IPV4 req SERVICE_ID        send one REQ, print the REJ that comes back
  *   cm_umad DEV DEST_IPV4 sidr SERVICE_ID       send one SIDR_REQ, print the SIDR_REP
  *   cm_umad DEV DEST_IPV4 bad                   send MADs the CM must drop (unknown attribute)
+ *   cm_umad DEV DEST_IPV4 dup|dupsidr SERVICE_ID  send the same REQ (SIDR_REQ) three times,
+ *                                               count the answers within 5 s
  *   cm_umad DEV DEST_IPV4 flood SERVICE_ID N    send N REQs (at most 256 unanswered), count
  *                                               the REJs, print the rate
  *
@@ -367,6 +369,26 @@ int main(int argc, char **argv)
 		}
 		printf("NO_REPLY\n");
 		return 1;
+	}
+	if (!strcmp(argv[3], "dup") || !strcmp(argv[3], "dupsidr")) {
+		int sidr = !strcmp(argv[3], "dupsidr"), i, answers = 0;
+		uint32_t tid = 0x4000 + (rand() & 0xfff), comm = 0x3d000000 | (rand() & 0xffff);
+		double t0 = now();
+
+		if (sidr)
+			build_sidr(m, tid, comm, sid);
+		else
+			build_req(m, tid, comm, sid);
+		for (i = 0; i < 3; i++) {
+			send_mad(m);
+			usleep(100000);
+		}
+		while (now() - t0 < 5)
+			if (recv_mad(&in, 500) && in.mad[16] == 0 &&
+			    in.mad[17] == (sidr ? 0x18 : 0x12))
+				answers++;
+		printf("DUP sent=3 answers=%d\n", answers);
+		return answers == 1 ? 0 : 1;
 	}
 	if (!strcmp(argv[3], "bad")) {
 		int i;

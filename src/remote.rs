@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! A device's passive ids keyed by what the peer calls them, for duplicate detection.
+//!
+//! Stands for the `remote_id_table` (REQ: remote CA GUID + remote comm ID) and the
+//! `remote_sidr_table` (SIDR_REQ: request ID + source LID) of cm.c, per device instead of
+//! global. An id is in its table from the moment it is created for a request until it leaves
+//! REQ_RCVD / SIDR_REQ_RCVD (answer, refusal or destroy); a request whose key is present is a
+//! retransmission and is counted in `cm_rx_duplicates` and dropped (cm.c does the same for an
+//! id in REQ_RCVD or SIDR_REQ_RCVD). Like the listener tree, it lives inside the device lock.
+
+use crate::cm_id::CmId;
+use kernel::{
+    rbtree::{self, RBTree, RBTreeNode, RBTreeNodeReservation},
+    sync::Arc,
+};
+
+/// How the peer names a connection request: its CA GUID and its local comm ID.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub(crate) struct ReqKey {
+    /// The REQ's local CA GUID.
+    pub(crate) ca_guid: u64,
+    /// The REQ's local comm ID.
+    pub(crate) comm_id: u32,
+}
+
+/// How the peer names a SIDR request: request ID and source LID (always 0 on RoCE, so two
+/// hosts with the same request ID collide, as in cm.c, quirk 4).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub(crate) struct SidrKey {
+    /// The SIDR_REQ's request ID.
+    pub(crate) request_id: u32,
+    /// The work completion's source LID.
+    pub(crate) slid: u32,
+}
+
+/// The key a passive id was registered under.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum RemoteKey {
+    /// Created by a REQ.
+    Req(ReqKey),
+    /// Created by a SIDR_REQ.
+    Sidr(SidrKey),
+}
+
+/// A reserved tree node, allocated before the device lock is taken.
+pub(crate) type RemoteReservation<K> = RBTreeNodeReservation<K, Arc<CmId>>;
+
+/// The passive ids of one device, by remote key.
+pub(crate) struct RemoteTable<K: Ord> {
+    tree: RBTree<K, Arc<CmId>>,
+}
+
+impl<K: Ord + Copy> RemoteTable<K> {
+    /// An empty table.
+    pub(crate) fn new() -> Self {
+        Self { tree: RBTree::new() }
+    }
+
+    /// Whether a request with this key is being handled.
+    pub(crate) fn contains(&self, key: &K) -> bool {
+        self.tree.get(key).is_some()
+    }
+
+    /// Registers `id` under `key` unless the key is taken; on a duplicate the reservation is
+    /// handed back to be freed outside the lock.
+    pub(crate) fn insert(
+        &mut self,
+        key: K,
+        id: &Arc<CmId>,
+        reservation: RemoteReservation<K>,
+    ) -> core::result::Result<(), RemoteReservation<K>> {
+        match self.tree.entry(key) {
+            rbtree::Entry::Occupied(_) => Err(reservation),
+            rbtree::Entry::Vacant(v) => {
+                v.insert(id.clone(), reservation);
+                Ok(())
+            }
+        }
+    }
+
+    /// Unregisters `id` from `key` (if it is the one registered there); the node, which holds
+    /// a reference to the id, is returned to be dropped outside the lock.
+    pub(crate) fn remove(&mut self, key: &K, id: &CmId) -> Option<RBTreeNode<K, Arc<CmId>>> {
+        if !core::ptr::eq(&**self.tree.get(key)?, id) {
+            return None;
+        }
+        self.tree.remove_node(key)
+    }
+
+    /// Number of entries (diagnostics).
+    pub(crate) fn len(&self) -> usize {
+        self.tree.iter().count()
+    }
+}
+
+/// A node taken out of one of the tables, to be freed outside the locks.
+// The nodes are never read, only dropped late; that is the point.
+#[allow(dead_code)]
+pub(crate) enum Unlinked {
+    /// From the REQ table.
+    Req(RBTreeNode<ReqKey, Arc<CmId>>),
+    /// From the SIDR table.
+    Sidr(RBTreeNode<SidrKey, Arc<CmId>>),
+}
