@@ -13,6 +13,12 @@ mkdir -p "$out"
 kdir=$("$top/scripts/kernel.sh" kdir "$variant")
 read -r -a ktools <<<"$("$top/scripts/lib.sh" ktools)"
 
+log "build: ib_cm.ko (production build) against $kdir"
+make -s -C "$kdir" M="$top" "${ktools[@]}" modules >"$out/module-build-prod.log" 2>&1 ||
+	{ cat "$out/module-build-prod.log" >&2; die "module build failed"; }
+! grep -E '^(warning|error)' "$out/module-build-prod.log" || die "module build has warnings"
+cp "$top/ib_cm.ko" "$out/ib_cm-prod.ko"
+
 log "build: ib_cm.ko (test build, IBCM_KUNIT=1) against $kdir"
 make -s -C "$kdir" M="$top" "${ktools[@]}" IBCM_KUNIT=1 modules >"$out/module-build.log" 2>&1 ||
 	{ cat "$out/module-build.log" >&2; die "module build failed"; }
@@ -29,6 +35,6 @@ gcc -O2 -Wall -Wextra -Werror -o "$out/cm_umad" "$top/tests/tools/cm_umad.c" ||
 
 log "build: initramfs"
 "$top/tests/qemu/initramfs.sh" "$kdir" "$out/initramfs.cpio.gz" "$out/ib_cm-kunit.ko" \
-	"$top/tests/kunit" "$out/cm_umad"
+	"$top/tests/kunit" "$out/cm_umad" "$out/ib_cm-prod.ko"
 cp "$kdir/arch/x86/boot/bzImage" "$out/bzImage"
 echo "$out"

@@ -34,8 +34,11 @@ check() { # check NAME FILE PATTERN... : every pattern must appear in FILE
 }
 
 if [ "$ROLE" = b ]; then
+	# The benchmark measures the production build, not the test build.
+	dir=$CM
+	[ "$MODE" = bench ] && [ "$CM" = rs ] && dir=rs-prod
 	klog "IBCM-KTAP-BEGIN load-$CM"
-	ins /lib/modules/$CM/ib_cm.ko || fatal pair_load_$CM "insmod ib_cm ($CM) failed"
+	ins /lib/modules/$dir/ib_cm.ko || fatal pair_load_$CM "insmod ib_cm ($dir) failed"
 	klog "IBCM-KTAP-END load-$CM"
 	cat >/tmp/cmd.sh <<'CMD'
 #!/bin/sh

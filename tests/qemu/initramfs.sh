@@ -4,17 +4,19 @@
 # under /lib/modules/c, ours under /lib/modules/rs), the conformance suite, rdma-core tools
 # with their shared libraries and the rxe provider, and the guest scripts.
 #
-#   initramfs.sh KDIR OUT.cpio.gz RS_KO TEST_MODULE_DIR CM_UMAD
+#   initramfs.sh KDIR OUT.cpio.gz RS_KO TEST_MODULE_DIR CM_UMAD RS_PROD_KO
+# RS_KO is the test build (white-box KUnit compiled in) used by the tests; RS_PROD_KO the
+# production build, used by the benchmark (/lib/modules/rs-prod).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-kdir=$1 out=$2 rs_ko=$3 test_dir=$4 tool=$5
+kdir=$1 out=$2 rs_ko=$3 test_dir=$4 tool=$5 prod_ko=$6
 
 die() { echo "initramfs: error: $*" >&2; exit 1; }
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 
 mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,lib,lib64,etc,proc,sys,dev,tmp,run,root}
-mkdir -p "$root"/lib/modules/{base,c,rs,test} "$root/etc/libibverbs.d"
+mkdir -p "$root"/lib/modules/{base,c,rs,rs-prod,test} "$root/etc/libibverbs.d"
 
 [[ -x /bin/busybox ]] || die "busybox-static missing (/bin/busybox)"
 cp /bin/busybox "$root/bin/busybox"
@@ -32,6 +34,8 @@ done
 mod drivers/infiniband/core/ib_cm.ko c
 [[ -f $rs_ko ]] || die "our module $rs_ko not built"
 cp "$rs_ko" "$root/lib/modules/rs/ib_cm.ko"
+[[ -f $prod_ko ]] || die "production module $prod_ko not built"
+cp "$prod_ko" "$root/lib/modules/rs-prod/ib_cm.ko"
 for t in ib_cm_conformance ib_cm_test_ulp; do
 	[[ -f $test_dir/$t.ko ]] || die "test module $t.ko not built in $test_dir"
 	cp "$test_dir/$t.ko" "$root/lib/modules/test/"
