@@ -111,6 +111,7 @@ void ibcm_glue_unregister_counters(struct ib_device *device, u32 port_num);
 void ibcm_glue_kunit_fail(const char *file, int line, const char *msg);
 void ibcm_glue_capture_put(const u8 *mad);
 unsigned int ibcm_glue_capture_get(unsigned int index, u8 *out);
+int ibcm_glue_test_av(struct ib_device *from, struct ib_device *to, struct rdma_ah_attr *attr);
 
 /* --- Rust crate: ib_client callbacks --- */
 int ibcm_rs_add_one(struct ib_device *device);

@@ -328,6 +328,8 @@ void ibcm_glue_unregister_counters(struct ib_device *device, u32 port_num)
 
 #if IS_ENABLED(CONFIG_KUNIT)
 #include <kunit/test.h>
+#include <net/ipv6.h>
+#include <rdma/ib_cache.h>
 #include <kunit/test-bug.h>
 
 /* The last MADs the CM sent, for the white-box receive-path tests (src/kunit.rs). */
@@ -357,6 +359,59 @@ unsigned int ibcm_glue_capture_get(unsigned int index, u8 *out)
 		memcpy(out, ibcm_capture_buf[index % IBCM_CAPTURE_SLOTS], 256);
 	spin_unlock_irqrestore(&ibcm_capture_lock, flags);
 	return count;
+}
+
+static const struct ib_gid_attr *ibcm_test_roce_v2_ipv4_gid(struct ib_device *dev)
+{
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		const struct ib_gid_attr *a = rdma_get_gid_attr(dev, 1, i);
+
+		if (IS_ERR(a))
+			continue;
+		if (a->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP &&
+		    ipv6_addr_v4mapped((const struct in6_addr *)a->gid.raw))
+			return a;
+		rdma_put_gid_attr(a);
+	}
+	return NULL;
+}
+
+/*
+ * An address from port 1 of `from` to QP1 of port 1 of `to` over RoCE v2 / IPv4, for the
+ * receive-path tests that send real MADs between two local rxe devices (src/kunit.rs).
+ * The caller releases it with rdma_destroy_ah_attr().
+ */
+int ibcm_glue_test_av(struct ib_device *from, struct ib_device *to, struct rdma_ah_attr *attr)
+{
+	const struct ib_gid_attr *src = ibcm_test_roce_v2_ipv4_gid(from);
+	const struct ib_gid_attr *dst = ibcm_test_roce_v2_ipv4_gid(to);
+	struct sa_path_rec rec = {};
+	struct net_device *ndev;
+	int ret = -ENOENT;
+
+	if (!src || !dst)
+		goto out;
+	rec.rec_type = SA_PATH_REC_TYPE_ROCE_V2;
+	rec.dgid = dst->gid;
+	rec.sgid = src->gid;
+	rec.hop_limit = 64;
+	rec.pkey = cpu_to_be16(0xffff);
+	rec.mtu = IB_MTU_1024;
+	rec.rate = IB_RATE_10_GBPS;
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(dst);
+	if (!IS_ERR(ndev))
+		sa_path_set_dmac(&rec, (u8 *)ndev->dev_addr);
+	rcu_read_unlock();
+	ret = ib_init_ah_attr_from_path(from, 1, &rec, attr, src);
+out:
+	if (src)
+		rdma_put_gid_attr(src);
+	if (dst)
+		rdma_put_gid_attr(dst);
+	return ret;
 }
 
 /* Marks the running KUnit case failed without aborting it (src/kunit.rs). */

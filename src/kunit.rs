@@ -37,13 +37,28 @@ macro_rules! expect {
     };
 }
 
+/// Marks the current case failed with `$msg`.
+macro_rules! fail {
+    ($msg:expr) => {
+        // SAFETY: Both strings are NUL-terminated statics.
+        unsafe {
+            bindings::ibcm_glue_kunit_fail(
+                concat!(file!(), "\0").as_ptr().cast(),
+                // CAST: line numbers fit in an int.
+                line!() as ffi::c_int,
+                concat!($msg, "\0").as_ptr().cast(),
+            )
+        }
+    };
+}
+
 /// Like `?` for test set-up: on error, fail the case and return.
 macro_rules! require {
     ($e:expr) => {
         match $e {
             Ok(v) => v,
             Err(_) => {
-                expect!(false && stringify!($e).is_empty());
+                fail!(concat!("failed: ", stringify!($e)));
                 return;
             }
         }
@@ -220,6 +235,268 @@ extern "C" fn listener_footprint(_test: *mut bindings::kunit) {
     expect!(id_alloc >= id_bytes && node_alloc >= node_bytes);
 }
 
+// --- the receive path, with real MADs between the two local rxe devices ---
+//
+// The test build registers these cases too; they run at insmod in the single-guest check run,
+// where rxe0 (10.0.0.1) and rxe1 (10.0.0.2) exist on a veth pair. Each case sends a crafted
+// MAD from rxe1's agent to rxe0's QP1 through the CM's own send path; rxe0 receives it through
+// the MAD layer like any MAD, and what rxe0's CM sends back is read from the capture buffer
+// (every MAD the CM sends is copied there in test builds) and decoded field by field.
+
+use crate::logic::wire::{conn::Req, decode_mad, sidr::SidrReq, CmMessage, MAD_LEN as WIRE_MAD_LEN};
+use core::sync::atomic::{AtomicU32, AtomicU64};
+
+/// A device looked up by name, with its CM state; the ib_core reference is dropped on drop.
+struct TestDev {
+    ib: *mut bindings::ib_device,
+    cm: Arc<CmDevice>,
+}
+
+impl TestDev {
+    fn get(name: &'static core::ffi::CStr) -> Option<Self> {
+        // SAFETY: Plain lookup by name; the reference is released in `drop`.
+        let ib = unsafe {
+            bindings::ib_device_get_by_name(name.as_ptr().cast(), bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN)
+        };
+        if ib.is_null() {
+            return None;
+        }
+        // SAFETY: `ib` is held.
+        match unsafe { CmDevice::get(ib) } {
+            Ok(cm) => Some(Self { ib, cm }),
+            Err(_) => {
+                // SAFETY: Releases the reference taken above.
+                unsafe { bindings::ib_device_put(ib) };
+                None
+            }
+        }
+    }
+}
+
+impl Drop for TestDev {
+    fn drop(&mut self) {
+        // SAFETY: Releases the reference taken in `get`.
+        unsafe { bindings::ib_device_put(self.ib) };
+    }
+}
+
+/// An address from rxe1 to rxe0's QP1.
+struct TestAv(kernel::alloc::KBox<kernel::types::Opaque<bindings::rdma_ah_attr>>);
+
+impl TestAv {
+    fn new(from: &TestDev, to: &TestDev) -> Option<Self> {
+        let av = kernel::alloc::KBox::new(kernel::types::Opaque::uninit(), GFP_KERNEL).ok()?;
+        // SAFETY: Live devices; `av` is ours to initialise.
+        let ret = unsafe { bindings::ibcm_glue_test_av(from.ib, to.ib, av.get()) };
+        if ret != 0 {
+            return None;
+        }
+        Some(Self(av))
+    }
+}
+
+impl Drop for TestAv {
+    fn drop(&mut self) {
+        // SAFETY: Initialised by `ibcm_glue_test_av`; released once.
+        unsafe { bindings::rdma_destroy_ah_attr(self.0.get()) };
+    }
+}
+
+/// A REQ as rdma_cm would send it, with recognisable values.
+fn test_req(service_id: u64, comm_id: u32) -> Req {
+    let mut p = [0u8; crate::logic::wire::PAYLOAD_LEN];
+    p[0..4].copy_from_slice(&comm_id.to_be_bytes());
+    p[8..16].copy_from_slice(&service_id.to_be_bytes());
+    p[16..24].copy_from_slice(&0x0002_C903_00AB_CDEFu64.to_be_bytes());
+    p[32..36].copy_from_slice(&[0x00, 0x04, 0x56, 0x02]); // QPN 0x456, responder resources 2
+    p[39] = 3; // initiator depth
+    p[43] = 20 << 3;
+    p[44..48].copy_from_slice(&[0x12, 0x34, 0x56, (18 << 3) | 7]);
+    p[48..50].copy_from_slice(&0xFFFFu16.to_be_bytes());
+    p[50] = (3 << 4) | 7;
+    p[51] = 15 << 4;
+    p[95] = 17 << 3;
+    for (i, b) in p[140..].iter_mut().enumerate() {
+        // CAST: the index is below 92.
+        *b = 0xA0 ^ i as u8;
+    }
+    Req::decode(&p)
+}
+
+/// Sends `msg` from rxe1 to rxe0 and waits up to 3 s for rxe0's CM to send a MAD of
+/// attribute `answer` with transaction ID `tid`; returns it.
+fn exchange(from: &TestDev, av: &TestAv, msg: &CmMessage, tid: u64, answer: u16) -> Option<[u8; WIRE_MAD_LEN]> {
+    let mut out = [0u8; WIRE_MAD_LEN];
+    // SAFETY: `out` is 256 writable bytes; an out-of-range index only returns the count.
+    let start = unsafe { bindings::ibcm_glue_capture_get(u32::MAX, out.as_mut_ptr()) };
+    let dest = crate::send::Dest::Av { attr: av.0.get(), remote_qpn: 1, pkey_index: 0 };
+    // SAFETY: `av` lives across the call.
+    if unsafe { crate::send::send(&from.cm, 1, dest, msg, tid, 0, false) }.is_err() {
+        return None;
+    }
+    for _ in 0..60 {
+        // SAFETY: Plain sleep in process context.
+        unsafe { bindings::msleep(50) };
+        // SAFETY: As above.
+        let count = unsafe { bindings::ibcm_glue_capture_get(u32::MAX, out.as_mut_ptr()) };
+        for index in start..count {
+            // SAFETY: As above.
+            unsafe { bindings::ibcm_glue_capture_get(index, out.as_mut_ptr()) };
+            let tid_ok = out[8..16] == tid.to_be_bytes();
+            if tid_ok && u16::from_be_bytes([out[16], out[17]]) == answer {
+                return Some(out);
+            }
+        }
+    }
+    None
+}
+
+const UNKNOWN_SID: u64 = 0x0000_0000_0106_FFF0;
+const LISTEN_SID: u64 = 0x0000_0000_0106_FFF1;
+
+extern "C" fn req_without_listener_gets_rej(_test: *mut bindings::kunit) {
+    let (Some(d0), Some(d1)) = (TestDev::get(c"rxe0"), TestDev::get(c"rxe1")) else {
+        fail!("rxe0 and rxe1 must exist");
+        return;
+    };
+    let Some(av) = TestAv::new(&d1, &d0) else {
+        fail!("address from rxe1 to rxe0");
+        return;
+    };
+    let req = test_req(UNKNOWN_SID, 0x1122_3344);
+    let mad = exchange(&d1, &av, &CmMessage::Req(req), 0x0000_CAFE_0000_0001, 0x12);
+    expect!(mad.is_some());
+    let Some(mad) = mad else { return };
+    match decode_mad(&mad) {
+        Ok((hdr, CmMessage::Rej(rej))) => {
+            expect!(hdr.tid == 0x0000_CAFE_0000_0001);
+            expect!(hdr.attr_mod == 0);
+            expect!(rej.remote_comm_id == 0x1122_3344);
+            // cm.c's quirk: bytes 4-7 of the REQ (reserved + vendor ID, here 0).
+            expect!(rej.local_comm_id == 0);
+            expect!(rej.message_rejected == 0);
+            expect!(rej.reason == 8);
+            expect!(rej.ari_length == 0);
+            expect!(rej.private_data.iter().all(|b| *b == 0));
+        }
+        _ => fail!("a REJ"),
+    }
+}
+
+extern "C" fn sidr_without_listener_gets_unsupported(_test: *mut bindings::kunit) {
+    let (Some(d0), Some(d1)) = (TestDev::get(c"rxe0"), TestDev::get(c"rxe1")) else {
+        fail!("rxe0 and rxe1 must exist");
+        return;
+    };
+    let Some(av) = TestAv::new(&d1, &d0) else {
+        fail!("address from rxe1 to rxe0");
+        return;
+    };
+    let sidr = SidrReq {
+        request_id: 0x0BAD_F00D,
+        pkey: 0xFFFF,
+        service_id: UNKNOWN_SID,
+        private_data: [7; crate::logic::wire::sidr::SIDR_REQ_PRIVATE_DATA],
+    };
+    let mad = exchange(&d1, &av, &CmMessage::SidrReq(sidr), 0x0000_CAFE_0000_0002, 0x18);
+    expect!(mad.is_some());
+    let Some(mad) = mad else { return };
+    match decode_mad(&mad) {
+        Ok((hdr, CmMessage::SidrRep(rep))) => {
+            expect!(hdr.tid == 0x0000_CAFE_0000_0002);
+            expect!(rep.request_id == 0x0BAD_F00D);
+            expect!(rep.status == 1);
+            expect!(rep.service_id == UNKNOWN_SID);
+            expect!(rep.qpn == 0 && rep.qkey == 0 && rep.info_length == 0);
+        }
+        _ => fail!("a SIDR_REP"),
+    }
+}
+
+static SEEN_EVENTS: AtomicU32 = AtomicU32::new(0);
+static SEEN_QPN: AtomicU32 = AtomicU32::new(0);
+static SEEN_PSN: AtomicU32 = AtomicU32::new(0);
+static SEEN_STATE: AtomicU32 = AtomicU32::new(0);
+static SEEN_SID: AtomicU64 = AtomicU64::new(0);
+static SEEN_GUID: AtomicU64 = AtomicU64::new(0);
+static SEEN_MISC: AtomicU64 = AtomicU64::new(0);
+static SEEN_FLAGS: AtomicU32 = AtomicU32::new(0);
+
+/// Records what a REQ event carries and refuses it with -EINVAL (the CM then sends REJ 28).
+extern "C" fn recording_handler(id: *mut bindings::ib_cm_id, ev: *const bindings::ib_cm_event) -> ffi::c_int {
+    // SAFETY: The CM passes a live id and event for the duration of the call.
+    unsafe {
+        if (*ev).event != bindings::ib_cm_event_type_IB_CM_REQ_RECEIVED {
+            return -(bindings::EINVAL as i32);
+        }
+        let p = (*ev).param.req_rcvd.as_ref();
+        SEEN_QPN.store(p.remote_qpn, Ordering::SeqCst);
+        SEEN_PSN.store(p.starting_psn, Ordering::SeqCst);
+        SEEN_STATE.store((*id).state, Ordering::SeqCst);
+        SEEN_GUID.store(u64::from_be(p.remote_ca_guid), Ordering::SeqCst);
+        SEEN_SID.store(u64::from_be((*p.primary_path).service_id), Ordering::SeqCst);
+        let pd = (*ev).private_data.cast::<u8>();
+        let misc = u64::from(p.responder_resources)
+            | u64::from(p.initiator_depth) << 8
+            | u64::from(p.local_cm_response_timeout()) << 16
+            | u64::from(p.remote_cm_response_timeout()) << 24
+            | u64::from(p.retry_count()) << 32
+            | u64::from(p.rnr_retry_count()) << 40
+            | u64::from(*pd) << 48
+            | u64::from(*pd.add(91)) << 56;
+        SEEN_MISC.store(misc, Ordering::SeqCst);
+        let flags = u32::from(u16::from_be((*p.primary_path).pkey) == 0xFFFF)
+            | u32::from(p.bth_pkey == 0xFFFF) << 1
+            | u32::from(!p.listen_id.is_null()) << 2
+            | u32::from(!p.ppath_sgid_attr.is_null()) << 3
+            | u32::from(p.alternate_path.is_null()) << 4
+            | u32::from(p.port == 1) << 5;
+        SEEN_FLAGS.store(flags, Ordering::SeqCst);
+    }
+    SEEN_EVENTS.fetch_add(1, Ordering::SeqCst);
+    -(bindings::EINVAL as i32)
+}
+
+extern "C" fn req_with_listener_is_dispatched(_test: *mut bindings::kunit) {
+    let (Some(d0), Some(d1)) = (TestDev::get(c"rxe0"), TestDev::get(c"rxe1")) else {
+        fail!("rxe0 and rxe1 must exist");
+        return;
+    };
+    let Some(av) = TestAv::new(&d1, &d0) else {
+        fail!("address from rxe1 to rxe0");
+        return;
+    };
+    let listener = require!(insert_listen(&d0.cm, Some(recording_handler), LISTEN_SID, false));
+    SEEN_EVENTS.store(0, Ordering::SeqCst);
+    let req = test_req(LISTEN_SID, 0x5566_7788);
+    let mad = exchange(&d1, &av, &CmMessage::Req(req), 0x0000_CAFE_0000_0003, 0x12);
+    expect!(SEEN_EVENTS.load(Ordering::SeqCst) == 1);
+    expect!(SEEN_STATE.load(Ordering::SeqCst) == bindings::ib_cm_state_IB_CM_REQ_RCVD);
+    expect!(SEEN_SID.load(Ordering::SeqCst) == LISTEN_SID);
+    expect!(SEEN_QPN.load(Ordering::SeqCst) == 0x456);
+    expect!(SEEN_PSN.load(Ordering::SeqCst) == 0x12_3456);
+    expect!(SEEN_GUID.load(Ordering::SeqCst) == 0x0002_C903_00AB_CDEF);
+    // Swapped depth/resources and timeouts; private data bytes 0 and 91.
+    let misc = SEEN_MISC.load(Ordering::SeqCst);
+    expect!(misc & 0xFF == 3 && (misc >> 8) & 0xFF == 2);
+    expect!((misc >> 16) & 0xFF == 20 && (misc >> 24) & 0xFF == 18);
+    expect!((misc >> 32) & 0xFF == 7 && (misc >> 40) & 0xFF == 7);
+    expect!((misc >> 48) & 0xFF == 0xA0 && (misc >> 56) == 0xA0 ^ 91);
+    // P_Key of the path and of the BTH, listen_id, sgid attribute, no alternate, port 1.
+    expect!(SEEN_FLAGS.load(Ordering::SeqCst) == 0b11_1111);
+    expect!(mad.is_some());
+    if let Some(mad) = mad {
+        match decode_mad(&mad) {
+            Ok((_, CmMessage::Rej(rej))) => {
+                expect!(rej.reason == 28);
+                expect!(rej.local_comm_id == 0 && rej.remote_comm_id == 0x5566_7788);
+            }
+            _ => fail!("a REJ"),
+        }
+    }
+    expect!(listener.destroy());
+}
+
 /// `const`-builds a KUnit case.
 const fn case(
     name: &'static core::ffi::CStr,
@@ -248,12 +525,15 @@ const fn suite(name: &[u8], cases: *mut bindings::kunit_case) -> bindings::kunit
 
 // KUnit writes run status into the cases and the suite, hence `static mut`; nothing in Rust
 // touches them after initialisation.
-static mut CASES: [bindings::kunit_case; 6] = [
+static mut CASES: [bindings::kunit_case; 9] = [
     case(c"tree_share_and_release", tree_share_and_release),
     case(c"listen_never_shares", listen_never_shares),
     case(c"assign_allocator", assign_allocator),
     case(c"destroy_waits_for_handlers", destroy_waits_for_handlers),
     case(c"listener_footprint", listener_footprint),
+    case(c"req_without_listener_gets_rej", req_without_listener_gets_rej),
+    case(c"sidr_without_listener_gets_unsupported", sidr_without_listener_gets_unsupported),
+    case(c"req_with_listener_is_dispatched", req_with_listener_is_dispatched),
     // SAFETY: The zeroed terminator KUnit looks for.
     unsafe { core::mem::zeroed() },
 ];
