@@ -34,6 +34,14 @@ pub(crate) fn listen_errno(e: InsertError) -> Error {
     }
 }
 
+/// Encodes a result as `0` or a negative errno.
+fn errno(result: Result) -> ffi::c_int {
+    match result {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
 /// Encodes a result as the `ERR_PTR` convention.
 fn to_err_ptr(result: Result<*mut bindings::ib_cm_id>) -> *mut bindings::ib_cm_id {
     match result {
@@ -132,10 +140,7 @@ pub(crate) unsafe extern "C" fn ib_cm_listen(
         let arc: kernel::sync::Arc<CmId> = id.into();
         arc.listen(sid, assign, None, reservation).map(|_| ())
     })();
-    match result {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
-    }
+    errno(result)
 }
 
 /// `ib_cm_insert_listen()`: a new listener on (`device`, `service_id`), or the existing one
@@ -213,10 +218,7 @@ pub(crate) unsafe extern "C" fn ib_send_cm_rej(
         let id = unsafe { CmId::borrow(cm_id) };
         id.reject(u16::try_from(reason).map_err(|_| EINVAL)?, ari, pd)
     })();
-    match result {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
-    }
+    errno(result)
 }
 
 /// `ib_send_cm_sidr_rep()`: answers the SIDR_REQ a passive id holds.
@@ -261,10 +263,7 @@ pub(crate) unsafe extern "C" fn ib_send_cm_sidr_rep(
         };
         id.sidr_reply(&reply, p.ece.attr_mod)
     })();
-    match result {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
-    }
+    errno(result)
 }
 
 macro_rules! not_implemented {

@@ -302,6 +302,19 @@ impl Drop for TestAv {
     }
 }
 
+/// rxe0, rxe1 and an address from rxe1 to rxe0, or a failed case.
+fn two_devices() -> Option<(TestDev, TestDev, TestAv)> {
+    let (Some(d0), Some(d1)) = (TestDev::get(c"rxe0"), TestDev::get(c"rxe1")) else {
+        fail!("rxe0 and rxe1 must exist");
+        return None;
+    };
+    let Some(av) = TestAv::new(&d1, &d0) else {
+        fail!("no address from rxe1 to rxe0");
+        return None;
+    };
+    Some((d0, d1, av))
+}
+
 /// A REQ as rdma_cm would send it, with recognisable values.
 fn test_req(service_id: u64, comm_id: u32) -> Req {
     let mut p = [0u8; crate::logic::wire::PAYLOAD_LEN];
@@ -355,12 +368,7 @@ const UNKNOWN_SID: u64 = 0x0000_0000_0106_FFF0;
 const LISTEN_SID: u64 = 0x0000_0000_0106_FFF1;
 
 extern "C" fn req_without_listener_gets_rej(_test: *mut bindings::kunit) {
-    let (Some(d0), Some(d1)) = (TestDev::get(c"rxe0"), TestDev::get(c"rxe1")) else {
-        fail!("rxe0 and rxe1 must exist");
-        return;
-    };
-    let Some(av) = TestAv::new(&d1, &d0) else {
-        fail!("address from rxe1 to rxe0");
+    let Some((_d0, d1, av)) = two_devices() else {
         return;
     };
     let req = test_req(UNKNOWN_SID, 0x1122_3344);
@@ -384,12 +392,7 @@ extern "C" fn req_without_listener_gets_rej(_test: *mut bindings::kunit) {
 }
 
 extern "C" fn sidr_without_listener_gets_unsupported(_test: *mut bindings::kunit) {
-    let (Some(d0), Some(d1)) = (TestDev::get(c"rxe0"), TestDev::get(c"rxe1")) else {
-        fail!("rxe0 and rxe1 must exist");
-        return;
-    };
-    let Some(av) = TestAv::new(&d1, &d0) else {
-        fail!("address from rxe1 to rxe0");
+    let Some((_d0, d1, av)) = two_devices() else {
         return;
     };
     let sidr = SidrReq {
@@ -458,12 +461,7 @@ extern "C" fn recording_handler(id: *mut bindings::ib_cm_id, ev: *const bindings
 }
 
 extern "C" fn req_with_listener_is_dispatched(_test: *mut bindings::kunit) {
-    let (Some(d0), Some(d1)) = (TestDev::get(c"rxe0"), TestDev::get(c"rxe1")) else {
-        fail!("rxe0 and rxe1 must exist");
-        return;
-    };
-    let Some(av) = TestAv::new(&d1, &d0) else {
-        fail!("address from rxe1 to rxe0");
+    let Some((d0, d1, av)) = two_devices() else {
         return;
     };
     let listener = require!(insert_listen(&d0.cm, Some(recording_handler), LISTEN_SID, false));

@@ -255,6 +255,41 @@ fn fill_path(out: &mut bindings::sa_path_rec, p: &PathRecord) {
     out.service_id = p.service_id.to_be();
 }
 
+/// What a request's first look at the device found.
+enum Lookup {
+    /// A retransmission of a request still being handled (already counted).
+    Duplicate,
+    /// A new request, and the listener for its service ID (pinned), if any.
+    Fresh(Option<Arc<CmId>>),
+}
+
+/// The duplicate check and the listener lookup of a REQ or SIDR_REQ, under one hold of the
+/// device lock and without allocating: a retransmission or a request for an unknown service
+/// costs no allocation.
+fn lookup(
+    dev: &CmDevice,
+    port_num: u32,
+    attr: AttrId,
+    sid: ServiceId,
+    is_duplicate: impl FnOnce(&crate::device::DeviceInner) -> bool,
+) -> Lookup {
+    let found = {
+        let inner = dev.inner.lock();
+        if is_duplicate(&inner) {
+            None
+        } else {
+            Some(inner.listen.find(sid))
+        }
+    };
+    match found {
+        Some(listener) => Lookup::Fresh(listener),
+        None => {
+            count_duplicate(dev, port_num, attr);
+            Lookup::Duplicate
+        }
+    }
+}
+
 fn count_duplicate(dev: &CmDevice, port_num: u32, attr: AttrId) {
     if let Some(port) = dev.port(port_num) {
         port.count(Counter::RxDuplicates, attr.counter_index(), 1);
@@ -265,21 +300,13 @@ fn count_duplicate(dev: &CmDevice, port_num: u32, attr: AttrId) {
 fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, req: &Req) {
     let sid = ServiceId::new(req.service_id);
     let key = ReqKey { ca_guid: req.local_ca_guid, comm_id: req.local_comm_id };
-    // Both lookups under one lock hold, neither allocates: a retransmitted REQ or one for an
-    // unknown service costs no allocation.
-    let (duplicate, listener) = {
-        let inner = dev.inner.lock();
-        if inner.remote_reqs.contains(&key) {
-            (true, None)
-        } else {
-            (false, inner.listen.find(sid))
-        }
-    };
-    if duplicate {
-        // The id is still in REQ_RCVD: its consumer has not answered yet (cm_dup_req_handler).
-        count_duplicate(dev, port_num, AttrId::Req);
+    // The id of a duplicate is still in REQ_RCVD: its consumer has not answered yet
+    // (cm_dup_req_handler drops it).
+    let Lookup::Fresh(listener) =
+        lookup(dev, port_num, AttrId::Req, sid, |inner| inner.remote_reqs.contains(&key))
+    else {
         return;
-    }
+    };
     let Some(listener) = listener else {
         let payload = wc.mad().get(MAD_HDR_LEN..).unwrap_or(&[]);
         let rej = CmMessage::Rej(req_event::rej_for_unknown_service(payload));
@@ -407,18 +434,11 @@ fn handle_sidr_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHea
     let sid = ServiceId::new(sidr.service_id);
     // SAFETY: `wc` is valid while it lives.
     let key = SidrKey { request_id: sidr.request_id, slid: unsafe { (*wc.wc()).slid } };
-    let (duplicate, listener) = {
-        let inner = dev.inner.lock();
-        if inner.remote_sidrs.contains(&key) {
-            (true, None)
-        } else {
-            (false, inner.listen.find(sid))
-        }
-    };
-    if duplicate {
-        count_duplicate(dev, port_num, AttrId::SidrReq);
+    let Lookup::Fresh(listener) =
+        lookup(dev, port_num, AttrId::SidrReq, sid, |inner| inner.remote_sidrs.contains(&key))
+    else {
         return;
-    }
+    };
     let Some(listener) = listener else {
         let rep = req_event::sidr_rep(&SidrReply {
             request_id: sidr.request_id,

@@ -15,12 +15,10 @@ pub(crate) const REJ_ARI: usize = 72;
 const REJ_ARI_MAX: u8 = 72;
 /// REP private data.
 pub(crate) const REP_PRIVATE_DATA: usize = 196;
-/// RTU private data.
+/// RTU private data (and DREP's: the two share [`CommIdsAndData`]).
 pub(crate) const RTU_PRIVATE_DATA: usize = 224;
 /// DREQ private data.
 pub(crate) const DREQ_PRIVATE_DATA: usize = 220;
-/// DREP private data.
-pub(crate) const DREP_PRIVATE_DATA: usize = 224;
 
 /// One path of a REQ (primary at 52, alternate at 96) or of a LAP (alternate at 20).
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -429,9 +427,10 @@ impl Rep {
     }
 }
 
-/// RTU (Table 111).
+/// RTU (Table 111) and DREP (Table 113) share one layout: the two comm IDs and 224 bytes of
+/// private data.
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub(crate) struct Rtu {
+pub(crate) struct CommIdsAndData {
     /// 0.
     pub(crate) local_comm_id: u32,
     /// 4.
@@ -440,7 +439,12 @@ pub(crate) struct Rtu {
     pub(crate) private_data: [u8; RTU_PRIVATE_DATA],
 }
 
-impl Rtu {
+/// RTU (Table 111).
+pub(crate) type Rtu = CommIdsAndData;
+/// DREP (Table 113).
+pub(crate) type Drep = CommIdsAndData;
+
+impl CommIdsAndData {
     /// Decodes a payload of at least 232 bytes.
     pub(crate) fn decode(p: &[u8]) -> Self {
         Self {
@@ -488,34 +492,5 @@ impl Dreq {
         field::put(p, 4, &self.remote_comm_id.to_be_bytes());
         set(p, 8, 0, 24, u64::from(self.remote_qpn_eecn));
         field::put(p, 12, &self.private_data);
-    }
-}
-
-/// DREP (Table 113).
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub(crate) struct Drep {
-    /// 0.
-    pub(crate) local_comm_id: u32,
-    /// 4.
-    pub(crate) remote_comm_id: u32,
-    /// 8, 224 bytes.
-    pub(crate) private_data: [u8; DREP_PRIVATE_DATA],
-}
-
-impl Drep {
-    /// Decodes a payload of at least 232 bytes.
-    pub(crate) fn decode(p: &[u8]) -> Self {
-        Self {
-            local_comm_id: field::u32_at(p, 0),
-            remote_comm_id: field::u32_at(p, 4),
-            private_data: field::array(p, 8),
-        }
-    }
-
-    /// Encodes into a zeroed payload.
-    pub(crate) fn encode(&self, p: &mut [u8]) {
-        field::put(p, 0, &self.local_comm_id.to_be_bytes());
-        field::put(p, 4, &self.remote_comm_id.to_be_bytes());
-        field::put(p, 8, &self.private_data);
     }
 }
