@@ -47,67 +47,69 @@ pub(crate) struct Path {
     pub(crate) local_ack_timeout: u8,
 }
 
+/// Where a path layout puts the three one-byte fields that REQ (Table 106) and LAP
+/// (Table 114) order differently, as offsets from the path's start.
+#[derive(Clone, Copy)]
+struct PathLayout {
+    /// Packet rate: 6 bits from bit 2 of this byte.
+    rate: usize,
+    traffic_class: usize,
+    hop_limit: usize,
+}
+
+/// REQ: rate at +39, traffic class +40, hop limit +41.
+const REQ_PATH: PathLayout = PathLayout { rate: 39, traffic_class: 40, hop_limit: 41 };
+/// LAP: traffic class at +39, hop limit +40, rate +41.
+const LAP_PATH: PathLayout = PathLayout { rate: 41, traffic_class: 39, hop_limit: 40 };
+
 impl Path {
-    /// REQ layout of a path starting at `o` (52 primary, 96 alternate).
-    fn decode_req(p: &[u8], o: usize) -> Self {
+    fn decode(p: &[u8], o: usize, l: PathLayout) -> Self {
         Self {
             local_lid: field::u16_at(p, o),
             remote_lid: field::u16_at(p, o + 2),
             local_gid: field::array(p, o + 4),
             remote_gid: field::array(p, o + 20),
             flow_label: narrow(get(p, o + 36, 0, 20)),
-            packet_rate: narrow(get(p, o + 39, 2, 6)),
-            traffic_class: field::u8_at(p, o + 40),
-            hop_limit: field::u8_at(p, o + 41),
+            packet_rate: narrow(get(p, o + l.rate, 2, 6)),
+            traffic_class: field::u8_at(p, o + l.traffic_class),
+            hop_limit: field::u8_at(p, o + l.hop_limit),
             sl: narrow(get(p, o + 42, 0, 4)),
             subnet_local: get(p, o + 42, 4, 1) != 0,
             local_ack_timeout: narrow(get(p, o + 43, 0, 5)),
         }
     }
 
-    fn encode_req(&self, p: &mut [u8], o: usize) {
+    fn encode(&self, p: &mut [u8], o: usize, l: PathLayout) {
         field::put(p, o, &self.local_lid.to_be_bytes());
         field::put(p, o + 2, &self.remote_lid.to_be_bytes());
         field::put(p, o + 4, &self.local_gid);
         field::put(p, o + 20, &self.remote_gid);
         set(p, o + 36, 0, 20, u64::from(self.flow_label));
-        set(p, o + 39, 2, 6, u64::from(self.packet_rate));
-        field::put(p, o + 40, &[self.traffic_class, self.hop_limit]);
+        set(p, o + l.rate, 2, 6, u64::from(self.packet_rate));
+        field::put(p, o + l.traffic_class, &[self.traffic_class]);
+        field::put(p, o + l.hop_limit, &[self.hop_limit]);
         set(p, o + 42, 0, 4, u64::from(self.sl));
         set(p, o + 42, 4, 1, u64::from(self.subnet_local));
         set(p, o + 43, 0, 5, u64::from(self.local_ack_timeout));
     }
 
-    /// LAP layout (Table 114): like REQ's but traffic class, hop limit and packet rate sit at
-    /// +39, +40 and +41 bit 2.
+    /// REQ layout of a path starting at `o` (52 primary, 96 alternate).
+    fn decode_req(p: &[u8], o: usize) -> Self {
+        Self::decode(p, o, REQ_PATH)
+    }
+
+    fn encode_req(&self, p: &mut [u8], o: usize) {
+        self.encode(p, o, REQ_PATH)
+    }
+
+    /// LAP layout of the alternate path (at 20).
     pub(crate) fn decode_lap(p: &[u8], o: usize) -> Self {
-        Self {
-            local_lid: field::u16_at(p, o),
-            remote_lid: field::u16_at(p, o + 2),
-            local_gid: field::array(p, o + 4),
-            remote_gid: field::array(p, o + 20),
-            flow_label: narrow(get(p, o + 36, 0, 20)),
-            traffic_class: field::u8_at(p, o + 39),
-            hop_limit: field::u8_at(p, o + 40),
-            packet_rate: narrow(get(p, o + 41, 2, 6)),
-            sl: narrow(get(p, o + 42, 0, 4)),
-            subnet_local: get(p, o + 42, 4, 1) != 0,
-            local_ack_timeout: narrow(get(p, o + 43, 0, 5)),
-        }
+        Self::decode(p, o, LAP_PATH)
     }
 
     /// Encodes the LAP layout.
     pub(crate) fn encode_lap(&self, p: &mut [u8], o: usize) {
-        field::put(p, o, &self.local_lid.to_be_bytes());
-        field::put(p, o + 2, &self.remote_lid.to_be_bytes());
-        field::put(p, o + 4, &self.local_gid);
-        field::put(p, o + 20, &self.remote_gid);
-        set(p, o + 36, 0, 20, u64::from(self.flow_label));
-        field::put(p, o + 39, &[self.traffic_class, self.hop_limit]);
-        set(p, o + 41, 2, 6, u64::from(self.packet_rate));
-        set(p, o + 42, 0, 4, u64::from(self.sl));
-        set(p, o + 42, 4, 1, u64::from(self.subnet_local));
-        set(p, o + 43, 0, 5, u64::from(self.local_ack_timeout));
+        self.encode(p, o, LAP_PATH)
     }
 }
 
