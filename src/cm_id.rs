@@ -303,13 +303,18 @@ impl CmId {
 
     /// Removes the id from its device's duplicate table. Called with the id lock held (the
     /// device lock nests inside it); returns what the caller frees after unlocking.
-    fn unlink_remote(&self) -> Option<crate::remote::Unlinked> {
+    fn unlink_remote(&self) -> crate::remote::Unlinked {
+        let mut out = crate::remote::Unlinked::default();
         let mut dev = self.dev.inner.lock();
         match self.remote {
-            Some(RemoteKey::Req(k)) => dev.remote_reqs.remove(&k, self).map(crate::remote::Unlinked::Req),
-            Some(RemoteKey::Sidr(k)) => dev.remote_sidrs.remove(&k, self).map(crate::remote::Unlinked::Sidr),
-            None => None,
+            Some(RemoteKey::Req(k, q)) => {
+                out.req = dev.remote_reqs.remove(&k, self);
+                out.qp = dev.remote_qps.remove(&q, self);
+            }
+            Some(RemoteKey::Sidr(k)) => out.sidr = dev.remote_sidrs.remove(&k, self),
+            None => {}
         }
+        out
     }
 
     /// Sends `msg` along the reply path. The path is immutable once the id exists and lives

@@ -15,7 +15,7 @@ use crate::{
     bindings,
     completion::Completion,
     listen::ListenTable,
-    remote::{RemoteTable, ReqKey, SidrKey},
+    remote::{QpKey, RemoteTable, ReqKey, SidrKey},
     lock::{new_spinlock_irq, SpinLockIrq},
     port::CmPort,
     recv,
@@ -63,6 +63,8 @@ pub(crate) struct DeviceInner {
     pub(crate) listen: ListenTable,
     /// Passive ids still holding an unanswered REQ, for duplicate detection.
     pub(crate) remote_reqs: RemoteTable<ReqKey>,
+    /// The same ids by the peer's queue pair, for the stale-connection check.
+    pub(crate) remote_qps: RemoteTable<QpKey>,
     /// Passive ids still holding an unanswered SIDR_REQ.
     pub(crate) remote_sidrs: RemoteTable<SidrKey>,
 }
@@ -102,6 +104,7 @@ impl CmDevice {
                         sends: 0,
                         listen: ListenTable::new(),
                         remote_reqs: RemoteTable::new(),
+                        remote_qps: RemoteTable::new(),
                         remote_sidrs: RemoteTable::new(),
                     },
                     "CmDevice::inner"

@@ -22,7 +22,7 @@ use crate::{
         },
     },
     port::{device_of_agent, Counter},
-    remote::{RemoteKey, RemoteReservation, ReqKey, SidrKey},
+    remote::{QpKey, RemoteKey, RemoteReservation, ReqKey, SidrKey},
     send::{self, Dest},
 };
 use core::sync::atomic::{AtomicPtr, Ordering};
@@ -255,39 +255,73 @@ fn fill_path(out: &mut bindings::sa_path_rec, p: &PathRecord) {
     out.service_id = p.service_id.to_be();
 }
 
+/// What the device tables say about a request's remote keys.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    /// Nothing: a new request.
+    New,
+    /// A retransmission of a request still being handled.
+    Duplicate,
+    /// A new REQ from a queue pair that already has one pending (`cm_insert_remote_qpn`).
+    Stale,
+}
+
 /// What a request's first look at the device found.
 enum Lookup {
-    /// A retransmission of a request still being handled (already counted).
+    /// A retransmission (already counted).
     Duplicate,
+    /// A stale REQ.
+    Stale,
     /// A new request, and the listener for its service ID (pinned), if any.
     Fresh(Option<Arc<CmId>>),
 }
 
-/// The duplicate check and the listener lookup of a REQ or SIDR_REQ, under one hold of the
-/// device lock and without allocating: a retransmission or a request for an unknown service
-/// costs no allocation.
+/// The duplicate and stale checks and the listener lookup of a REQ or SIDR_REQ (cm_match_req's
+/// order), under one hold of the device lock and without allocating: a retransmission or a
+/// request for an unknown service costs no allocation.
 fn lookup(
     dev: &CmDevice,
     port_num: u32,
     attr: AttrId,
     sid: ServiceId,
-    is_duplicate: impl FnOnce(&crate::device::DeviceInner) -> bool,
+    seen: impl FnOnce(&crate::device::DeviceInner) -> Seen,
 ) -> Lookup {
     let found = {
         let inner = dev.inner.lock();
-        if is_duplicate(&inner) {
-            None
-        } else {
-            Some(inner.listen.find(sid))
+        match seen(&inner) {
+            Seen::New => Ok(inner.listen.find(sid)),
+            s => Err(s),
         }
     };
     match found {
-        Some(listener) => Lookup::Fresh(listener),
-        None => {
+        Ok(listener) => Lookup::Fresh(listener),
+        Err(Seen::Stale) => Lookup::Stale,
+        Err(_) => {
             count_duplicate(dev, port_num, attr);
             Lookup::Duplicate
         }
     }
+}
+
+/// The REQ checks against the device's tables.
+fn seen_req(inner: &crate::device::DeviceInner, key: &ReqKey, qp: &QpKey) -> Seen {
+    if inner.remote_reqs.contains(key) {
+        Seen::Duplicate
+    } else if inner.remote_qps.contains(qp) {
+        Seen::Stale
+    } else {
+        Seen::New
+    }
+}
+
+/// Answers a REQ without an id (`cm_issue_rej`).
+fn issue_rej(dev: &CmDevice, port_num: u32, wc: &RecvWc, tid: u64, reason: u16) {
+    let payload = wc.mad().get(MAD_HDR_LEN..).unwrap_or(&[]);
+    let rej = CmMessage::Rej(req_event::issued_rej(payload, reason));
+    // SAFETY: `wc` outlives the call.
+    let _ = unsafe {
+        send::send(dev, port_num, Dest::Response { wc: wc.wc(), grh: wc.grh() }, &rej, tid, 0, false)
+    };
 }
 
 fn count_duplicate(dev: &CmDevice, port_num: u32, attr: AttrId) {
@@ -300,28 +334,26 @@ fn count_duplicate(dev: &CmDevice, port_num: u32, attr: AttrId) {
 fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, req: &Req) {
     let sid = ServiceId::new(req.service_id);
     let key = ReqKey { ca_guid: req.local_ca_guid, comm_id: req.local_comm_id };
+    let qp = QpKey { ca_guid: req.local_ca_guid, qpn: req.local_qpn };
     // The id of a duplicate is still in REQ_RCVD: its consumer has not answered yet
-    // (cm_dup_req_handler drops it).
-    let Lookup::Fresh(listener) =
-        lookup(dev, port_num, AttrId::Req, sid, |inner| inner.remote_reqs.contains(&key))
-    else {
-        return;
+    // (cm_dup_req_handler drops it). A stale REQ is refused; cm.c also sends a DREQ to the old
+    // id, which only has an effect on an established connection (none exist yet here).
+    let listener = match lookup(dev, port_num, AttrId::Req, sid, |i| seen_req(i, &key, &qp)) {
+        Lookup::Fresh(listener) => listener,
+        Lookup::Stale => return issue_rej(dev, port_num, wc, hdr.tid, req_event::REJ_STALE_CONN),
+        Lookup::Duplicate => return,
     };
     let Some(listener) = listener else {
-        let payload = wc.mad().get(MAD_HDR_LEN..).unwrap_or(&[]);
-        let rej = CmMessage::Rej(req_event::rej_for_unknown_service(payload));
-        // SAFETY: `wc` outlives the call.
-        let _ = unsafe {
-            send::send(dev, port_num, Dest::Response { wc: wc.wc(), grh: wc.grh() }, &rej, hdr.tid, 0, false)
-        };
-        return;
+        return issue_rej(dev, port_num, wc, hdr.tid, req_event::REJ_INVALID_SERVICE_ID);
     };
     let listener = ListenerPin(listener);
     // SAFETY: `wc` outlives the call.
     let Ok(reply) = (unsafe { ReplyPath::from_wc(dev, port_num, wc.wc(), wc.grh(), hdr.tid) }) else {
         return;
     };
-    let Ok(reservation) = RemoteReservation::<ReqKey>::new(GFP_KERNEL) else {
+    let (Ok(reservation), Ok(qp_reservation)) =
+        (RemoteReservation::<ReqKey>::new(GFP_KERNEL), RemoteReservation::<QpKey>::new(GFP_KERNEL))
+    else {
         return;
     };
     let id = match CmId::new_passive(
@@ -331,17 +363,27 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
         sid,
         req.local_comm_id,
         reply,
-        RemoteKey::Req(key),
+        RemoteKey::Req(key, qp),
     ) {
         Ok(id) => id,
         Err(_) => return,
     };
-    // A copy of the same REQ may have been handled on another CPU meanwhile.
-    let refused = dev.inner.lock().remote_reqs.insert(key, &id, reservation);
-    if refused.is_err() {
-        drop(refused);
-        count_duplicate(dev, port_num, AttrId::Req);
-        return;
+    // A copy of the same REQ, or another REQ from the same QP, may have been handled on
+    // another CPU meanwhile: check again and register in both tables under one hold.
+    let seen = {
+        let mut inner = dev.inner.lock();
+        let seen = seen_req(&inner, &key, &qp);
+        if seen == Seen::New {
+            // Both keys are free (checked above under this lock), so neither insert refuses.
+            let _ = inner.remote_reqs.insert(key, &id, reservation);
+            let _ = inner.remote_qps.insert(qp, &id, qp_reservation);
+        }
+        seen
+    };
+    match seen {
+        Seen::New => {}
+        Seen::Duplicate => return count_duplicate(dev, port_num, AttrId::Req),
+        Seen::Stale => return issue_rej(dev, port_num, wc, hdr.tid, req_event::REJ_STALE_CONN),
     }
     let Some(reply) = id.reply() else {
         return;
@@ -434,9 +476,14 @@ fn handle_sidr_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHea
     let sid = ServiceId::new(sidr.service_id);
     // SAFETY: `wc` is valid while it lives.
     let key = SidrKey { request_id: sidr.request_id, slid: unsafe { (*wc.wc()).slid } };
-    let Lookup::Fresh(listener) =
-        lookup(dev, port_num, AttrId::SidrReq, sid, |inner| inner.remote_sidrs.contains(&key))
-    else {
+    let seen = |inner: &crate::device::DeviceInner| {
+        if inner.remote_sidrs.contains(&key) {
+            Seen::Duplicate
+        } else {
+            Seen::New
+        }
+    };
+    let Lookup::Fresh(listener) = lookup(dev, port_num, AttrId::SidrReq, sid, seen) else {
         return;
     };
     let Some(listener) = listener else {

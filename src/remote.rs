@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! A device's passive ids keyed by what the peer calls them, for duplicate detection.
 //!
-//! Stands for the `remote_id_table` (REQ: remote CA GUID + remote comm ID) and the
-//! `remote_sidr_table` (SIDR_REQ: request ID + source LID) of cm.c, per device instead of
-//! global. An id is in its table from the moment it is created for a request until it leaves
-//! REQ_RCVD / SIDR_REQ_RCVD (answer, refusal or destroy); a request whose key is present is a
-//! retransmission and is counted in `cm_rx_duplicates` and dropped (cm.c does the same for an
-//! id in REQ_RCVD or SIDR_REQ_RCVD). Like the listener tree, it lives inside the device lock.
+//! Stands for the `remote_id_table` (REQ: remote CA GUID + remote comm ID), the
+//! `remote_qp_table` (REQ: remote CA GUID + remote QPN) and the `remote_sidr_table` (SIDR_REQ:
+//! request ID + source LID) of cm.c, per device instead of global. An id is in its tables from
+//! the moment it is created for a request until it leaves REQ_RCVD / SIDR_REQ_RCVD (answer,
+//! refusal or destroy). A request whose comm ID key is present is a retransmission: counted in
+//! `cm_rx_duplicates` and dropped (cm.c does the same for an id in REQ_RCVD or
+//! SIDR_REQ_RCVD). A REQ with a new comm ID from a QP that already has one pending is stale and
+//! gets REJ STALE_CONN. Like the listener tree, the tables live inside the device lock.
 
 use crate::cm_id::CmId;
 use kernel::{
@@ -23,6 +25,15 @@ pub(crate) struct ReqKey {
     pub(crate) comm_id: u32,
 }
 
+/// The peer's queue pair: its CA GUID and the REQ's local QPN.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub(crate) struct QpKey {
+    /// The REQ's local CA GUID.
+    pub(crate) ca_guid: u64,
+    /// The REQ's local QPN.
+    pub(crate) qpn: u32,
+}
+
 /// How the peer names a SIDR request: request ID and source LID (always 0 on RoCE, so two
 /// hosts with the same request ID collide, as in cm.c, quirk 4).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
@@ -37,7 +48,7 @@ pub(crate) struct SidrKey {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum RemoteKey {
     /// Created by a REQ.
-    Req(ReqKey),
+    Req(ReqKey, QpKey),
     /// Created by a SIDR_REQ.
     Sidr(SidrKey),
 }
@@ -93,12 +104,15 @@ impl<K: Ord + Copy> RemoteTable<K> {
     }
 }
 
-/// A node taken out of one of the tables, to be freed outside the locks.
+/// Nodes taken out of the tables, to be freed outside the locks.
 // The nodes are never read, only dropped late; that is the point.
 #[allow(dead_code)]
-pub(crate) enum Unlinked {
+#[derive(Default)]
+pub(crate) struct Unlinked {
     /// From the REQ table.
-    Req(RBTreeNode<ReqKey, Arc<CmId>>),
+    pub(crate) req: Option<RBTreeNode<ReqKey, Arc<CmId>>>,
+    /// From the QP table.
+    pub(crate) qp: Option<RBTreeNode<QpKey, Arc<CmId>>>,
     /// From the SIDR table.
-    Sidr(RBTreeNode<SidrKey, Arc<CmId>>),
+    pub(crate) sidr: Option<RBTreeNode<SidrKey, Arc<CmId>>>,
 }

@@ -158,10 +158,14 @@ pub(crate) fn req_params(req: &Req, attr_mod: u32) -> ReqParams {
     }
 }
 
-/// The REJ `cm_issue_rej()` sends for a REQ nobody listens for: reason INVALID_SERVICE_ID,
-/// message REQ, remote comm ID = the REQ's local comm ID, and (cm.c quirk, spec 5.3) local
-/// comm ID = bytes 4-7 of the REQ (reserved byte and vendor ID).
-pub(crate) fn rej_for_unknown_service(req_payload: &[u8]) -> Rej {
+/// `IB_CM_REJ_STALE_CONN`.
+pub(crate) const REJ_STALE_CONN: u16 = 10;
+
+/// The REJ `cm_issue_rej()` sends for a REQ it refuses without an id (INVALID_SERVICE_ID when
+/// nobody listens, STALE_CONN when the peer's QP already has a request pending): message REQ,
+/// remote comm ID = the REQ's local comm ID, and (cm.c quirk, spec 5.3) local comm ID = bytes
+/// 4-7 of the REQ (reserved byte and vendor ID).
+pub(crate) fn issued_rej(req_payload: &[u8], reason: u16) -> Rej {
     let word = |o: usize| {
         let mut b = [0u8; 4];
         for (i, x) in b.iter_mut().enumerate() {
@@ -174,7 +178,7 @@ pub(crate) fn rej_for_unknown_service(req_payload: &[u8]) -> Rej {
         remote_comm_id: word(0),
         message_rejected: MSG_REQ,
         ari_length: 0,
-        reason: REJ_INVALID_SERVICE_ID,
+        reason,
         ari: [0; REJ_ARI],
         private_data: [0; REJ_PRIVATE_DATA],
     }
@@ -316,9 +320,10 @@ mod tests {
         let mut p = [0u8; 232];
         p[0..4].copy_from_slice(&0x1111_2222u32.to_be_bytes());
         p[4..8].copy_from_slice(&[0, 0xAA, 0xBB, 0xCC]);
-        let rej = rej_for_unknown_service(&p);
+        let rej = issued_rej(&p, REJ_INVALID_SERVICE_ID);
         assert_eq!((rej.local_comm_id, rej.remote_comm_id), (0x00AA_BBCC, 0x1111_2222));
         assert_eq!((rej.reason, rej.message_rejected, rej.ari_length), (8, MSG_REQ, 0));
+        assert_eq!(issued_rej(&p, REJ_STALE_CONN).reason, 10);
     }
 
     #[test]

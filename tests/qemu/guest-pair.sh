@@ -198,6 +198,10 @@ cm_umad rxe0 $PEER_IP dup 0x0000000001061C06 >/tmp/dup.out 2>&1
 check duplicate_req_answered_once /tmp/dup.out "DUP sent=3 answers=1"
 cm_umad rxe0 $PEER_IP dupsidr 0x0000000001111C06 >/tmp/dups.out 2>&1
 check duplicate_sidr_answered_once /tmp/dups.out "DUP sent=3 answers=1"
+# A second REQ from the same QP while the first is unanswered: REJ STALE_CONN (10) for it,
+# the first one still gets its (deferred) answer.
+cm_umad rxe0 $PEER_IP stale 0x0000000001061C06 >/tmp/stale.out 2>&1
+check stale_req_rejected /tmp/stale.out "STALE first_reason=28 second_reason=10"
 cmd ulp-mode-reject
 tools ulp
 # A REQ storm while the listener is destroyed and then the device removed and re-added: the

@@ -9,6 +9,8 @@
  *   cm_umad DEV DEST_IPV4 bad                   send MADs the CM must drop (unknown attribute)
  *   cm_umad DEV DEST_IPV4 dup|dupsidr SERVICE_ID  send the same REQ (SIDR_REQ) three times,
  *                                               count the answers within 5 s
+ *   cm_umad DEV DEST_IPV4 stale SERVICE_ID      two REQs with different comm IDs from the same
+ *                                               QPN, print the reason each one's REJ carries
  *   cm_umad DEV DEST_IPV4 flood SERVICE_ID N    send N REQs (at most 256 unanswered), count
  *                                               the REJs, print the rate
  *
@@ -389,6 +391,28 @@ int main(int argc, char **argv)
 				answers++;
 		printf("DUP sent=3 answers=%d\n", answers);
 		return answers == 1 ? 0 : 1;
+	}
+	if (!strcmp(argv[3], "stale")) {
+		uint32_t tid1 = 0x5000 + (rand() & 0xfff), tid2 = tid1 + 1;
+		uint32_t comm = 0x2e000000 | (rand() & 0xffff);
+		int reason1 = -1, reason2 = -1;
+		double t0 = now();
+
+		build_req(m, tid1, comm, sid);
+		send_mad(m);
+		usleep(200000);
+		build_req(m, tid2, comm + 1, sid); /* same local QPN 0x123 */
+		send_mad(m);
+		while (now() - t0 < 5 && (reason1 < 0 || reason2 < 0)) {
+			if (!recv_mad(&in, 500) || in.mad[16] || in.mad[17] != 0x12)
+				continue;
+			if ((uint32_t)get64(in.mad + 8) == tid1)
+				reason1 = (in.mad[HDR + 10] << 8) | in.mad[HDR + 11];
+			else if ((uint32_t)get64(in.mad + 8) == tid2)
+				reason2 = (in.mad[HDR + 10] << 8) | in.mad[HDR + 11];
+		}
+		printf("STALE first_reason=%d second_reason=%d\n", reason1, reason2);
+		return 0;
 	}
 	if (!strcmp(argv[3], "bad")) {
 		int i;
