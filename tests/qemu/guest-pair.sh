@@ -44,6 +44,7 @@ if [ "$ROLE" = b ]; then
 read -r cmd
 case $cmd in
 ping) echo ok ;;
+stat) awk '/^cpu /{print $2 + $3 + $4 + $7 + $8}' /proc/stat ;;
 ulp-load) insmod /lib/modules/test/ib_cm_test_ulp.ko dev=rxe0 >/dev/null 2>&1 && echo ok || echo fail ;;
 ulp-unload) rmmod ib_cm_test_ulp && echo ok || echo fail ;;
 ulp-mode-*) echo "${cmd#ulp-mode-}" >/sys/module/ib_cm_test_ulp/parameters/mode && echo ok || echo fail ;;
@@ -111,6 +112,8 @@ ping -c 1 -W 2 $PEER_IP >/dev/null 2>&1
 BCM=peer
 
 field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" "$2" | head -1; }
+# B's busy CPU time, in USER_HZ ticks (10 ms), over the command channel.
+peer_busy() { echo stat | nc $PEER_IP 9000 2>/dev/null; }
 
 wire() { # wire PHASE: raw MADs with no CM on this side
 	phase=$1
@@ -164,15 +167,16 @@ tools() { # tools PHASE: the stock C stack and unmodified rdma-core tools
 if [ "$MODE" = bench ]; then
 	# REQ flood: REJs/s for an unknown service, then dispatches/s to a listener (the test
 	# ULP, which rejects each REQ it is handed). Fewer than 512 in flight (MAD queue size).
-	for i in 1 2 3 4 5; do
+	# Also B's busy CPU time per flood (user+nice+system+irq+softirq from /proc/stat).
+	flood() {
+		b0=$(peer_busy)
 		cm_umad rxe0 $PEER_IP flood 0x0000000001061C06 ${BENCH_N:-2000} >/tmp/flood.out 2>&1
-		klog "IBCM-BENCH: unknown_service $(cat /tmp/flood.out)"
-	done
+		b1=$(peer_busy)
+		klog "IBCM-BENCH: $1 $(cat /tmp/flood.out) peer_busy_ms=$(( (b1 - b0) * 10 ))"
+	}
+	for i in 1 2 3 4 5; do flood unknown_service; done
 	cmd ulp-load || fatal pair_ulp "peer could not load the test ULP"
-	for i in 1 2 3 4 5; do
-		cm_umad rxe0 $PEER_IP flood 0x0000000001061C06 ${BENCH_N:-2000} >/tmp/flood.out 2>&1
-		klog "IBCM-BENCH: listening_service $(cat /tmp/flood.out)"
-	done
+	for i in 1 2 3 4 5; do flood listening_service; done
 	cmd ulp-unload
 	cmd done
 	return 0
