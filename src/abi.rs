@@ -51,10 +51,21 @@ fn to_err_ptr(result: Result<*mut bindings::ib_cm_id>) -> *mut bindings::ib_cm_i
     }
 }
 
-/// Whether a pointer a C caller passed is NULL or an `ERR_PTR`.
-fn is_err_or_null<T>(ptr: *const T) -> bool {
+/// Whether a pointer a C caller passed (or a C function returned) is NULL or an `ERR_PTR`.
+pub(crate) fn is_err_or_null<T>(ptr: *const T) -> bool {
     // SAFETY: Only the pointer value is inspected.
     unsafe { bindings::ibcm_glue_is_err_or_null(ptr.cast()) }
+}
+
+/// The error an ib_core function returned as a pointer (`PTR_ERR`), `if_null` for NULL, or
+/// `None` for a valid pointer: the inverse of [`to_err_ptr`].
+pub(crate) fn ptr_error<T>(ptr: *const T, if_null: Error) -> Option<Error> {
+    if !is_err_or_null(ptr) {
+        return None;
+    }
+    // CAST: an ERR_PTR carries a negative errno in the pointer value.
+    let e = ptr as isize as i32;
+    Some(if e < 0 { Error::from_errno(e) } else { if_null })
 }
 
 /// Validates a listen request's service ID (`cm_init_listen`).

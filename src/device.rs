@@ -199,13 +199,10 @@ impl CmDevice {
         let agent = unsafe {
             bindings::ibcm_glue_register_agent(self.ib_dev, n, (self as *const Self).cast_mut().cast())
         };
-        // SAFETY: Only the pointer value is inspected.
-        if unsafe { bindings::ibcm_glue_is_err_or_null(agent.cast()) } {
+        if let Some(e) = crate::abi::ptr_error(agent, EINVAL) {
             // SAFETY: Registered just above.
             unsafe { bindings::ibcm_glue_unregister_counters(self.ib_dev, n) };
-            // CAST: an ERR_PTR carries a negative errno.
-            let errno = agent as isize as i32;
-            return Err(Error::from_errno(if errno < 0 { errno } else { -(bindings::EINVAL as i32) }));
+            return Err(e);
         }
         port.set_agent(agent);
         Ok(())

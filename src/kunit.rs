@@ -20,23 +20,6 @@ use crate::{
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{ffi, prelude::*, sync::Arc};
 
-/// Marks the current case failed if `$cond` is false, and goes on.
-macro_rules! expect {
-    ($cond:expr) => {
-        if !$cond {
-            // SAFETY: All three are NUL-terminated static strings.
-            unsafe {
-                bindings::ibcm_glue_kunit_fail(
-                    concat!(file!(), "\0").as_ptr().cast(),
-                    // CAST: line numbers fit in an int.
-                    line!() as ffi::c_int,
-                    concat!(stringify!($cond), "\0").as_ptr().cast(),
-                )
-            };
-        }
-    };
-}
-
 /// Marks the current case failed with `$msg`.
 macro_rules! fail {
     ($msg:expr) => {
@@ -48,6 +31,15 @@ macro_rules! fail {
                 line!() as ffi::c_int,
                 concat!($msg, "\0").as_ptr().cast(),
             )
+        }
+    };
+}
+
+/// Marks the current case failed if `$cond` is false, and goes on.
+macro_rules! expect {
+    ($cond:expr) => {
+        if !$cond {
+            fail!(stringify!($cond));
         }
     };
 }

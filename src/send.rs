@@ -9,6 +9,7 @@
 //! those in flight before it unregisters the agents.
 
 use crate::{
+    abi::ptr_error,
     bindings,
     device::CmDevice,
     logic::wire::{encode_mad, AttrId, CmMessage, MAD_HDR_LEN, MAD_LEN, PAYLOAD_LEN},
@@ -39,17 +40,6 @@ pub(crate) enum Dest {
         /// P_Key index.
         pkey_index: u16,
     },
-}
-
-fn errno(ptr: *const ffi::c_void) -> Option<Error> {
-    // SAFETY: Only the pointer value is inspected.
-    if unsafe { bindings::ibcm_glue_is_err_or_null(ptr) } {
-        // CAST: an ERR_PTR carries a negative errno; NULL maps to -ENOMEM below.
-        let e = ptr as isize as i32;
-        Some(Error::from_errno(if e < 0 { e } else { -(bindings::ENOMEM as i32) }))
-    } else {
-        None
-    }
 }
 
 /// Sends `msg` from port `port_num` of `dev`, with `tid` and `attr_mod` in the MAD header.
@@ -85,7 +75,7 @@ pub(crate) unsafe fn send(
             (unsafe { bindings::ibcm_glue_ah_from_attr(agent, attr) }, remote_qpn, pkey_index)
         }
     };
-    if let Some(e) = errno(ah.cast()) {
+    if let Some(e) = ptr_error(ah, ENOMEM) {
         return Err(e);
     }
     let gfp = if gfp_atomic { bindings::GFP_ATOMIC } else { bindings::GFP_KERNEL };
@@ -103,7 +93,7 @@ pub(crate) unsafe fn send(
             BASE_VERSION,
         )
     };
-    if let Some(e) = errno(buf.cast()) {
+    if let Some(e) = ptr_error(buf, ENOMEM) {
         // SAFETY: `ah` was created above and is not used elsewhere.
         unsafe { bindings::ibcm_glue_destroy_ah(ah) };
         return Err(e);
