@@ -53,7 +53,7 @@ fuzz: deps
 		IBCM_FUZZ_SEED=$${IBCM_FUZZ_SEED:-$$(date +%s)} cargo test --release fuzz_smoke -- --nocapture
 
 bench: deps
-	@$(TOP)/tests/bench/req_flood.sh $${ROUNDS:-2} $${N:-2000}
+	@IBCM_PROF=$(PROF) $(TOP)/tests/bench/req_flood.sh $${ROUNDS:-2} $${N:-2000}
 
 clean:
 	@if [ -n "$$(ls $(TOP)/scripts 2>/dev/null)" ] && KD=$$($(TOP)/scripts/kernel.sh kdir $(VARIANT) 2>/dev/null); then \

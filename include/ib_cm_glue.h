@@ -96,6 +96,27 @@ struct ib_ah *ibcm_glue_ah_from_wc(struct ib_mad_agent *agent, const struct ib_w
 				   const struct ib_grh *grh);
 struct ib_ah *ibcm_glue_ah_from_attr(struct ib_mad_agent *agent, struct rdma_ah_attr *attr);
 void ibcm_glue_destroy_ah(struct ib_ah *ah);
+
+/*
+ * What ib_init_ah_attr_from_wc() reads from a received MAD's work completion and network
+ * header to address the reply: equal keys give equal address handles (src/reply_ah.rs).
+ * Zero-filled first, no padding, so any two keys compare field by field.
+ */
+struct ibcm_reply_ah_key {
+	u8 sgid[16];
+	u8 dgid[16];
+	u32 flow_class;
+	u16 vlan_id;
+	u16 slid;
+	u8 sl;
+	u8 path_bits;
+	u8 net_type;
+	u8 has_grh;
+};
+
+int ibcm_glue_reply_ah_key(struct ib_mad_agent *agent, const struct ib_wc *wc,
+			   const struct ib_grh *grh, struct ibcm_reply_ah_key *key);
+unsigned long ibcm_glue_jiffies(void);
 const struct ib_gid_attr *ibcm_glue_ah_attr_sgid_attr(const struct rdma_ah_attr *attr);
 u8 ibcm_glue_ah_attr_hop_limit(const struct rdma_ah_attr *attr);
 void ibcm_glue_path_set_roce(struct sa_path_rec *path, struct rdma_ah_attr *attr);

@@ -19,7 +19,7 @@ variant=${2:-debug}
 frags=("$top/tests/qemu/kernel.config")
 case $variant in
 debug) frags+=("$top/tests/qemu/kernel-debug.config") ;;
-release) ;;
+release) frags+=("$top/tests/qemu/kernel-release.config") ;;
 *) die "unknown kernel variant '$variant' (debug or release)" ;;
 esac
 

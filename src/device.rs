@@ -19,6 +19,7 @@ use crate::{
     lock::{new_spinlock_irq, SpinLockIrq},
     port::CmPort,
     recv,
+    reply_ah::{self, ReplyAh, ReplyAhCache},
 };
 use kernel::{
     alloc::KVec,
@@ -51,6 +52,11 @@ pub(crate) struct CmDevice {
     /// Signalled when the last in-flight send ends after `going_down` was set.
     #[pin]
     sends_drained: Completion,
+    /// Address handles of replies sent without an id (`reply_ah.rs`); a leaf lock.
+    #[pin]
+    reply_ahs: SpinLockIrq<ReplyAhCache>,
+    /// [`reply_ah::TTL_MS`] in jiffies.
+    reply_ah_ttl: usize,
 }
 
 /// The mutable part of [`CmDevice`].
@@ -110,6 +116,9 @@ impl CmDevice {
                     "CmDevice::inner"
                 ),
                 sends_drained <- Completion::new(),
+                reply_ahs <- new_spinlock_irq!(ReplyAhCache::new(), "CmDevice::reply_ahs"),
+                // SAFETY: A pure conversion.
+                reply_ah_ttl: unsafe { bindings::__msecs_to_jiffies(reply_ah::TTL_MS) },
             }),
             GFP_KERNEL,
         )
@@ -133,6 +142,62 @@ impl CmDevice {
         }
         inner.sends += 1;
         Some(SendGuard { dev: self })
+    }
+
+    /// The address handle for a reply to the MAD received with `wc` and `grh` on the port of
+    /// `agent`: a cached one if the same sender was answered less than
+    /// [`reply_ah::TTL_MS`] ago, else a new one, cached when its key can be computed.
+    ///
+    /// # Safety
+    ///
+    /// `agent` must be this device's registered agent (the caller holds a [`SendGuard`]);
+    /// `wc` and `grh` must be valid.
+    pub(crate) unsafe fn reply_ah(
+        &self,
+        agent: *mut bindings::ib_mad_agent,
+        wc: *const bindings::ib_wc,
+        grh: *const bindings::ib_grh,
+    ) -> Result<crate::send::SendAh> {
+        use crate::send::SendAh;
+        // SAFETY: The caller guarantees `agent` is registered.
+        let port_num = u32::from(unsafe { (*agent).port_num });
+        // SAFETY: All-zero is a valid key; the helper fills it.
+        let mut key: reply_ah::Key = unsafe { core::mem::zeroed() };
+        // SAFETY: Valid agent, completion and header (caller); `key` is a valid output.
+        let cacheable = unsafe { bindings::ibcm_glue_reply_ah_key(agent, wc, grh, &mut key) } == 0;
+        // SAFETY: Reads the tick counter.
+        let now = unsafe { bindings::ibcm_glue_jiffies() };
+        if cacheable {
+            if let Some(ah) = self.reply_ahs.lock().get(port_num, &key, now, self.reply_ah_ttl) {
+                return Ok(SendAh::Shared(ah));
+            }
+        }
+        // SAFETY: As above; may sleep (we are in process context, no lock held).
+        let ah = unsafe { bindings::ibcm_glue_ah_from_wc(agent, wc, grh) };
+        if let Some(e) = crate::abi::ptr_error(ah, ENOMEM) {
+            return Err(e);
+        }
+        if !cacheable {
+            return Ok(SendAh::Own(ah));
+        }
+        // SAFETY: A fresh handle that nothing else owns.
+        let ah = Arc::new(unsafe { ReplyAh::new(ah) }, GFP_KERNEL)?;
+        let replaced = self.reply_ahs.lock().insert(port_num, key, now, self.reply_ah_ttl, ah.clone());
+        drop(replaced);
+        Ok(SendAh::Shared(ah))
+    }
+
+    /// Drops every cached reply address handle (sends still using one keep it until they
+    /// complete).
+    pub(crate) fn clear_reply_ahs(&self) {
+        let cached = self.reply_ahs.lock().take_all();
+        drop(cached);
+    }
+
+    /// The cached reply handles' addresses, for the white-box tests.
+    #[cfg(ibcm_kunit)]
+    pub(crate) fn reply_ah_addresses(&self) -> [usize; reply_ah::SLOTS] {
+        self.reply_ahs.lock().addresses()
     }
 
     /// The CM state of `ib_dev`, or `ENODEV` if the CM does not manage that device (no
@@ -303,6 +368,9 @@ pub(crate) unsafe extern "C" fn ibcm_rs_remove_one(
         }
     }
     recv::flush();
+    // Cached reply handles go before their agents' protection domain; sends still using one
+    // hold it until unregistering the agent completes them.
+    dev.clear_reply_ahs();
     // 3. The agents go (waiting for their callbacks), then the sysfs groups.
     for port in dev.ports.iter() {
         dev.unregister_port(port);

@@ -212,6 +212,47 @@ void ibcm_glue_destroy_ah(struct ib_ah *ah)
 	rdma_destroy_ah(ah, 0);
 }
 
+int ibcm_glue_reply_ah_key(struct ib_mad_agent *agent, const struct ib_wc *wc,
+			   const struct ib_grh *grh, struct ibcm_reply_ah_key *key)
+{
+	struct ib_device *device = agent->device;
+	u32 port_num = agent->port_num;
+	enum rdma_network_type net_type = RDMA_NETWORK_IB;
+	union ib_gid sgid, dgid;
+	bool has_grh = wc->wc_flags & IB_WC_GRH;
+	int ret;
+
+	memset(key, 0, sizeof(*key));
+	if (rdma_cap_eth_ah(device, port_num)) {
+		/* Without the flag the core guesses from the header: not worth mirroring. */
+		if (!(wc->wc_flags & IB_WC_WITH_NETWORK_HDR_TYPE) || !has_grh)
+			return -EOPNOTSUPP;
+		net_type = wc->network_hdr_type;
+		key->vlan_id = wc->wc_flags & IB_WC_WITH_VLAN ? wc->vlan_id : 0xffff;
+	} else {
+		key->slid = wc->slid;
+		key->path_bits = wc->dlid_path_bits;
+	}
+	if (has_grh) {
+		ret = ib_get_gids_from_rdma_hdr((const union rdma_network_hdr *)grh, net_type,
+						&sgid, &dgid);
+		if (ret)
+			return ret;
+		memcpy(key->sgid, sgid.raw, sizeof(key->sgid));
+		memcpy(key->dgid, dgid.raw, sizeof(key->dgid));
+		key->flow_class = be32_to_cpu(grh->version_tclass_flow);
+	}
+	key->sl = wc->sl;
+	key->net_type = net_type;
+	key->has_grh = has_grh;
+	return 0;
+}
+
+unsigned long ibcm_glue_jiffies(void)
+{
+	return jiffies;
+}
+
 const struct ib_gid_attr *ibcm_glue_ah_attr_sgid_attr(const struct rdma_ah_attr *attr)
 {
 	return attr->grh.sgid_attr;

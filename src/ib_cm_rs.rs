@@ -23,6 +23,7 @@ mod logic;
 mod port;
 mod recv;
 mod remote;
+mod reply_ah;
 mod send;
 
 module! {

@@ -408,6 +408,51 @@ extern "C" fn sidr_without_listener_gets_unsupported(_test: *mut bindings::kunit
     }
 }
 
+/// Expects a REJ INVALID_SERVICE_ID for comm ID `comm` in `mad`.
+fn expect_rej_unknown(mad: Option<[u8; WIRE_MAD_LEN]>, comm: u32) {
+    match mad.as_ref().map(|m| decode_mad(m)) {
+        Some(Ok((_, CmMessage::Rej(rej)))) => {
+            expect!(rej.remote_comm_id == comm);
+            expect!(rej.reason == 8);
+        }
+        _ => fail!("a REJ"),
+    }
+}
+
+/// The cached reply handles of a device that are in use.
+fn cached(dev: &CmDevice) -> KVec<usize> {
+    let mut out = KVec::new();
+    for a in dev.reply_ah_addresses().into_iter().filter(|a| *a != 0) {
+        if out.push(a, GFP_KERNEL).is_err() {
+            fail!("allocation");
+        }
+    }
+    out
+}
+
+// Answers without an id reuse one address handle per sender for reply_ah::TTL_MS, then a new
+// one replaces it in the same slot.
+extern "C" fn rejects_share_a_reply_ah(_test: *mut bindings::kunit) {
+    let Some((d0, d1, av)) = two_devices() else {
+        return;
+    };
+    d0.cm.clear_reply_ahs();
+    let req = |comm| CmMessage::Req(test_req(UNKNOWN_SID, comm));
+    expect_rej_unknown(exchange(&d1, &av, &req(0x5151_0001), 0x0000_CAFE_0000_0011, 0x12), 0x5151_0001);
+    let first = cached(&d0.cm);
+    expect!(first.len() == 1);
+    expect_rej_unknown(exchange(&d1, &av, &req(0x5151_0002), 0x0000_CAFE_0000_0012, 0x12), 0x5151_0002);
+    let second = cached(&d0.cm);
+    expect!(second.len() == 1 && first.first() == second.first());
+    // SAFETY: Plain sleep in process context.
+    unsafe { bindings::msleep(crate::reply_ah::TTL_MS + 200) };
+    expect_rej_unknown(exchange(&d1, &av, &req(0x5151_0003), 0x0000_CAFE_0000_0013, 0x12), 0x5151_0003);
+    let third = cached(&d0.cm);
+    expect!(third.len() == 1 && third.first() != first.first());
+    d0.cm.clear_reply_ahs();
+    expect!(cached(&d0.cm).is_empty());
+}
+
 static SEEN_EVENTS: AtomicU32 = AtomicU32::new(0);
 static SEEN_QPN: AtomicU32 = AtomicU32::new(0);
 static SEEN_PSN: AtomicU32 = AtomicU32::new(0);
@@ -515,7 +560,7 @@ const fn suite(name: &[u8], cases: *mut bindings::kunit_case) -> bindings::kunit
 
 // KUnit writes run status into the cases and the suite, hence `static mut`; nothing in Rust
 // touches them after initialisation.
-static mut CASES: [bindings::kunit_case; 9] = [
+static mut CASES: [bindings::kunit_case; 10] = [
     case(c"tree_share_and_release", tree_share_and_release),
     case(c"listen_never_shares", listen_never_shares),
     case(c"assign_allocator", assign_allocator),
@@ -524,6 +569,7 @@ static mut CASES: [bindings::kunit_case; 9] = [
     case(c"req_without_listener_gets_rej", req_without_listener_gets_rej),
     case(c"sidr_without_listener_gets_unsupported", sidr_without_listener_gets_unsupported),
     case(c"req_with_listener_is_dispatched", req_with_listener_is_dispatched),
+    case(c"rejects_share_a_reply_ah", rejects_share_a_reply_ah),
     // SAFETY: The zeroed terminator KUnit looks for.
     unsafe { core::mem::zeroed() },
 ];

@@ -14,8 +14,10 @@ use crate::{
     device::CmDevice,
     logic::wire::{encode_mad, AttrId, CmMessage, MAD_HDR_LEN, MAD_LEN, PAYLOAD_LEN},
     port::{device_of_agent, Counter},
+    reply_ah::ReplyAh,
 };
-use kernel::{ffi, prelude::*};
+use core::mem::ManuallyDrop;
+use kernel::{ffi, prelude::*, sync::Arc};
 
 /// `IB_MGMT_BASE_VERSION`.
 const BASE_VERSION: u8 = 1;
@@ -42,6 +44,66 @@ pub(crate) enum Dest {
     },
 }
 
+/// The address handle of one send, and who destroys it.
+pub(crate) enum SendAh {
+    /// Created for this send alone: destroyed when the send completes.
+    Own(*mut bindings::ib_ah),
+    /// A cached reply handle (`reply_ah.rs`): the send holds a reference until it completes.
+    Shared(Arc<ReplyAh>),
+}
+
+impl SendAh {
+    /// Moves the handle into `buf`: `buf.ah` is the handle, `buf.context[0]` the shared
+    /// reference (NULL for an own handle), both released by [`release`].
+    ///
+    /// # Safety
+    ///
+    /// `buf` must be a send buffer we own and have not posted.
+    unsafe fn into_buf(self, buf: *mut bindings::ib_mad_send_buf) {
+        let this = ManuallyDrop::new(self);
+        let (ah, ctx) = match &*this {
+            SendAh::Own(ah) => (*ah, core::ptr::null_mut()),
+            SendAh::Shared(shared) => {
+                // SAFETY: Reads the `Arc` out of `this`, which is never dropped: the
+                // reference moves into the buffer.
+                let shared = unsafe { core::ptr::read(shared) };
+                (shared.ah(), Arc::into_raw(shared).cast_mut().cast::<ffi::c_void>())
+            }
+        };
+        // SAFETY: `buf` is ours (caller).
+        unsafe {
+            (*buf).ah = ah;
+            (*buf).context[0] = ctx;
+        }
+    }
+}
+
+impl Drop for SendAh {
+    fn drop(&mut self) {
+        if let SendAh::Own(ah) = self {
+            // SAFETY: Created for this send and never handed to the MAD layer.
+            unsafe { bindings::ibcm_glue_destroy_ah(*ah) };
+        }
+    }
+}
+
+/// Releases the address handle of a send buffer filled by [`SendAh::into_buf`].
+///
+/// # Safety
+///
+/// `buf` must be such a buffer whose send completed or was never posted; called once.
+unsafe fn release(buf: *mut bindings::ib_mad_send_buf) {
+    // SAFETY: `buf` is ours (caller).
+    let (ah, ctx) = unsafe { ((*buf).ah, (*buf).context[0]) };
+    if !ctx.is_null() {
+        // SAFETY: `context[0]` holds the reference `into_buf` moved in; taken back once.
+        drop(unsafe { Arc::<ReplyAh>::from_raw(ctx.cast::<ReplyAh>()) });
+    } else if !ah.is_null() {
+        // SAFETY: An own handle of this send, not used any more.
+        unsafe { bindings::ibcm_glue_destroy_ah(ah) };
+    }
+}
+
 /// Sends `msg` from port `port_num` of `dev`, with `tid` and `attr_mod` in the MAD header.
 ///
 /// `gfp_atomic` selects `GFP_ATOMIC` for callers that may be in atomic context.
@@ -66,18 +128,19 @@ pub(crate) unsafe fn send(
     let (ah, remote_qpn, pkey_index) = match dest {
         Dest::Response { wc, grh } => {
             // SAFETY: `agent` is registered (gate held); `wc`/`grh` are valid (caller).
-            let ah = unsafe { bindings::ibcm_glue_ah_from_wc(agent, wc, grh) };
+            let ah = unsafe { dev.reply_ah(agent, wc, grh) }?;
             // SAFETY: `wc` is valid (caller).
             (ah, QP1, unsafe { (*wc).pkey_index })
         }
         Dest::Av { attr, remote_qpn, pkey_index } => {
             // SAFETY: `agent` is registered; `attr` is valid (caller).
-            (unsafe { bindings::ibcm_glue_ah_from_attr(agent, attr) }, remote_qpn, pkey_index)
+            let ah = unsafe { bindings::ibcm_glue_ah_from_attr(agent, attr) };
+            if let Some(e) = ptr_error(ah, ENOMEM) {
+                return Err(e);
+            }
+            (SendAh::Own(ah), remote_qpn, pkey_index)
         }
     };
-    if let Some(e) = ptr_error(ah, ENOMEM) {
-        return Err(e);
-    }
     let gfp = if gfp_atomic { bindings::GFP_ATOMIC } else { bindings::GFP_KERNEL };
     // SAFETY: `agent` is registered; sizes are the CM's fixed MAD layout.
     let buf = unsafe {
@@ -94,8 +157,7 @@ pub(crate) unsafe fn send(
         )
     };
     if let Some(e) = ptr_error(buf, ENOMEM) {
-        // SAFETY: `ah` was created above and is not used elsewhere.
-        unsafe { bindings::ibcm_glue_destroy_ah(ah) };
+        // `ah` is dropped: an own handle is destroyed, a shared one released.
         return Err(e);
     }
     let mut mad = [0u8; MAD_LEN];
@@ -106,16 +168,16 @@ pub(crate) unsafe fn send(
     // is posted, and `ah` moves into it.
     unsafe {
         core::ptr::copy_nonoverlapping(mad.as_ptr(), (*buf).mad.cast::<u8>(), MAD_LEN);
-        (*buf).ah = ah;
+        ah.into_buf(buf);
         (*buf).timeout_ms = 0;
         (*buf).retries = 0;
     }
     // SAFETY: `buf` is ready; on failure it is still ours.
     let ret = unsafe { bindings::ib_post_send_mad(buf, core::ptr::null_mut()) };
     if ret != 0 {
-        // SAFETY: Not posted, so both are still ours.
+        // SAFETY: Not posted, so the buffer and its handle are still ours.
         unsafe {
-            bindings::ibcm_glue_destroy_ah(ah);
+            release(buf);
             bindings::ib_free_send_mad(buf);
         }
         return Err(Error::from_errno(ret));
@@ -141,20 +203,18 @@ pub(crate) unsafe extern "C" fn ibcm_rs_send_done(
     // SAFETY: The MAD layer passes a valid completion for one of our buffers.
     let buf = unsafe { (*send_wc).send_buf };
     // SAFETY: `buf` is ours until freed below; its `mad` holds the MAD we built.
-    let (attr, retries, ah) = unsafe {
+    let (attr, retries) = unsafe {
         let mad = core::slice::from_raw_parts((*buf).mad.cast::<u8>(), MAD_LEN);
-        (u16::from_be_bytes([mad[16], mad[17]]), (*buf).retries, (*buf).ah)
+        (u16::from_be_bytes([mad[16], mad[17]]), (*buf).retries)
     };
     if let (Some(port), Some(attr)) = (dev.port(port_num), AttrId::from_wire(attr)) {
         let retries = u64::try_from(retries).unwrap_or(0);
         port.count(Counter::TxMsgs, attr.counter_index(), 1 + retries);
         port.count(Counter::TxRetries, attr.counter_index(), retries);
     }
-    // SAFETY: The send is complete; both objects are ours to free.
+    // SAFETY: The send is complete; the buffer and its handle are ours to release.
     unsafe {
-        if !ah.is_null() {
-            bindings::ibcm_glue_destroy_ah(ah);
-        }
+        release(buf);
         bindings::ib_free_send_mad(buf);
     }
 }

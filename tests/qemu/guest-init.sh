@@ -19,11 +19,13 @@ echo /bin/true >/proc/sys/kernel/modprobe
 CM=rs
 MODE=check
 ROLE=
+PROF=
 for arg in $(cat /proc/cmdline); do
 	case $arg in
 	ibcm.cm=*) CM=${arg#ibcm.cm=} ;;
 	ibcm.mode=*) MODE=${arg#ibcm.mode=} ;;
 	ibcm.role=*) ROLE=${arg#ibcm.role=} ;;
+	ibcm.prof=*) PROF=$(echo "${arg#ibcm.prof=}" | tr , ' ') ;;
 	esac
 done
 

@@ -56,11 +56,57 @@ link-cycle)
 	cat $p/cm_rx_dropped/malformed >/tmp/malformed.log 2>/dev/null
 	echo "dup_req=$(cat $p/cm_rx_duplicates/req) dup_sidr=$(cat $p/cm_rx_duplicates/sidr_req)" >/tmp/dups.log
 	rdma link del rxe0 && rdma link add rxe0 type rxe netdev eth0 && echo ok || echo fail ;;
+trace-start)
+	# Per-handler CM time for the benchmark (release kernel): the function profiler on the
+	# CM's MAD receive and send handlers (C functions in both CMs), and the workqueue
+	# tracepoints for its receive work items (cm_work_handler in C; a Rust function in ours,
+	# which ftrace cannot hook directly), filtered by the work function's address.
+	. /tmp/bench.conf
+	T=/sys/kernel/tracing
+	[ -d $T/events ] || mount -t tracefs nodev $T
+	addr=$(awk -v re="$WORK_RE" '$3 ~ re { print $1; exit }' /proc/kallsyms)
+	[ -n "$addr" ] || { echo "fail no-work-fn"; exit 0; }
+	echo 0 >$T/tracing_on; echo >$T/trace; echo 4096 >$T/buffer_size_kb
+	for e in start end; do
+		echo "function == 0x$addr" >$T/events/workqueue/workqueue_execute_$e/filter
+		echo 1 >$T/events/workqueue/workqueue_execute_$e/enable
+	done
+	echo "$RECV_FN $SEND_FN" >$T/set_ftrace_filter
+	for f in $PROF; do echo "$f" >>$T/set_ftrace_filter; done
+	echo 1 >$T/function_profile_enabled
+	echo 1 >$T/tracing_on
+	echo ok ;;
+trace-stop)
+	. /tmp/bench.conf
+	T=/sys/kernel/tracing
+	echo 0 >$T/tracing_on
+	echo 0 >$T/function_profile_enabled
+	# Work items: pair each execute_start with the next execute_end of the same work struct.
+	work=$(awk '/workqueue_execute_(start|end)/ {
+		match($0, /[0-9]+[.][0-9]+: workqueue/); ts = substr($0, RSTART, RLENGTH - 11)
+		match($0, /work struct [^:]*/); w = substr($0, RSTART + 12, RLENGTH - 12)
+		if ($0 ~ /execute_start/) { st[w] = ts } else if (w in st) { t += ts - st[w]; n++; delete st[w] } }
+		END { printf "work_n=%d work_us=%d", n, t * 1000000 }' $T/trace)
+	prof=$(cat $T/trace_stat/function* 2>/dev/null | awk -v r="$RECV_FN" -v s="$SEND_FN" '
+		$1 == r { rn += $2; rt += $3 } $1 == s { sn += $2; st += $3 }
+		END { printf "recv_n=%d recv_us=%d send_n=%d send_us=%d", rn, rt, sn, st }')
+	# Extra functions asked for with ibcm.prof= (make bench PROF=f1,f2): calls and time.
+	extra=$(cat $T/trace_stat/function* 2>/dev/null | awk -v fns=" $PROF " '
+		index(fns, " " $1 " ") { n[$1] += $2; t[$1] += $3 }
+		END { for (f in n) printf " prof_%s=%d/%d", f, n[f], t[f] }')
+	echo "$work $prof$extra lost=$(cat $T/per_cpu/cpu*/stats 2>/dev/null | awk '/^overrun/ { o += $2 } END { print o + 0 }')" ;;
 done) touch /tmp/pair-done; echo ok ;;
 *) echo unknown ;;
 esac
 CMD
 	chmod +x /tmp/cmd.sh
+	# What trace-start hooks: each CM's MAD handlers and its receive work function.
+	if [ "$CM" = c ]; then
+		printf '%s\n' RECV_FN=cm_recv_handler SEND_FN=cm_send_handler "WORK_RE='^cm_work_handler\$'"
+	else
+		printf '%s\n' RECV_FN=ibcm_glue_recv_handler SEND_FN=ibcm_glue_send_handler "WORK_RE='RecvWork.*run'"
+	fi >/tmp/bench.conf
+	echo "PROF='$PROF'" >>/tmp/bench.conf
 	n=0
 	while [ ! -f /tmp/pair-done ] && [ $n -lt 200 ]; do
 		nc -l -p 9000 -e /tmp/cmd.sh
@@ -169,10 +215,12 @@ if [ "$MODE" = bench ]; then
 	# ULP, which rejects each REQ it is handed). Fewer than 512 in flight (MAD queue size).
 	# Also B's busy CPU time per flood (user+nice+system+irq+softirq from /proc/stat).
 	flood() {
+		cmd trace-start || klog "IBCM-SAY: peer could not start tracing"
 		b0=$(peer_busy)
 		cm_umad rxe0 $PEER_IP flood 0x0000000001061C06 ${BENCH_N:-2000} >/tmp/flood.out 2>&1
 		b1=$(peer_busy)
-		klog "IBCM-BENCH: $1 $(cat /tmp/flood.out) peer_busy_ms=$(( (b1 - b0) * 10 ))"
+		tr=$(echo trace-stop | nc $PEER_IP 9000 2>/dev/null)
+		klog "IBCM-BENCH: $1 $(cat /tmp/flood.out) peer_busy_ms=$(( (b1 - b0) * 10 )) $tr"
 	}
 	for i in 1 2 3 4 5; do flood unknown_service; done
 	cmd ulp-load || fatal pair_ulp "peer could not load the test ULP"

@@ -14,7 +14,7 @@ KAPPEND="ibcm.role=a" "$here/run.sh" "$bz" "$initrd" none "$mode" "$log_a" "$lim
 pa=$!
 sleep 1
 QEMU_NET="-netdev socket,id=n0,connect=127.0.0.1:$port -device virtio-net-pci,netdev=n0,mac=52:54:00:12:34:02" \
-KAPPEND="ibcm.role=b" "$here/run.sh" "$bz" "$initrd" "$bcm" "$mode" "$log_b" "$limit" &
+KAPPEND="ibcm.role=b ${IBCM_PROF:+ibcm.prof=$IBCM_PROF}" "$here/run.sh" "$bz" "$initrd" "$bcm" "$mode" "$log_b" "$limit" &
 pb=$!
 rc=0
 wait $pa || rc=1

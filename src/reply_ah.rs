@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! Address handles for the replies the CM sends without an id.
+//!
+//! A REQ for a service nobody listens on, a stale REQ and a SIDR_REQ nobody serves are
+//! answered straight from the received MAD (cm.c's `cm_issue_rej()` and
+//! `cm_alloc_response_msg()`), and cm.c builds and destroys one address handle per answer:
+//! `ib_create_ah_from_wc()` resolves the sender's address (GID table search, route and
+//! neighbour lookup on RoCE) and the driver allocates the handle. Under a REQ storm for an
+//! unknown service that is most of the CM's cost per REQ. Each device here keeps the last few
+//! of these handles for [`TTL_MS`], keyed by everything `ib_init_ah_attr_from_wc()` reads (see
+//! `struct ibcm_reply_ah_key` in `include/ib_cm_glue.h`), so equal keys give equal handles.
+//!
+//! Lifetime: a handle is an [`Arc<ReplyAh>`] shared by the cache and by every send still using
+//! it (the send buffer's `context[0]` holds that reference until the send completes); the last
+//! reference destroys it. Removal empties the cache before it unregisters the MAD agents, and
+//! unregistering completes every send, so no handle outlives the agent's protection domain.
+//! Staleness is bounded by [`TTL_MS`]: a peer that changed its MAC address behind the same GID
+//! gets its answers at the old address for at most that long (they are answers to requests
+//! that failed anyway; the peer retries).
+
+use crate::bindings;
+use kernel::sync::Arc;
+
+/// How long a cached handle is used after it was created.
+pub(crate) const TTL_MS: u32 = 1000;
+/// Handles kept per device (one per recent requester; a linear scan).
+pub(crate) const SLOTS: usize = 8;
+
+/// An address handle destroyed when the last reference goes.
+///
+/// # Invariants
+///
+/// `ah` is a live address handle on the protection domain of a registered MAD agent, owned by
+/// this object.
+pub(crate) struct ReplyAh {
+    ah: *mut bindings::ib_ah,
+}
+
+// SAFETY: An address handle may be used and destroyed from any thread.
+unsafe impl Send for ReplyAh {}
+// SAFETY: Shared use only reads the pointer.
+unsafe impl Sync for ReplyAh {}
+
+impl ReplyAh {
+    /// Takes ownership of `ah`.
+    ///
+    /// # Safety
+    ///
+    /// `ah` must be a live address handle that nothing else destroys.
+    pub(crate) unsafe fn new(ah: *mut bindings::ib_ah) -> Self {
+        // INVARIANT: The caller hands over a live handle.
+        Self { ah }
+    }
+
+    /// The handle, for a send buffer (valid while this object lives).
+    pub(crate) fn ah(&self) -> *mut bindings::ib_ah {
+        self.ah
+    }
+}
+
+impl Drop for ReplyAh {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant the handle is live and ours; `rdma_destroy_ah()`
+        // without the SLEEPABLE flag may be called in any context.
+        unsafe { bindings::ibcm_glue_destroy_ah(self.ah) };
+    }
+}
+
+/// The key of a reply's address handle.
+pub(crate) type Key = bindings::ibcm_reply_ah_key;
+
+fn same(a: &Key, b: &Key) -> bool {
+    a.sgid == b.sgid
+        && a.dgid == b.dgid
+        && a.flow_class == b.flow_class
+        && a.vlan_id == b.vlan_id
+        && a.slid == b.slid
+        && a.sl == b.sl
+        && a.path_bits == b.path_bits
+        && a.net_type == b.net_type
+        && a.has_grh == b.has_grh
+}
+
+struct Slot {
+    port_num: u32,
+    key: Key,
+    /// `jiffies` when the handle was created.
+    born: usize,
+    ah: Arc<ReplyAh>,
+}
+
+/// The cached handles of one device; lives behind the device's cache lock.
+pub(crate) struct ReplyAhCache {
+    slots: [Option<Slot>; SLOTS],
+    /// The slot the next new handle replaces when none is free or expired.
+    next: usize,
+}
+
+impl ReplyAhCache {
+    /// An empty cache.
+    pub(crate) const fn new() -> Self {
+        Self { slots: [const { None }; SLOTS], next: 0 }
+    }
+
+    /// The live handle for `key` on `port_num`, if one was created less than `ttl` jiffies
+    /// before `now`.
+    pub(crate) fn get(&self, port_num: u32, key: &Key, now: usize, ttl: usize) -> Option<Arc<ReplyAh>> {
+        self.slots.iter().flatten().find_map(|s| {
+            let fresh = now.wrapping_sub(s.born) < ttl;
+            (fresh && s.port_num == port_num && same(&s.key, key)).then(|| s.ah.clone())
+        })
+    }
+
+    /// Stores a new handle, replacing an expired slot, a free one, or the oldest insertion;
+    /// returns the replaced handle so that the caller drops it after unlocking.
+    pub(crate) fn insert(
+        &mut self,
+        port_num: u32,
+        key: Key,
+        now: usize,
+        ttl: usize,
+        ah: Arc<ReplyAh>,
+    ) -> Option<Arc<ReplyAh>> {
+        let expired = |s: &Option<Slot>| match s {
+            Some(s) => now.wrapping_sub(s.born) >= ttl,
+            None => true,
+        };
+        let i = match self.slots.iter().position(expired) {
+            Some(i) => i,
+            None => {
+                let i = self.next;
+                self.next = (i + 1) % SLOTS;
+                i
+            }
+        };
+        self.slots[i].replace(Slot { port_num, key, born: now, ah }).map(|s| s.ah)
+    }
+
+    /// The address of each slot's handle object (0 for an empty slot), for the white-box
+    /// tests.
+    #[cfg(ibcm_kunit)]
+    pub(crate) fn addresses(&self) -> [usize; SLOTS] {
+        let mut out = [0; SLOTS];
+        for (o, s) in out.iter_mut().zip(self.slots.iter()) {
+            if let Some(s) = s {
+                // CAST: an address, compared only.
+                *o = core::ptr::from_ref::<ReplyAh>(&s.ah) as usize;
+            }
+        }
+        out
+    }
+
+    /// Empties the cache; the caller drops the handles after unlocking.
+    pub(crate) fn take_all(&mut self) -> [Option<Arc<ReplyAh>>; SLOTS] {
+        let mut out = [const { None }; SLOTS];
+        for (o, s) in out.iter_mut().zip(self.slots.iter_mut()) {
+            *o = s.take().map(|s| s.ah);
+        }
+        out
+    }
+}
