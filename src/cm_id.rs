@@ -38,8 +38,8 @@ use kernel::{
 ///
 /// # Invariants
 ///
-/// `av` was initialised by `ib_init_ah_attr_from_wc` and holds its references (the sgid
-/// attribute) until `Drop` releases them.
+/// `av` was initialised by `ib_init_ah_attr_from_wc` (or copied from such an attribute) and
+/// holds its references (the sgid attribute) until `Drop` releases them.
 pub(crate) struct ReplyPath {
     port_num: u32,
     pkey_index: u16,
@@ -48,11 +48,13 @@ pub(crate) struct ReplyPath {
 }
 
 impl ReplyPath {
-    /// Builds the reply address from a received MAD's work completion and GRH.
+    /// Builds the reply address from a received MAD's work completion and GRH: a copy of the
+    /// device's cached address of that sender (`reply_ah.rs`), or resolved here.
     ///
     /// # Safety
     ///
-    /// `wc` and `grh` must be valid for the call.
+    /// `wc` and `grh` must be valid for the call, which must run in `dev`'s receive work (the
+    /// port's MAD agent stays registered until that work is flushed).
     pub(crate) unsafe fn from_wc(
         dev: &CmDevice,
         port_num: u32,
@@ -60,23 +62,35 @@ impl ReplyPath {
         grh: *const bindings::ib_grh,
         tid: u64,
     ) -> Result<KBox<Self>> {
-        let path = KBox::new(
-            // SAFETY: `wc` is valid (caller contract).
-            Self { port_num, pkey_index: unsafe { (*wc).pkey_index }, tid, av: Opaque::uninit() },
-            GFP_KERNEL,
-        )?;
-        // SAFETY: Live device, valid completion and GRH; `av` is ours to initialise.
-        let ret = unsafe {
-            bindings::ib_init_ah_attr_from_wc(dev.ib_dev(), port_num, wc, grh, path.av.get())
+        let agent = dev.port(port_num).map_or(core::ptr::null_mut(), |p| p.agent());
+        let cached = if agent.is_null() {
+            None
+        } else {
+            // SAFETY: The agent is registered while receive work runs (caller); `wc` and
+            // `grh` are valid (caller).
+            unsafe { dev.reply_addr(agent, wc, grh) }?
         };
-        if ret != 0 {
-            // The attribute was not initialised: do not run `Drop` on it.
-            let raw = KBox::into_raw(path);
-            // SAFETY: `raw` came from `KBox::into_raw`; the fields other than `av` need no drop.
-            drop(unsafe { KBox::from_raw(raw.cast::<core::mem::ManuallyDrop<Self>>()) });
-            return Err(Error::from_errno(ret));
+        let mut av = core::mem::MaybeUninit::<bindings::rdma_ah_attr>::uninit();
+        if let Some(cached) = cached {
+            // SAFETY: `av` is ours and holds nothing yet.
+            unsafe { cached.copy_attr_to(av.as_mut_ptr()) };
+        } else {
+            // SAFETY: Live device, valid completion and GRH; `av` is ours to initialise.
+            let ret = unsafe {
+                bindings::ib_init_ah_attr_from_wc(dev.ib_dev(), port_num, wc, grh, av.as_mut_ptr())
+            };
+            if ret != 0 {
+                return Err(Error::from_errno(ret));
+            }
         }
-        Ok(path)
+        // INVARIANT: `av` is initialised from this completion; an `rdma_ah_attr` holds no
+        // pointer to itself, so it may move. If the allocation fails, dropping the value
+        // releases it.
+        // SAFETY: Initialised just above.
+        let av = Opaque::new(unsafe { av.assume_init() });
+        // SAFETY: `wc` is valid (caller contract).
+        let pkey_index = unsafe { (*wc).pkey_index };
+        Ok(KBox::new(Self { port_num, pkey_index, tid, av }, GFP_KERNEL)?)
     }
 
     /// The address attribute (for address handles and the sgid attribute).

@@ -144,47 +144,40 @@ impl CmDevice {
         Some(SendGuard { dev: self })
     }
 
-    /// The address handle for a reply to the MAD received with `wc` and `grh` on the port of
-    /// `agent`: a cached one if the same sender was answered less than
-    /// [`reply_ah::TTL_MS`] ago, else a new one, cached when its key can be computed.
+    /// The address of the sender of the MAD received with `wc` and `grh` on the port of
+    /// `agent`, with an address handle for the reply: a cached one if the same sender was
+    /// answered less than [`reply_ah::TTL_MS`] ago, else a new one, cached. `None` if the
+    /// completion does not say enough to key the cache (the caller resolves it itself).
     ///
     /// # Safety
     ///
-    /// `agent` must be this device's registered agent (the caller holds a [`SendGuard`]);
-    /// `wc` and `grh` must be valid.
-    pub(crate) unsafe fn reply_ah(
+    /// `agent` must be this device's registered agent and stay so for the call (the caller
+    /// holds a [`SendGuard`] or runs in the device's receive work); `wc` and `grh` must be
+    /// valid. May sleep.
+    pub(crate) unsafe fn reply_addr(
         &self,
         agent: *mut bindings::ib_mad_agent,
         wc: *const bindings::ib_wc,
         grh: *const bindings::ib_grh,
-    ) -> Result<crate::send::SendAh> {
-        use crate::send::SendAh;
+    ) -> Result<Option<Arc<ReplyAh>>> {
         // SAFETY: The caller guarantees `agent` is registered.
         let port_num = u32::from(unsafe { (*agent).port_num });
         // SAFETY: All-zero is a valid key; the helper fills it.
         let mut key: reply_ah::Key = unsafe { core::mem::zeroed() };
         // SAFETY: Valid agent, completion and header (caller); `key` is a valid output.
-        let cacheable = unsafe { bindings::ibcm_glue_reply_ah_key(agent, wc, grh, &mut key) } == 0;
+        if unsafe { bindings::ibcm_glue_reply_ah_key(agent, wc, grh, &mut key) } != 0 {
+            return Ok(None);
+        }
         // SAFETY: Reads the tick counter.
         let now = unsafe { bindings::ibcm_glue_jiffies() };
-        if cacheable {
-            if let Some(ah) = self.reply_ahs.lock().get(port_num, &key, now, self.reply_ah_ttl) {
-                return Ok(SendAh::Shared(ah));
-            }
+        if let Some(ah) = self.reply_ahs.lock().get(port_num, &key, now, self.reply_ah_ttl) {
+            return Ok(Some(ah));
         }
-        // SAFETY: As above; may sleep (we are in process context, no lock held).
-        let ah = unsafe { bindings::ibcm_glue_ah_from_wc(agent, wc, grh) };
-        if let Some(e) = crate::abi::ptr_error(ah, ENOMEM) {
-            return Err(e);
-        }
-        if !cacheable {
-            return Ok(SendAh::Own(ah));
-        }
-        // SAFETY: A fresh handle that nothing else owns.
-        let ah = Arc::new(unsafe { ReplyAh::new(ah) }, GFP_KERNEL)?;
+        // SAFETY: As above; no lock is held.
+        let ah = Arc::new(unsafe { ReplyAh::create(agent, wc, grh) }?, GFP_KERNEL)?;
         let replaced = self.reply_ahs.lock().insert(port_num, key, now, self.reply_ah_ttl, ah.clone());
         drop(replaced);
-        Ok(SendAh::Shared(ah))
+        Ok(Some(ah))
     }
 
     /// Drops every cached reply address handle (sends still using one keep it until they

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-//! Address handles for the replies the CM sends without an id.
+//! Addresses and address handles for the replies the CM sends straight from a received MAD.
 //!
 //! A REQ for a service nobody listens on, a stale REQ and a SIDR_REQ nobody serves are
 //! answered straight from the received MAD (cm.c's `cm_issue_rej()` and
@@ -17,52 +17,89 @@
 //! Staleness is bounded by [`TTL_MS`]: a peer that changed its MAC address behind the same GID
 //! gets its answers at the old address for at most that long (they are answers to requests
 //! that failed anyway; the peer retries).
+//!
+//! The attribute also serves a REQ or SIDR_REQ that finds a listener: the new id's reply
+//! address (`cm_id.rs`'s `ReplyPath`, cm.c's `cm_init_av_for_response()`) is a copy of the
+//! cached one, so a burst of requests from one peer resolves its address once.
 
 use crate::bindings;
-use kernel::sync::Arc;
+use kernel::{prelude::*, sync::Arc};
 
 /// How long a cached handle is used after it was created.
 pub(crate) const TTL_MS: u32 = 1000;
 /// Handles kept per device (one per recent requester; a linear scan).
 pub(crate) const SLOTS: usize = 8;
 
-/// An address handle destroyed when the last reference goes.
+/// The address of a MAD's sender as `ib_init_ah_attr_from_wc()` computes it, and an address
+/// handle for it; both released when the last reference goes.
 ///
 /// # Invariants
 ///
-/// `ah` is a live address handle on the protection domain of a registered MAD agent, owned by
-/// this object.
+/// `attr` was initialised by `ib_init_ah_attr_from_wc()` and holds its references; `ah` is a
+/// live address handle on the protection domain of a registered MAD agent, created from
+/// `attr`. Both are owned by this object.
 pub(crate) struct ReplyAh {
+    attr: bindings::rdma_ah_attr,
     ah: *mut bindings::ib_ah,
 }
 
-// SAFETY: An address handle may be used and destroyed from any thread.
+// SAFETY: An address handle may be used and destroyed from any thread; the attribute is only
+// read after construction, and its references may be released from any thread.
 unsafe impl Send for ReplyAh {}
-// SAFETY: Shared use only reads the pointer.
+// SAFETY: Shared use only reads.
 unsafe impl Sync for ReplyAh {}
 
 impl ReplyAh {
-    /// Takes ownership of `ah`.
+    /// Resolves the address of the sender of a received MAD and creates a handle for it
+    /// (`ib_create_ah_from_wc()`, keeping the attribute).
     ///
     /// # Safety
     ///
-    /// `ah` must be a live address handle that nothing else destroys.
-    pub(crate) unsafe fn new(ah: *mut bindings::ib_ah) -> Self {
-        // INVARIANT: The caller hands over a live handle.
-        Self { ah }
+    /// `agent` must be registered and stay so for the call; `wc` and `grh` must be valid. May
+    /// sleep.
+    pub(crate) unsafe fn create(
+        agent: *mut bindings::ib_mad_agent,
+        wc: *const bindings::ib_wc,
+        grh: *const bindings::ib_grh,
+    ) -> Result<Self> {
+        let mut attr = core::mem::MaybeUninit::<bindings::rdma_ah_attr>::uninit();
+        let mut ah = core::ptr::null_mut();
+        // SAFETY: Valid agent, completion and header (caller); both outputs are ours.
+        let ret = unsafe { bindings::ibcm_glue_reply_addr_init(agent, wc, grh, attr.as_mut_ptr(), &mut ah) };
+        if ret != 0 {
+            return Err(Error::from_errno(ret));
+        }
+        // INVARIANT: On success the helper initialised `attr` and created `ah` from it. An
+        // `rdma_ah_attr` holds no pointer to itself, so it may move.
+        // SAFETY: Initialised by the helper.
+        Ok(Self { attr: unsafe { attr.assume_init() }, ah })
     }
 
     /// The handle, for a send buffer (valid while this object lives).
     pub(crate) fn ah(&self) -> *mut bindings::ib_ah {
         self.ah
     }
+
+    /// Copies the address into `dst`, which then holds references of its own
+    /// (`rdma_copy_ah_attr()`).
+    ///
+    /// # Safety
+    ///
+    /// `dst` must be valid for writes and hold no references (uninitialised or destroyed).
+    pub(crate) unsafe fn copy_attr_to(&self, dst: *mut bindings::rdma_ah_attr) {
+        // SAFETY: `self.attr` is initialised (type invariant); `dst` is writable (caller).
+        unsafe { bindings::rdma_copy_ah_attr(dst, &self.attr) };
+    }
 }
 
 impl Drop for ReplyAh {
     fn drop(&mut self) {
-        // SAFETY: By the type invariant the handle is live and ours; `rdma_destroy_ah()`
-        // without the SLEEPABLE flag may be called in any context.
-        unsafe { bindings::ibcm_glue_destroy_ah(self.ah) };
+        // SAFETY: By the type invariant both are live and ours; `rdma_destroy_ah()` without
+        // the SLEEPABLE flag may be called in any context.
+        unsafe {
+            bindings::ibcm_glue_destroy_ah(self.ah);
+            bindings::rdma_destroy_ah_attr(&mut self.attr);
+        }
     }
 }
 

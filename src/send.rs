@@ -128,7 +128,17 @@ pub(crate) unsafe fn send(
     let (ah, remote_qpn, pkey_index) = match dest {
         Dest::Response { wc, grh } => {
             // SAFETY: `agent` is registered (gate held); `wc`/`grh` are valid (caller).
-            let ah = unsafe { dev.reply_ah(agent, wc, grh) }?;
+            let ah = match unsafe { dev.reply_addr(agent, wc, grh) }? {
+                Some(shared) => SendAh::Shared(shared),
+                None => {
+                    // SAFETY: As above.
+                    let ah = unsafe { bindings::ibcm_glue_ah_from_wc(agent, wc, grh) };
+                    if let Some(e) = ptr_error(ah, ENOMEM) {
+                        return Err(e);
+                    }
+                    SendAh::Own(ah)
+                }
+            };
             // SAFETY: `wc` is valid (caller).
             (ah, QP1, unsafe { (*wc).pkey_index })
         }
