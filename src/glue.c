@@ -281,10 +281,15 @@ u8 ibcm_glue_ah_attr_hop_limit(const struct rdma_ah_attr *attr)
 	return rdma_ah_read_grh(attr)->hop_limit;
 }
 
-void ibcm_glue_path_set_roce(struct sa_path_rec *path, struct rdma_ah_attr *attr)
+bool ibcm_glue_cap_opa_ah(struct ib_device *device, u32 port_num)
+{
+	return rdma_cap_opa_ah(device, port_num);
+}
+
+void ibcm_glue_path_set_type(struct sa_path_rec *path, struct rdma_ah_attr *attr, bool opa)
 {
 	if (attr->type != RDMA_AH_ATTR_TYPE_ROCE) {
-		path->rec_type = SA_PATH_REC_TYPE_IB;
+		path->rec_type = opa ? SA_PATH_REC_TYPE_OPA : SA_PATH_REC_TYPE_IB;
 		return;
 	}
 	path->rec_type = sa_conv_gid_to_pathrec_type(attr->grh.sgid_attr->gid_type);

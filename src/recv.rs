@@ -14,7 +14,7 @@ use crate::{
     cm_id::{CmId, ReplyPath},
     device::CmDevice,
     logic::{
-        req_event::{self, PathRecord, SidrReply, SA_EQ, SIDR_UNSUPPORTED},
+        req_event::{self, PathRecord, RecvPort, SidrReply, SA_EQ, SIDR_UNSUPPORTED},
         service_id::ServiceId,
         wire::{
             conn::Req, decode_mad, sidr::SidrReq, AttrId, CmMessage, MadHeader, WireError,
@@ -389,22 +389,42 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
         return;
     };
 
+    // SAFETY: `wc` is valid while it lives; `reply.av()` was initialised for this REQ.
+    let port = unsafe {
+        let w = &*wc.wc();
+        RecvPort {
+            roce: (*reply.av()).type_ == bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE,
+            opa: bindings::ibcm_glue_cap_opa_ah(dev.ib_dev(), port_num),
+            wc_slid: w.slid,
+            wc_sl: w.sl,
+            wc_dlid_path_bits: w.dlid_path_bits,
+        }
+    };
+    let (primary, alternate) = req_event::req_paths(req, &port);
     // SAFETY: All-zero is a valid `sa_path_rec` and `ib_cm_event` (plain data and NULLs).
     let mut paths: [bindings::sa_path_rec; 2] = unsafe { core::mem::zeroed() };
-    let primary = req_event::primary_path(req);
     fill_path(&mut paths[0], &primary);
-    // SAFETY: The AV was initialised from this completion; the path records are ours.
+    // SAFETY: The AV was initialised from this completion; the path records are ours. The
+    // record type is set before the LIDs, whose layout depends on it.
     unsafe {
-        bindings::ibcm_glue_path_set_roce(&mut paths[0], reply.av());
-        bindings::ibcm_glue_path_set_lids(&mut paths[0], (*wc.wc()).slid, primary.slid);
+        bindings::ibcm_glue_path_set_type(&mut paths[0], reply.av(), primary.opa);
+        bindings::ibcm_glue_path_set_lids(&mut paths[0], primary.dlid, primary.slid);
         paths[0].hop_limit = bindings::ibcm_glue_ah_attr_hop_limit(reply.av());
     }
-    let alternate = req_event::alternate_path(req);
     if let Some(alt) = &alternate {
         fill_path(&mut paths[1], alt);
         paths[1].rec_type = paths[0].rec_type;
         // SAFETY: Our own path record.
-        unsafe { bindings::ibcm_glue_path_set_lids(&mut paths[1], alt.alt_dlid, alt.slid) };
+        unsafe { bindings::ibcm_glue_path_set_lids(&mut paths[1], alt.dlid, alt.slid) };
+    }
+    if req_event::wants_ib_sgid(&primary, &port) {
+        // SAFETY: Live device; `sgid` is a valid output. On failure the OPA GID stays, as in C.
+        unsafe {
+            let mut gid: bindings::ib_gid = core::mem::zeroed();
+            if bindings::rdma_query_gid(dev.ib_dev(), port_num, 0, &mut gid) == 0 {
+                paths[0].sgid = gid;
+            }
+        }
     }
     let params = req_event::req_params(req, hdr.attr_mod);
     // SAFETY: See above.

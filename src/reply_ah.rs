@@ -28,7 +28,7 @@ use kernel::{prelude::*, sync::Arc};
 /// How long a cached handle is used after it was created.
 pub(crate) const TTL_MS: u32 = 1000;
 /// Handles kept per device (one per recent requester; a linear scan).
-pub(crate) const SLOTS: usize = 8;
+pub(crate) const SLOTS: usize = 16;
 
 /// The address of a MAD's sender as `ib_init_ah_attr_from_wc()` computes it, and an address
 /// handle for it; both released when the last reference goes.

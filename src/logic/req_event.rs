@@ -7,7 +7,7 @@
 //! of the SIDR_REP sent for an unknown service in cm.c. The kernel side copies these values
 //! into the C structs.
 
-use super::wire::conn::{Path, Rej, Req, MSG_REQ, REJ_ARI, REJ_PRIVATE_DATA};
+use super::wire::conn::{is_opa_gid, Path, Rej, Req, MSG_REQ, REJ_ARI, REJ_PRIVATE_DATA};
 use super::wire::sidr::{SidrRep, SIDR_REP_INFO, SIDR_REP_PRIVATE_DATA};
 
 /// `IB_SA_EQ`: the selectors of a path built from a REQ.
@@ -48,13 +48,58 @@ pub(crate) struct PathRecord {
     pub(crate) packet_life_time: u8,
     /// The REQ's service ID.
     pub(crate) service_id: u64,
-    /// `slid` of the record: the REQ's remote (our) LID for non-OPA records.
+    /// The record is OPA (`SA_PATH_REC_TYPE_OPA`; otherwise IB, or RoCE as the kernel side
+    /// decides from the address).
+    pub(crate) opa: bool,
+    /// `dlid`: the requester's LID.
+    pub(crate) dlid: u32,
+    /// `slid`: our LID.
     pub(crate) slid: u32,
-    /// `dlid` of the alternate record (the primary's comes from the work completion).
-    pub(crate) alt_dlid: u32,
 }
 
-fn path_from(req: &Req, p: &Path) -> PathRecord {
+/// What the receiving port and the work completion add to a REQ's path records.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub(crate) struct RecvPort {
+    /// The reply address is RoCE (`RDMA_AH_ATTR_TYPE_ROCE`).
+    pub(crate) roce: bool,
+    /// The port uses OPA addressing (`rdma_cap_opa_ah()`).
+    pub(crate) opa: bool,
+    /// The work completion's source LID.
+    pub(crate) wc_slid: u32,
+    /// Its service level.
+    pub(crate) wc_sl: u8,
+    /// Its destination LID path bits.
+    pub(crate) wc_dlid_path_bits: u8,
+}
+
+/// `IB_LID_PERMISSIVE`.
+const LID_PERMISSIVE: u16 = 0xFFFF;
+
+/// `cm_process_routed_req()` (IB only): a path that is not subnet-local takes a permissive
+/// local LID (and the SL with it) from the work completion's source, and a permissive remote
+/// LID from its path bits.
+pub(crate) fn process_routed(req: &mut Req, port: &RecvPort) {
+    for p in [&mut req.primary, &mut req.alternate] {
+        if p.subnet_local {
+            continue;
+        }
+        if p.local_lid == LID_PERMISSIVE {
+            // CAST: cm.c stores the completion's LID through a 16-bit field.
+            p.local_lid = port.wc_slid as u16;
+            p.sl = port.wc_sl & 0xF;
+        }
+        if p.remote_lid == LID_PERMISSIVE {
+            p.remote_lid = u16::from(port.wc_dlid_path_bits);
+        }
+    }
+}
+
+/// `opa_get_lid_from_gid()`: the low 32 bits of the interface ID.
+fn opa_lid(gid: &[u8; 16]) -> u32 {
+    u32::from_be_bytes([gid[12], gid[13], gid[14], gid[15]])
+}
+
+fn path_from(req: &Req, p: &Path, opa: bool) -> PathRecord {
     PathRecord {
         dgid: p.local_gid,
         sgid: p.remote_gid,
@@ -68,19 +113,39 @@ fn path_from(req: &Req, p: &Path) -> PathRecord {
         rate: p.packet_rate,
         packet_life_time: p.local_ack_timeout.saturating_sub(1),
         service_id: req.service_id,
-        slid: u32::from(p.remote_lid),
-        alt_dlid: u32::from(p.local_lid),
+        opa,
+        dlid: if opa { opa_lid(&p.local_gid) } else { u32::from(p.local_lid) },
+        slid: if opa { opa_lid(&p.remote_gid) } else { u32::from(p.remote_lid) },
     }
 }
 
-/// The primary path record of a REQ.
-pub(crate) fn primary_path(req: &Req) -> PathRecord {
-    path_from(req, &req.primary)
+/// The primary and alternate path records of a REQ received on `port`
+/// (`cm_process_routed_req()` on IB, `cm_path_set_rec_type()`, `cm_format_paths_from_req()`):
+/// OPA records when the port uses OPA addressing and the primary local GID is an OPA GID (the
+/// alternate takes the primary's type), LIDs then from the GIDs; otherwise the primary's
+/// `dlid` is the work completion's source LID.
+pub(crate) fn req_paths(req: &Req, port: &RecvPort) -> (PathRecord, Option<PathRecord>) {
+    let mut routed;
+    let req = if port.roce {
+        req
+    } else {
+        routed = req.clone();
+        process_routed(&mut routed, port);
+        &routed
+    };
+    let opa = !port.roce && port.opa && is_opa_gid(&req.primary.local_gid);
+    let mut primary = path_from(req, &req.primary, opa);
+    if !opa {
+        primary.dlid = port.wc_slid;
+    }
+    let alternate = req.has_alt_path().then(|| path_from(req, &req.alternate, opa));
+    (primary, alternate)
 }
 
-/// The alternate path record, if the REQ has one.
-pub(crate) fn alternate_path(req: &Req) -> Option<PathRecord> {
-    req.has_alt_path().then(|| path_from(req, &req.alternate))
+/// `cm_opa_to_ib_sgid()`: whether the event's primary path must show the port's GID 0 instead
+/// of its OPA source GID.
+pub(crate) fn wants_ib_sgid(path: &PathRecord, port: &RecvPort) -> bool {
+    port.opa && is_opa_gid(&path.sgid)
 }
 
 /// `enum ib_qp_type` values the REQ can ask for.
@@ -276,22 +341,78 @@ mod tests {
         Req::decode(&p)
     }
 
+    const ROCE: RecvPort = RecvPort { roce: true, opa: false, wc_slid: 0, wc_sl: 0, wc_dlid_path_bits: 0 };
+    const IB: RecvPort = RecvPort { roce: false, opa: false, wc_slid: 0x1234, wc_sl: 0x1B, wc_dlid_path_bits: 5 };
+
     #[test]
     fn primary_path_swaps_gids_and_decrements_life_time() {
         let r = req();
-        let p = primary_path(&r);
+        let (p, alt) = req_paths(&r, &ROCE);
         assert_eq!((p.dgid[0], p.sgid[0]), (0xAB, 0xCD));
         assert_eq!((p.pkey, p.mtu, p.reversible, p.packet_life_time), (0xFFFF, 3, 1, 16));
         assert_eq!(p.service_id, 0x0106_1C06);
-        assert_eq!(p.slid, 0x22);
-        assert!(alternate_path(&r).is_none());
+        assert_eq!((p.slid, p.dlid, p.opa), (0x22, 0, false));
+        assert!(alt.is_none());
     }
 
     #[test]
     fn zero_ack_timeout_stays_zero() {
         let mut r = req();
         r.primary.local_ack_timeout = 0;
-        assert_eq!(primary_path(&r).packet_life_time, 0);
+        assert_eq!(req_paths(&r, &ROCE).0.packet_life_time, 0);
+    }
+
+    #[test]
+    fn ib_primary_dlid_is_the_senders_lid() {
+        let (p, _) = req_paths(&req(), &IB);
+        assert_eq!((p.dlid, p.slid, p.sl, p.opa), (0x1234, 0x22, 0, false));
+    }
+
+    #[test]
+    fn routed_ib_paths_take_permissive_lids_from_the_completion() {
+        let mut r = req();
+        r.primary.subnet_local = false;
+        r.primary.local_lid = 0xFFFF;
+        r.primary.remote_lid = 0xFFFF;
+        r.alternate = r.primary;
+        r.alternate.local_gid[0] = 0xEE;
+        let (p, alt) = req_paths(&r, &IB);
+        // Local LID and SL from the completion (SL cut to 4 bits), remote LID its path bits.
+        assert_eq!((p.dlid, p.slid, p.sl), (0x1234, 5, 0xB));
+        let alt = alt.expect("alternate");
+        assert_eq!((alt.dlid, alt.slid, alt.sl, alt.dgid[0]), (0x1234, 5, 0xB, 0xEE));
+        // Subnet-local paths and RoCE keep what the REQ says.
+        r.primary.subnet_local = true;
+        assert_eq!(req_paths(&r, &IB).0.slid, 0xFFFF);
+        r.primary.subnet_local = false;
+        assert_eq!(req_paths(&r, &ROCE).0.slid, 0xFFFF);
+    }
+
+    #[test]
+    fn opa_paths_take_lids_from_gids() {
+        let mut r = req();
+        let opa_gid = |lid: u32| {
+            let mut g = [0u8; 16];
+            g[0] = 0xFE;
+            g[8..11].copy_from_slice(&[0x00, 0x06, 0x6A]);
+            g[12..16].copy_from_slice(&lid.to_be_bytes());
+            g
+        };
+        r.primary.local_gid = opa_gid(0x0001_0203);
+        r.primary.remote_gid = opa_gid(0x0004_0506);
+        // The alternate is present because its local GID is an OPA GID (LID 0).
+        r.alternate.local_gid = opa_gid(0x0007_0809);
+        r.alternate.remote_gid = opa_gid(0x000A_0B0C);
+        let port = RecvPort { opa: true, ..IB };
+        let (p, alt) = req_paths(&r, &port);
+        assert_eq!((p.opa, p.dlid, p.slid), (true, 0x0001_0203, 0x0004_0506));
+        let alt = alt.expect("alternate");
+        assert_eq!((alt.opa, alt.dlid, alt.slid), (true, 0x0007_0809, 0x000A_0B0C));
+        assert!(wants_ib_sgid(&p, &port));
+        // Not an OPA port: plain IB records, and the sgid stays.
+        let (p, _) = req_paths(&r, &IB);
+        assert_eq!((p.opa, p.dlid), (false, 0x1234));
+        assert!(!wants_ib_sgid(&p, &IB));
     }
 
     #[test]

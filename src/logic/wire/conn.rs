@@ -245,7 +245,7 @@ impl Req {
 }
 
 /// An OPA GID: the 0xFF prefix of `OPA_MAKE_ID` in the high bytes of the interface ID.
-fn is_opa_gid(gid: &[u8; 16]) -> bool {
+pub(crate) fn is_opa_gid(gid: &[u8; 16]) -> bool {
     // `ib_is_opa_gid`: interface ID high 24 bits equal OPA_STL_OUI (0x00066A).
     gid[8..11] == [0x00, 0x06, 0x6A]
 }
