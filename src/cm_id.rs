@@ -45,6 +45,9 @@ pub(crate) struct ReplyPath {
     pkey_index: u16,
     tid: u64,
     av: Opaque<bindings::rdma_ah_attr>,
+    /// The key of the device's duplicate table the id is registered under while the request
+    /// is unanswered (kept here, not in every `CmId`, so listeners do not pay for it).
+    remote: RemoteKey,
 }
 
 impl ReplyPath {
@@ -61,6 +64,7 @@ impl ReplyPath {
         wc: *const bindings::ib_wc,
         grh: *const bindings::ib_grh,
         tid: u64,
+        remote: RemoteKey,
     ) -> Result<KBox<Self>> {
         let agent = dev.port(port_num).map_or(core::ptr::null_mut(), |p| p.agent());
         let cached = if agent.is_null() {
@@ -90,7 +94,7 @@ impl ReplyPath {
         let av = Opaque::new(unsafe { av.assume_init() });
         // SAFETY: `wc` is valid (caller contract).
         let pkey_index = unsafe { (*wc).pkey_index };
-        Ok(KBox::new(Self { port_num, pkey_index, tid, av }, GFP_KERNEL)?)
+        Ok(KBox::new(Self { port_num, pkey_index, tid, av, remote }, GFP_KERNEL)?)
     }
 
     /// The address attribute (for address handles and the sgid attribute).
@@ -141,9 +145,6 @@ pub(crate) struct CmId {
     released: Completion,
     /// For ids created by a received REQ or SIDR_REQ: how to answer it. Fixed at creation.
     reply: Option<KBox<ReplyPath>>,
-    /// For the same ids: the key of the device's duplicate table they are registered under
-    /// while the request is unanswered. Fixed at creation.
-    remote: Option<RemoteKey>,
 }
 
 // SAFETY: The raw pointers inside `id` (device, context, handler) are plain values owned by
@@ -170,7 +171,7 @@ impl CmId {
         handler: bindings::ib_cm_handler,
         context: *mut ffi::c_void,
     ) -> Result<Arc<Self>> {
-        Self::build(dev, handler, context, None, None)
+        Self::build(dev, handler, context, None)
     }
 
     /// A passive id for a received REQ or SIDR_REQ (`cm_req_handler`): it inherits the
@@ -184,11 +185,10 @@ impl CmId {
         service_id: ServiceId,
         remote_id: u32,
         reply: KBox<ReplyPath>,
-        remote: RemoteKey,
     ) -> Result<Arc<Self>> {
         // SAFETY: `listener.id` is initialised; volatile reads tolerate caller writes.
         let context = unsafe { core::ptr::addr_of!((*listener.id.get()).context).read_volatile() };
-        let id = Self::build(dev, listener.handler(), context, Some(reply), Some(remote))?;
+        let id = Self::build(dev, listener.handler(), context, Some(reply))?;
         id.set_state(state);
         id.set_service_id(service_id);
         // SAFETY: The id is not visible to anyone else yet.
@@ -201,7 +201,6 @@ impl CmId {
         handler: bindings::ib_cm_handler,
         context: *mut ffi::c_void,
         reply: Option<KBox<ReplyPath>>,
-        remote: Option<RemoteKey>,
     ) -> Result<Arc<Self>> {
         let device = dev.ib_dev();
         Arc::pin_init(
@@ -227,7 +226,6 @@ impl CmId {
                 users: AtomicU32::new(1),
                 released <- Completion::new(),
                 reply,
-                remote,
             }),
             GFP_KERNEL,
         )
@@ -320,7 +318,7 @@ impl CmId {
     fn unlink_remote(&self) -> crate::remote::Unlinked {
         let mut out = crate::remote::Unlinked::default();
         let mut dev = self.dev.inner.lock();
-        match self.remote {
+        match self.reply.as_ref().map(|r| r.remote) {
             Some(RemoteKey::Req(k, q)) => {
                 out.req = dev.remote_reqs.remove(&k, self);
                 out.qp = dev.remote_qps.remove(&q, self);

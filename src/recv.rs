@@ -347,8 +347,9 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
         return issue_rej(dev, port_num, wc, hdr.tid, req_event::REJ_INVALID_SERVICE_ID);
     };
     let listener = ListenerPin(listener);
-    // SAFETY: `wc` outlives the call.
-    let Ok(reply) = (unsafe { ReplyPath::from_wc(dev, port_num, wc.wc(), wc.grh(), hdr.tid) }) else {
+    let remote = RemoteKey::Req(key, qp);
+    // SAFETY: `wc` outlives the call, which runs in the device's receive work.
+    let Ok(reply) = (unsafe { ReplyPath::from_wc(dev, port_num, wc.wc(), wc.grh(), hdr.tid, remote) }) else {
         return;
     };
     let (Ok(reservation), Ok(qp_reservation)) =
@@ -363,7 +364,6 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
         sid,
         req.local_comm_id,
         reply,
-        RemoteKey::Req(key, qp),
     ) {
         Ok(id) => id,
         Err(_) => return,
@@ -532,8 +532,10 @@ fn handle_sidr_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHea
         return;
     };
     let listener = ListenerPin(listener);
-    // SAFETY: `wc` outlives the call.
-    let Ok(reply) = (unsafe { ReplyPath::from_wc(dev, port_num, wc.wc(), wc.grh(), hdr.tid) }) else {
+    // SAFETY: `wc` outlives the call, which runs in the device's receive work.
+    let Ok(reply) =
+        (unsafe { ReplyPath::from_wc(dev, port_num, wc.wc(), wc.grh(), hdr.tid, RemoteKey::Sidr(key)) })
+    else {
         return;
     };
     let Ok(reservation) = RemoteReservation::<SidrKey>::new(GFP_KERNEL) else {
@@ -546,7 +548,6 @@ fn handle_sidr_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHea
         sid,
         sidr.request_id,
         reply,
-        RemoteKey::Sidr(key),
     ) else {
         return;
     };
