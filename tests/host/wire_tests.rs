@@ -301,6 +301,17 @@ fn decode_mad_checks_the_header() {
 }
 
 #[test]
+fn every_truncation_of_every_message_is_refused() {
+    let p = payload();
+    for attr in 0x10..=0x1Au16 {
+        let m = mad_with(attr, &p);
+        for len in 0..MAD_LEN {
+            assert_eq!(decode_mad(&m[..len]).unwrap_err(), WireError::Truncated, "attr {attr:#x} len {len}");
+        }
+    }
+}
+
+#[test]
 fn attr_ids_and_counter_names() {
     for (i, a) in AttrId::ALL.iter().enumerate() {
         assert_eq!(a.counter_index(), i);
