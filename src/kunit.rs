@@ -502,6 +502,7 @@ extern "C" fn req_with_listener_is_dispatched(_test: *mut bindings::kunit) {
         return;
     };
     let listener = require!(insert_listen(&d0.cm, Some(recording_handler), LISTEN_SID, false));
+    d0.cm.clear_reply_ahs();
     SEEN_EVENTS.store(0, Ordering::SeqCst);
     let req = test_req(LISTEN_SID, 0x5566_7788);
     let mad = exchange(&d1, &av, &CmMessage::Req(req), 0x0000_CAFE_0000_0003, 0x12);
@@ -529,6 +530,18 @@ extern "C" fn req_with_listener_is_dispatched(_test: *mut bindings::kunit) {
             _ => fail!("a REJ"),
         }
     }
+    // A second REQ from the same sender: the new id's address is a copy of the one the
+    // device cached for the first (no second resolution), and the event is filled alike.
+    let first = cached(&d0.cm);
+    expect!(first.len() == 1);
+    SEEN_FLAGS.store(0, Ordering::SeqCst);
+    let req = test_req(LISTEN_SID, 0x5566_7799);
+    let mad = exchange(&d1, &av, &CmMessage::Req(req), 0x0000_CAFE_0000_0004, 0x12);
+    expect!(mad.is_some());
+    expect!(SEEN_EVENTS.load(Ordering::SeqCst) == 2);
+    expect!(SEEN_FLAGS.load(Ordering::SeqCst) == 0b11_1111);
+    let second = cached(&d0.cm);
+    expect!(second.len() == 1 && second.first() == first.first());
     expect!(listener.destroy());
 }
 
