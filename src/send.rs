@@ -106,11 +106,13 @@ unsafe fn release(buf: *mut bindings::ib_mad_send_buf) {
 
 /// Sends `msg` from port `port_num` of `dev`, with `tid` and `attr_mod` in the MAD header.
 ///
-/// `gfp_atomic` selects `GFP_ATOMIC` for callers that may be in atomic context.
+/// `gfp_atomic` selects `GFP_ATOMIC` for callers that may be in atomic context; those must
+/// use [`Dest::Av`].
 ///
 /// # Safety
 ///
-/// The pointers in `dest` must be valid for the duration of the call.
+/// The pointers in `dest` must be valid for the duration of the call. [`Dest::Response`] may
+/// resolve the sender's address (sleeps) and is for the device's receive work only.
 pub(crate) unsafe fn send(
     dev: &CmDevice,
     port_num: u32,
