@@ -52,11 +52,9 @@ pub(crate) struct CmDevice {
     /// Signalled when the last in-flight send ends after `going_down` was set.
     #[pin]
     sends_drained: Completion,
-    /// Address handles of replies sent without an id (`reply_ah.rs`); a leaf lock.
+    /// Recent requesters' addresses and reply handles (`reply_ah.rs`); a leaf lock.
     #[pin]
     reply_ahs: SpinLockIrq<ReplyAhCache>,
-    /// [`reply_ah::TTL_MS`] in jiffies.
-    reply_ah_ttl: usize,
 }
 
 /// The mutable part of [`CmDevice`].
@@ -116,9 +114,11 @@ impl CmDevice {
                     "CmDevice::inner"
                 ),
                 sends_drained <- Completion::new(),
-                reply_ahs <- new_spinlock_irq!(ReplyAhCache::new(), "CmDevice::reply_ahs"),
-                // SAFETY: A pure conversion.
-                reply_ah_ttl: unsafe { bindings::__msecs_to_jiffies(reply_ah::TTL_MS) },
+                reply_ahs <- new_spinlock_irq!(
+                    // SAFETY: A pure conversion.
+                    ReplyAhCache::new(unsafe { bindings::__msecs_to_jiffies(reply_ah::TTL_MS) }),
+                    "CmDevice::reply_ahs"
+                ),
             }),
             GFP_KERNEL,
         )
@@ -170,12 +170,12 @@ impl CmDevice {
         }
         // SAFETY: Reads the tick counter.
         let now = unsafe { bindings::ibcm_glue_jiffies() };
-        if let Some(ah) = self.reply_ahs.lock().get(port_num, &key, now, self.reply_ah_ttl) {
+        if let Some(ah) = self.reply_ahs.lock().get(port_num, &key, now) {
             return Ok(Some(ah));
         }
         // SAFETY: As above; no lock is held.
         let ah = Arc::new(unsafe { ReplyAh::create(agent, wc, grh) }?, GFP_KERNEL)?;
-        let replaced = self.reply_ahs.lock().insert(port_num, key, now, self.reply_ah_ttl, ah.clone());
+        let replaced = self.reply_ahs.lock().insert(port_num, key, now, ah.clone());
         drop(replaced);
         Ok(Some(ah))
     }

@@ -126,43 +126,42 @@ struct Slot {
     ah: Arc<ReplyAh>,
 }
 
+impl Slot {
+    /// Whether the handle is younger than `ttl` jiffies at `now` (wrap-safe).
+    fn fresh(&self, now: usize, ttl: usize) -> bool {
+        now.wrapping_sub(self.born) < ttl
+    }
+}
+
 /// The cached handles of one device; lives behind the device's cache lock.
 pub(crate) struct ReplyAhCache {
     slots: [Option<Slot>; SLOTS],
     /// The slot the next new handle replaces when none is free or expired.
     next: usize,
+    /// [`TTL_MS`] in jiffies.
+    ttl: usize,
 }
 
 impl ReplyAhCache {
-    /// An empty cache.
-    pub(crate) const fn new() -> Self {
-        Self { slots: [const { None }; SLOTS], next: 0 }
+    /// An empty cache whose handles live `ttl` jiffies.
+    pub(crate) const fn new(ttl: usize) -> Self {
+        Self { slots: [const { None }; SLOTS], next: 0, ttl }
     }
 
-    /// The live handle for `key` on `port_num`, if one was created less than `ttl` jiffies
-    /// before `now`.
-    pub(crate) fn get(&self, port_num: u32, key: &Key, now: usize, ttl: usize) -> Option<Arc<ReplyAh>> {
+    /// The live handle for `key` on `port_num` at jiffies `now`, if any.
+    pub(crate) fn get(&self, port_num: u32, key: &Key, now: usize) -> Option<Arc<ReplyAh>> {
         self.slots.iter().flatten().find_map(|s| {
-            let fresh = now.wrapping_sub(s.born) < ttl;
-            (fresh && s.port_num == port_num && same(&s.key, key)).then(|| s.ah.clone())
+            (s.fresh(now, self.ttl) && s.port_num == port_num && same(&s.key, key)).then(|| s.ah.clone())
         })
     }
 
-    /// Stores a new handle, replacing an expired slot, a free one, or the oldest insertion;
-    /// returns the replaced handle so that the caller drops it after unlocking.
-    pub(crate) fn insert(
-        &mut self,
-        port_num: u32,
-        key: Key,
-        now: usize,
-        ttl: usize,
-        ah: Arc<ReplyAh>,
-    ) -> Option<Arc<ReplyAh>> {
-        let expired = |s: &Option<Slot>| match s {
-            Some(s) => now.wrapping_sub(s.born) >= ttl,
-            None => true,
-        };
-        let i = match self.slots.iter().position(expired) {
+    /// Stores a new handle created at `now`, replacing an expired slot, a free one, or the
+    /// oldest insertion; returns the replaced handle so that the caller drops it after
+    /// unlocking.
+    pub(crate) fn insert(&mut self, port_num: u32, key: Key, now: usize, ah: Arc<ReplyAh>) -> Option<Arc<ReplyAh>> {
+        let ttl = self.ttl;
+        let reusable = |s: &Option<Slot>| !matches!(s, Some(s) if s.fresh(now, ttl));
+        let i = match self.slots.iter().position(reusable) {
             Some(i) => i,
             None => {
                 let i = self.next;

@@ -87,13 +87,14 @@ trace-stop)
 		match($0, /work struct [^:]*/); w = substr($0, RSTART + 12, RLENGTH - 12)
 		if ($0 ~ /execute_start/) { st[w] = ts } else if (w in st) { t += ts - st[w]; n++; delete st[w] } }
 		END { printf "work_n=%d work_us=%d", n, t * 1000000 }' $T/trace)
-	prof=$(cat $T/trace_stat/function* 2>/dev/null | awk -v r="$RECV_FN" -v s="$SEND_FN" '
+	cat $T/trace_stat/function* >/tmp/prof.txt 2>/dev/null
+	prof=$(awk -v r="$RECV_FN" -v s="$SEND_FN" '
 		$1 == r { rn += $2; rt += $3 } $1 == s { sn += $2; st += $3 }
-		END { printf "recv_n=%d recv_us=%d send_n=%d send_us=%d", rn, rt, sn, st }')
+		END { printf "recv_n=%d recv_us=%d send_n=%d send_us=%d", rn, rt, sn, st }' /tmp/prof.txt)
 	# Extra functions asked for with ibcm.prof= (make bench PROF=f1,f2): calls and time.
-	extra=$(cat $T/trace_stat/function* 2>/dev/null | awk -v fns=" $PROF " '
+	extra=$(awk -v fns=" $PROF " '
 		index(fns, " " $1 " ") { n[$1] += $2; t[$1] += $3 }
-		END { for (f in n) printf " prof_%s=%d/%d", f, n[f], t[f] }')
+		END { for (f in n) printf " prof_%s=%d/%d", f, n[f], t[f] }' /tmp/prof.txt)
 	echo "$work $prof$extra lost=$(cat $T/per_cpu/cpu*/stats 2>/dev/null | awk '/^overrun/ { o += $2 } END { print o + 0 }')" ;;
 done) touch /tmp/pair-done; echo ok ;;
 *) echo unknown ;;
