@@ -5,7 +5,10 @@
 //! under `tests/host` (through `#[path]`), where `cargo test` runs its unit and property tests.
 #![forbid(unsafe_code)]
 
+pub(crate) mod qp_attr;
 pub(crate) mod reject;
 pub(crate) mod req_event;
-pub(crate) mod wire;
 pub(crate) mod service_id;
+pub(crate) mod state;
+pub(crate) mod timeout;
+pub(crate) mod wire;

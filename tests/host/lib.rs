@@ -11,4 +11,6 @@ pub mod logic;
 #[cfg(test)]
 mod properties;
 #[cfg(test)]
+mod state_tests;
+#[cfg(test)]
 mod wire_tests;
