@@ -15,6 +15,7 @@
 #include <linux/spinlock.h>
 #include <linux/stddef.h>
 #include <linux/types.h>
+#include <linux/workqueue.h>
 #include <rdma/ib_cm.h>
 
 struct ib_device;
@@ -127,6 +128,40 @@ void ibcm_glue_path_set_type(struct sa_path_rec *path, struct rdma_ah_attr *attr
 void ibcm_glue_path_set_lids(struct sa_path_rec *path, u32 dlid, u32 slid);
 
 void ibcm_glue_warn_malformed(struct ib_device *device, u32 port_num, const char *what);
+
+/* --- glue.c: local communication IDs (src/comm_id.rs) --- */
+void ibcm_glue_comm_init(void);
+u32 ibcm_glue_comm_operand(void);
+int ibcm_glue_comm_alloc(u32 *index);
+void ibcm_glue_comm_publish(u32 index, void *entry);
+void *ibcm_glue_comm_load(u32 index);
+void ibcm_glue_comm_erase(u32 index);
+bool ibcm_glue_comm_empty(void);
+void ibcm_glue_call_rcu(struct rcu_head *head);
+void ibcm_glue_rcu_barrier(void);
+
+/* --- glue.c: timewait timers (src/timewait.rs) --- */
+void ibcm_glue_init_delayed_work(struct delayed_work *dw);
+bool ibcm_glue_queue_delayed_work(struct workqueue_struct *wq, struct delayed_work *dw,
+				  unsigned int ms);
+bool ibcm_glue_cancel_delayed_work_sync(struct delayed_work *dw);
+
+/* --- glue.c: connections (src/conn/) --- */
+struct ib_gid_attr;
+struct ib_mad_send_buf;
+int ibcm_glue_av_by_path(struct ib_device *device, struct sa_path_rec *path,
+			 const struct ib_gid_attr *sgid_attr, struct rdma_ah_attr *attr,
+			 u32 *port_num, u16 *pkey_index);
+void ibcm_glue_path_lids(struct sa_path_rec *path, u32 *slid, u32 *dlid, bool *ext);
+void ibcm_glue_cancel_mad(struct ib_mad_send_buf *buf);
+u32 ibcm_glue_ah_attr_dlid(const struct rdma_ah_attr *attr);
+u8 ibcm_glue_ack_delay(const struct ib_device *device);
+bool ibcm_glue_flush_capable(const struct ib_device *device);
+u32 ibcm_glue_mad_agent_hi_tid(const struct ib_mad_agent *agent);
+
+/* --- Rust crate: RCU release and timewait expiry (src/comm_id.rs, src/timewait.rs) --- */
+void ibcm_rs_rcu_release(struct rcu_head *head);
+void ibcm_rs_timewait(struct delayed_work *dw);
 
 /* --- glue.c: per-port counters in sysfs --- */
 int ibcm_glue_register_counters(struct ib_device *device, u32 port_num);

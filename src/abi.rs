@@ -8,31 +8,19 @@
 use crate::{
     bindings,
     cm_id::CmId,
+    conn::{self, c_bytes},
     device::CmDevice,
+    error::{is_err_or_null, listen_errno},
     listen::{InsertError, ListenReservation},
     logic::{
         reject,
         req_event::SidrReply,
+        service_id::{listen_target, ListenTarget, ServiceId},
         wire::conn::{REJ_ARI, REJ_PRIVATE_DATA},
         wire::sidr::{SIDR_REP_INFO, SIDR_REP_PRIVATE_DATA},
-        service_id::{listen_target, Collision, ListenTarget, ServiceId, ServiceIdError},
     },
 };
-use kernel::{
-    error::code::{EBUSY, EINVAL, ENOSPC},
-    ffi,
-    prelude::*,
-};
-
-/// The errno of a failed listen insert, as cm.c gives it (allocator exhaustion is ours).
-pub(crate) fn listen_errno(e: InsertError) -> Error {
-    match e {
-        InsertError::Collision(Collision::Busy) => EBUSY,
-        InsertError::Collision(_) => EINVAL,
-        InsertError::ServiceId(ServiceIdError::Reserved) => EINVAL,
-        InsertError::ServiceId(ServiceIdError::Exhausted) => ENOSPC,
-    }
-}
+use kernel::{error::code::EINVAL, ffi, prelude::*, sync::Arc};
 
 /// Encodes a result as `0` or a negative errno.
 fn errno(result: Result) -> ffi::c_int {
@@ -49,23 +37,6 @@ fn to_err_ptr(result: Result<*mut bindings::ib_cm_id>) -> *mut bindings::ib_cm_i
         // CAST: ERR_PTR(): a negative errno stored in a pointer, as the C API returns it.
         Err(e) => e.to_errno() as isize as *mut bindings::ib_cm_id,
     }
-}
-
-/// Whether a pointer a C caller passed (or a C function returned) is NULL or an `ERR_PTR`.
-pub(crate) fn is_err_or_null<T>(ptr: *const T) -> bool {
-    // SAFETY: Only the pointer value is inspected.
-    unsafe { bindings::ibcm_glue_is_err_or_null(ptr.cast()) }
-}
-
-/// The error an ib_core function returned as a pointer (`PTR_ERR`), `if_null` for NULL, or
-/// `None` for a valid pointer: the inverse of [`to_err_ptr`].
-pub(crate) fn ptr_error<T>(ptr: *const T, if_null: Error) -> Option<Error> {
-    if !is_err_or_null(ptr) {
-        return None;
-    }
-    // CAST: an ERR_PTR carries a negative errno in the pointer value.
-    let e = ptr as isize as i32;
-    Some(if e < 0 { Error::from_errno(e) } else { if_null })
 }
 
 /// Validates a listen request's service ID (`cm_init_listen`).
@@ -103,11 +74,13 @@ pub(crate) unsafe extern "C" fn ib_create_cm_id(
         }
         // SAFETY: `device` is live (caller contract) and not NULL.
         let dev = unsafe { CmDevice::get(device) }?;
-        Ok(CmId::into_raw(CmId::new(dev, cm_handler, context)?))
+        Ok(CmId::into_raw(CmId::new(dev, cm_handler, context, true)?))
     })())
 }
 
-/// `ib_destroy_cm_id()`: releases one handle of `cm_id` (see [`CmId::destroy`]).
+/// `ib_destroy_cm_id()`: releases one handle of `cm_id` (see [`CmId::destroy_with`]); returns
+/// once no callback on the id runs any more. A second destroy of the same handle is a caller
+/// bug, as in cm.c.
 ///
 /// # Safety
 ///
@@ -120,12 +93,7 @@ pub(crate) unsafe extern "C" fn ib_destroy_cm_id(cm_id: *mut bindings::ib_cm_id)
     }
     // SAFETY: The caller hands back the reference this handle carries.
     let id = unsafe { CmId::from_raw(cm_id) };
-    if !id.destroy_with(0) {
-        // Destroyed more often than created or shared: the reference we were handed is not
-        // the caller's to give, so dropping it could free memory another holder still uses.
-        pr_err!("ib_cm: ib_destroy_cm_id() on an id that is already destroyed\n");
-        core::mem::forget(id);
-    }
+    id.destroy_with(0);
 }
 
 /// `ib_cm_listen()`: makes an IDLE id listen on `service_id`; never shares.
@@ -174,7 +142,7 @@ pub(crate) unsafe extern "C" fn ib_cm_insert_listen(
         let dev = unsafe { CmDevice::get(device) }?;
         // Everything that may sleep or fail happens before the locks: the fresh id and the
         // tree node. Both are dropped (freed) when they end up unused, on every path.
-        let fresh = CmId::new(dev, cm_handler, core::ptr::null_mut())?;
+        let fresh = CmId::new(dev, cm_handler, core::ptr::null_mut(), false)?;
         let (sid, assign) = parse_service_id(service_id)?;
         let reservation = ListenReservation::new(GFP_KERNEL)?;
         let listener = fresh.listen(sid, assign, fresh.handler_addr(), reservation)?;
@@ -182,26 +150,90 @@ pub(crate) unsafe extern "C" fn ib_cm_insert_listen(
     })())
 }
 
-/// Borrows `len` bytes at `ptr` from a C caller; `max` is the field's size (larger is
-/// `-EINVAL`, as cm.c checks `*_PRIVATE_DATA_SIZE` and the ARI/info lengths).
+/// The id behind a live handle, as a new reference.
 ///
 /// # Safety
 ///
-/// If `len` is non-zero and `ptr` non-NULL, `ptr` must be valid for `len` bytes for `'a`.
-unsafe fn c_bytes<'a>(ptr: *const ffi::c_void, len: u8, max: usize) -> Result<&'a [u8]> {
-    let len = usize::from(len);
-    if len > max {
-        return Err(EINVAL);
-    }
-    if len == 0 || ptr.is_null() {
-        return Ok(&[]);
-    }
+/// `cm_id` must be a live handle from this CM.
+unsafe fn id_of(cm_id: *mut bindings::ib_cm_id) -> Arc<CmId> {
     // SAFETY: Caller contract.
-    Ok(unsafe { core::slice::from_raw_parts(ptr.cast::<u8>(), len) })
+    unsafe { CmId::borrow(cm_id) }.into()
 }
 
-/// `ib_send_cm_rej()`: rejects the REQ a passive id holds (REQ_RCVD or MRA_REQ_SENT; the
-/// other states of cm.c come with the connection state machine).
+/// `ib_send_cm_req()`.
+///
+/// # Safety
+///
+/// `cm_id` must be a live handle; `param` valid with its paths and private data.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_send_cm_req(
+    cm_id: *mut bindings::ib_cm_id,
+    param: *mut bindings::ib_cm_req_param,
+) -> ffi::c_int {
+    if is_err_or_null(cm_id) || is_err_or_null(param) {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: Caller contract.
+    errno(unsafe { conn::req::send_req(&id_of(cm_id), &*param) })
+}
+
+/// `ib_send_cm_rep()`.
+///
+/// # Safety
+///
+/// `cm_id` must be a live handle; `param` valid with its private data.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_send_cm_rep(
+    cm_id: *mut bindings::ib_cm_id,
+    param: *mut bindings::ib_cm_rep_param,
+) -> ffi::c_int {
+    if is_err_or_null(cm_id) || is_err_or_null(param) {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: Caller contract.
+    errno(unsafe { conn::rep_rtu::send_rep(&id_of(cm_id), &*param) })
+}
+
+macro_rules! pd_call {
+    ($(#[$doc:meta] fn $name:ident => $f:path, $max:expr;)*) => {$(
+        #[$doc]
+        ///
+        /// # Safety
+        ///
+        /// `cm_id` must be a live handle; `private_data` valid for `private_data_len` bytes
+        /// (or NULL).
+        #[no_mangle]
+        pub(crate) unsafe extern "C" fn $name(
+            cm_id: *mut bindings::ib_cm_id,
+            private_data: *const ffi::c_void,
+            private_data_len: u8,
+        ) -> ffi::c_int {
+            if is_err_or_null(cm_id) {
+                return EINVAL.to_errno();
+            }
+            // SAFETY: Caller contract.
+            let pd = match unsafe { c_bytes(private_data, private_data_len, $max) } {
+                Ok(pd) => pd,
+                Err(e) => return e.to_errno(),
+            };
+            // SAFETY: Caller contract.
+            errno($f(&unsafe { id_of(cm_id) }, pd))
+        }
+    )*};
+}
+
+pd_call! {
+    /// `ib_send_cm_rtu()`.
+    fn ib_send_cm_rtu => conn::rep_rtu::send_rtu, crate::logic::wire::conn::RTU_PRIVATE_DATA;
+    /// `ib_send_cm_dreq()`.
+    fn ib_send_cm_dreq => conn::dreq_drep::send_dreq, crate::logic::wire::conn::DREQ_PRIVATE_DATA;
+    /// `ib_send_cm_drep()`.
+    fn ib_send_cm_drep => conn::dreq_drep::send_drep, crate::logic::wire::conn::RTU_PRIVATE_DATA;
+}
+
+/// `ib_send_cm_rej()`: every state of cm.c's list (the REJ's form follows the state); the
+/// sizes are checked only for non-NULL pointers and the reason is truncated to 16 bits, as
+/// in cm.c.
 ///
 /// # Safety
 ///
@@ -222,17 +254,60 @@ pub(crate) unsafe extern "C" fn ib_send_cm_rej(
         // SAFETY: Caller contract.
         let ari = unsafe { c_bytes(ari, ari_length, REJ_ARI) }?;
         // SAFETY: Caller contract.
-        let pd = unsafe {
-            c_bytes(private_data, private_data_len, REJ_PRIVATE_DATA)
-        }?;
-        // SAFETY: `cm_id` is a live handle (caller contract).
-        let id = unsafe { CmId::borrow(cm_id) };
-        id.reject(u16::try_from(reason).map_err(|_| EINVAL)?, ari, pd)
+        let pd = unsafe { c_bytes(private_data, private_data_len, REJ_PRIVATE_DATA) }?;
+        // CAST: the wire field is 16 bits; cm.c truncates the same way.
+        let reason = reason as u16;
+        // SAFETY: Caller contract.
+        conn::rej_mra::send_rej(&unsafe { id_of(cm_id) }, reason, ari, pd)
     })();
     errno(result)
 }
 
-/// `ib_send_cm_sidr_rep()`: answers the SIDR_REQ a passive id holds.
+/// `ib_send_cm_mra()`.
+///
+/// # Safety
+///
+/// `cm_id` must be a live handle; `private_data` valid for its length (or NULL).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_send_cm_mra(
+    cm_id: *mut bindings::ib_cm_id,
+    service_timeout: u8,
+    private_data: *const ffi::c_void,
+    private_data_len: u8,
+) -> ffi::c_int {
+    if is_err_or_null(cm_id) {
+        return EINVAL.to_errno();
+    }
+    let result = (|| {
+        // SAFETY: Caller contract.
+        let pd = unsafe {
+            c_bytes(private_data, private_data_len, crate::logic::wire::conn::MRA_PRIVATE_DATA)
+        }?;
+        // SAFETY: Caller contract.
+        conn::rej_mra::send_mra(&unsafe { id_of(cm_id) }, service_timeout, pd)
+    })();
+    errno(result)
+}
+
+/// `ib_send_cm_sidr_req()`.
+///
+/// # Safety
+///
+/// `cm_id` must be a live handle; `param` valid with its path and private data.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_send_cm_sidr_req(
+    cm_id: *mut bindings::ib_cm_id,
+    param: *mut bindings::ib_cm_sidr_req_param,
+) -> ffi::c_int {
+    if is_err_or_null(cm_id) || is_err_or_null(param) {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: Caller contract.
+    errno(unsafe { conn::sidr::send_sidr_req(&id_of(cm_id), &*param) })
+}
+
+/// `ib_send_cm_sidr_rep()`: answers the SIDR_REQ a passive id holds; the id goes to IDLE
+/// only once the reply is posted.
 ///
 /// # Safety
 ///
@@ -249,73 +324,62 @@ pub(crate) unsafe extern "C" fn ib_send_cm_sidr_rep(
         // SAFETY: `param` is valid (caller contract).
         let p = unsafe { &*param };
         // SAFETY: Caller contract for the buffers.
-        let info = unsafe {
-            c_bytes(p.info, p.info_length, SIDR_REP_INFO)
-        }?;
+        let info = unsafe { c_bytes(p.info, p.info_length, SIDR_REP_INFO) }?;
         // SAFETY: Caller contract for the buffers.
-        let pd = unsafe {
-            c_bytes(
-                p.private_data,
-                p.private_data_len,
-                SIDR_REP_PRIVATE_DATA,
-            )
-        }?;
-        // SAFETY: `cm_id` is a live handle (caller contract).
-        let id = unsafe { CmId::borrow(cm_id) };
+        let pd = unsafe { c_bytes(p.private_data, p.private_data_len, SIDR_REP_PRIVATE_DATA) }?;
+        // SAFETY: Caller contract.
+        let id = unsafe { id_of(cm_id) };
         let reply = SidrReply {
-            request_id: 0,
-            status: u8::try_from(p.status).map_err(|_| EINVAL)?,
+            request_id: id.remote_id(),
+            // CAST: `enum ib_cm_sidr_status` values are small; the wire field is 8 bits.
+            status: p.status as u8,
             qpn: p.qp_num,
             qkey: p.qkey,
-            service_id: 0,
+            service_id: id.service_id().get(),
             vendor_id: p.ece.vendor_id,
             info,
             private_data: pd,
         };
-        id.sidr_reply(&reply, p.ece.attr_mod)
+        conn::sidr::send_sidr_rep(&id, &reply, p.ece.attr_mod)
     })();
     errno(result)
 }
 
-macro_rules! not_implemented {
-    ($(#[$doc:meta] fn $name:ident($($arg:ident: $ty:ty),*);)*) => {$(
-        #[$doc]
-        ///
-        /// Not implemented yet (see the README's status table): returns `-EOPNOTSUPP` so that
-        /// modules linking against ib_cm load, and any caller sees a clean failure.
-        #[no_mangle]
-        pub(crate) extern "C" fn $name($(_: $ty),*) -> ffi::c_int {
-            crate::device::eopnotsupp().to_errno()
-        }
-    )*};
+/// `ib_cm_notify()`: COMM_EST (`cm_establish`) and PATH_MIG (`cm_migrate`); callable from
+/// hard-IRQ context (nothing sleeps; the USER_ESTABLISHED work is allocated `GFP_ATOMIC`).
+///
+/// # Safety
+///
+/// `cm_id` must be a live handle from this CM.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_cm_notify(
+    cm_id: *mut bindings::ib_cm_id,
+    event: bindings::ib_event_type,
+) -> ffi::c_int {
+    if is_err_or_null(cm_id) {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: Caller contract.
+    let id = unsafe { id_of(cm_id) };
+    errno(conn::notify(&id, event))
 }
 
-not_implemented! {
-    /// `ib_send_cm_req()`.
-    fn ib_send_cm_req(id: *mut bindings::ib_cm_id, p: *mut bindings::ib_cm_req_param);
-    /// `ib_send_cm_rep()`.
-    fn ib_send_cm_rep(id: *mut bindings::ib_cm_id, p: *mut bindings::ib_cm_rep_param);
-    /// `ib_send_cm_rtu()`.
-    fn ib_send_cm_rtu(id: *mut bindings::ib_cm_id, pd: *const ffi::c_void, len: u8);
-    /// `ib_send_cm_dreq()`.
-    fn ib_send_cm_dreq(id: *mut bindings::ib_cm_id, pd: *const ffi::c_void, len: u8);
-    /// `ib_send_cm_drep()`.
-    fn ib_send_cm_drep(id: *mut bindings::ib_cm_id, pd: *const ffi::c_void, len: u8);
-    /// `ib_send_cm_mra()`.
-    fn ib_send_cm_mra(
-        id: *mut bindings::ib_cm_id,
-        timeout: u8,
-        pd: *const ffi::c_void,
-        len: u8
-    );
-    /// `ib_send_cm_sidr_req()`.
-    fn ib_send_cm_sidr_req(id: *mut bindings::ib_cm_id, p: *mut bindings::ib_cm_sidr_req_param);
-    /// `ib_cm_notify()`.
-    fn ib_cm_notify(id: *mut bindings::ib_cm_id, event: bindings::ib_event_type);
-    /// `ib_cm_init_qp_attr()`.
-    fn ib_cm_init_qp_attr(
-        id: *mut bindings::ib_cm_id,
-        attr: *mut bindings::ib_qp_attr,
-        mask: *mut ffi::c_int
-    );
+/// `ib_cm_init_qp_attr()`.
+///
+/// # Safety
+///
+/// `cm_id` must be a live handle; `qp_attr` and `qp_attr_mask` valid.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_cm_init_qp_attr(
+    cm_id: *mut bindings::ib_cm_id,
+    qp_attr: *mut bindings::ib_qp_attr,
+    qp_attr_mask: *mut ffi::c_int,
+) -> ffi::c_int {
+    if is_err_or_null(cm_id) || is_err_or_null(qp_attr) || is_err_or_null(qp_attr_mask) {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: Caller contract.
+    let id = unsafe { CmId::borrow(cm_id) };
+    // SAFETY: Caller contract.
+    errno(conn::qp_attr::init_qp_attr(&id, unsafe { &mut *qp_attr }, unsafe { &mut *qp_attr_mask }))
 }

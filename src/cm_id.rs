@@ -1,28 +1,31 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! The private id object behind every `struct ib_cm_id *` the CM hands out.
 //!
-//! Stands for `struct cm_id_private`, `cm_alloc_id_priv()`, `cm_deref_id()` and the listener
-//! part of `cm_destroy_id()` in cm.c.
+//! Stands for `struct cm_id_private`, `cm_alloc_id_priv()`, `cm_deref_id()`,
+//! `cm_process_work()` and `cm_destroy_id()` in cm.c.
 //!
 //! Memory is owned by `Arc` references: one per handle a C caller holds (a shared listener's
-//! pointer is handed out once per share, each with its own reference, as cm.c raises the
-//! refcount per share), one held by the device's listener tree, and one per lookup in flight.
-//! Separately, `users` is a protocol count of in-flight handler invocations on a listener,
-//! which the last `ib_destroy_cm_id()` waits for, as cm.c waits on `cm_id_priv->comp`.
+//! pointer is handed out once per share), one held by the listener tree or the remote tables,
+//! one by the comm-ID table while the id is published, one per MAD in flight and per queued
+//! work. Separately, `users` is cm.c's refcount as a protocol count: the owner's bias plus
+//! every use in flight (a handler being called, a lookup from the receive path, a MAD whose
+//! completion is pending). `ib_destroy_cm_id()` drops the bias and sleeps until `users` is
+//! zero, so after it returns no callback on the id runs and no MAD refers to it.
 
 use crate::{
+    av::Av,
     bindings,
+    comm_id::CommId,
     completion::Completion,
     device::CmDevice,
+    event::{Event, EventQueue},
     listen::{ListenReservation, Released},
     lock::{new_spinlock_irq, SpinLockIrq},
     logic::{
-        req_event::{self, SidrReply, REJ_CONSUMER_DEFINED, SIDR_REJECT},
         service_id::ServiceId,
-        wire::CmMessage,
+        state::{Lap, State},
     },
     remote::RemoteKey,
-    send::{self, Dest},
 };
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
@@ -33,202 +36,263 @@ use kernel::{
     types::Opaque,
 };
 
-/// What a passive id keeps of the MAD that created it, to answer it (cm.c's `av` of a
-/// passive id plus the saved `tid`).
-///
-/// # Invariants
-///
-/// `av` was initialised by `ib_init_ah_attr_from_wc` (or copied from such an attribute) and
-/// holds its references (the sgid attribute) until `Drop` releases them.
-pub(crate) struct ReplyPath {
-    port_num: u32,
-    pkey_index: u16,
-    tid: u64,
-    av: Opaque<bindings::rdma_ah_attr>,
-    /// The key of the device's duplicate table the id is registered under while the request
-    /// is unanswered (kept here, not in every `CmId`, so listeners do not pay for it).
-    remote: RemoteKey,
-}
-
-impl ReplyPath {
-    /// Builds the reply address from a received MAD's work completion and GRH: a copy of the
-    /// device's cached address of that sender (`reply_ah.rs`), or resolved here.
-    ///
-    /// # Safety
-    ///
-    /// `wc` and `grh` must be valid for the call, which must run in `dev`'s receive work (the
-    /// port's MAD agent stays registered until that work is flushed).
-    pub(crate) unsafe fn from_wc(
-        dev: &CmDevice,
-        port_num: u32,
-        wc: *const bindings::ib_wc,
-        grh: *const bindings::ib_grh,
-        tid: u64,
-        remote: RemoteKey,
-    ) -> Result<KBox<Self>> {
-        let agent = dev.port(port_num).map_or(core::ptr::null_mut(), |p| p.agent());
-        let cached = if agent.is_null() {
-            None
-        } else {
-            // SAFETY: The agent is registered while receive work runs (caller); `wc` and
-            // `grh` are valid (caller).
-            unsafe { dev.reply_addr(agent, wc, grh) }?
-        };
-        let mut av = core::mem::MaybeUninit::<bindings::rdma_ah_attr>::uninit();
-        if let Some(cached) = cached {
-            // SAFETY: `av` is ours and holds nothing yet.
-            unsafe { cached.copy_attr_to(av.as_mut_ptr()) };
-        } else {
-            // SAFETY: Live device, valid completion and GRH; `av` is ours to initialise.
-            let ret = unsafe {
-                bindings::ib_init_ah_attr_from_wc(dev.ib_dev(), port_num, wc, grh, av.as_mut_ptr())
-            };
-            if ret != 0 {
-                return Err(Error::from_errno(ret));
-            }
-        }
-        // INVARIANT: `av` is initialised from this completion; an `rdma_ah_attr` holds no
-        // pointer to itself, so it may move. If the allocation fails, dropping the value
-        // releases it.
-        // SAFETY: Initialised just above.
-        let av = Opaque::new(unsafe { av.assume_init() });
-        // SAFETY: `wc` is valid (caller contract).
-        let pkey_index = unsafe { (*wc).pkey_index };
-        Ok(KBox::new(Self { port_num, pkey_index, tid, av, remote }, GFP_KERNEL)?)
-    }
-
-    /// The address attribute (for address handles and the sgid attribute).
-    pub(crate) fn av(&self) -> *mut bindings::rdma_ah_attr {
-        self.av.get()
-    }
-}
-
-impl Drop for ReplyPath {
-    fn drop(&mut self) {
-        // SAFETY: Initialised by `from_wc` (type invariant); released once.
-        unsafe { bindings::rdma_destroy_ah_attr(self.av.get()) };
-    }
-}
-
-// SAFETY: The attribute is only read after construction, and its references are safe to
-// release from any thread.
-unsafe impl Send for ReplyPath {}
-// SAFETY: See `Send`.
-unsafe impl Sync for ReplyPath {}
-
 /// How long `ib_destroy_cm_id()` waits between diagnostics (`CM_DESTROY_ID_WAIT_TIMEOUT`).
 const DESTROY_WAIT_MS: u32 = 10_000;
+
+/// Connection parameters of an id (the scalar fields of cm.c's `cm_id_private`).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Conn {
+    /// The TID of the exchange replies belong to (REQ, DREQ, SIDR_REQ).
+    pub(crate) tid: u64,
+    /// Our QPN (24 bits).
+    pub(crate) local_qpn: u32,
+    /// The peer's QPN.
+    pub(crate) remote_qpn: u32,
+    /// `enum ib_qp_type`.
+    pub(crate) qp_type: u32,
+    /// Send queue PSN (the peer's starting PSN).
+    pub(crate) sq_psn: u32,
+    /// Receive queue PSN (ours).
+    pub(crate) rq_psn: u32,
+    /// The wait of the tracked MAD before each retry.
+    pub(crate) timeout_ms: u32,
+    /// `enum ib_mtu`.
+    pub(crate) path_mtu: u32,
+    /// The P_Key (host order).
+    pub(crate) pkey: u16,
+    /// Retries of tracked MADs.
+    pub(crate) max_cm_retries: u8,
+    /// Responder resources.
+    pub(crate) responder_resources: u8,
+    /// Initiator depth.
+    pub(crate) initiator_depth: u8,
+    /// Transport retry count.
+    pub(crate) retry_count: u8,
+    /// RNR retry count.
+    pub(crate) rnr_retry_count: u8,
+    /// The service timeout of the last MRA we sent (or will send, delayed).
+    pub(crate) service_timeout: u8,
+    /// The peer's target ACK delay (REP).
+    pub(crate) target_ack_delay: u8,
+}
+
+/// Private data kept for retransmissions (`cm_set_private_data`).
+pub(crate) struct StoredPd {
+    /// Length in bytes.
+    pub(crate) len: usize,
+    /// The bytes.
+    pub(crate) data: [u8; 224],
+}
+
+impl StoredPd {
+    /// A copy of `pd`, or `None` for no private data. May sleep (`GFP_KERNEL`, as cm.c's
+    /// `kmemdup`).
+    pub(crate) fn copy(pd: &[u8]) -> Result<Option<KBox<StoredPd>>> {
+        if pd.is_empty() {
+            return Ok(None);
+        }
+        let mut s = KBox::new(StoredPd { len: 0, data: [0; 224] }, GFP_KERNEL)?;
+        let n = pd.len().min(224);
+        s.data[..n].copy_from_slice(&pd[..n]);
+        s.len = n;
+        Ok(Some(s))
+    }
+
+    /// The bytes of an optional copy.
+    pub(crate) fn bytes(s: &Option<KBox<StoredPd>>) -> &[u8] {
+        s.as_deref().map_or(&[], |s| &s.data[..s.len])
+    }
+}
+
+/// Mutable private state of a [`CmId`], behind its lock.
+pub(crate) struct CmIdInner {
+    /// `ib_destroy_cm_id()` has started: nothing is delivered any more.
+    pub(crate) destroyed: bool,
+    /// The id is in the comm-ID table (the table holds a reference).
+    pub(crate) published: bool,
+    /// A thread is delivering this id's events (cm.c's `work_count >= 0`).
+    pub(crate) delivering: bool,
+    /// Events waiting for the deliverer.
+    pub(crate) events: EventQueue,
+    /// The tracked MAD (REQ, REP, DREQ or SIDR_REQ being retransmitted), or NULL.
+    pub(crate) msg: *mut bindings::ib_mad_send_buf,
+    /// The state the tracked MAD was sent in (cm.c's `msg->context[1]`).
+    pub(crate) msg_state: State,
+    /// The primary address.
+    pub(crate) av: Option<KBox<Av>>,
+    /// The alternate address.
+    pub(crate) alt_av: Option<KBox<Av>>,
+    /// Connection parameters.
+    pub(crate) conn: Conn,
+    /// The keys the id is registered under in its device's remote tables.
+    pub(crate) remote: Option<RemoteKey>,
+    /// Private data of the last MRA, RTU or DREP, for retransmissions.
+    pub(crate) stored_pd: Option<KBox<StoredPd>>,
+    /// The timewait timer is armed (it holds a reference).
+    pub(crate) timewait_armed: bool,
+}
 
 /// A CM id: the C-visible `struct ib_cm_id` plus the CM's private state.
 ///
 /// # Invariants
 ///
-/// - `id` is only written by the CM under `inner`'s lock (the `state` and `service_id`
-///   fields) or before the id is published; callers may write `context`, `cm_handler` and
-///   `remote_cm_qpn` at any time, so every read of those goes through a volatile read.
-/// - `users` is 1 (the listening bias) plus the number of [`CmId::listener_get`] pins not yet
-///   released while the id is in a listener tree; `released` is completed when it reaches 0.
+/// - `id` is only written by the CM under `inner`'s lock (`state`, `lap_state`, `service_id`,
+///   `remote_id`) or before the id is visible; callers may write `context`, `cm_handler` and
+///   `remote_cm_qpn` at any time, so every read of those is volatile.
+/// - `users` is 1 (the owner's bias, until destroy) plus the uses in flight; `released` is
+///   completed when it reaches 0, after which it never rises again.
 #[pin_data]
 pub(crate) struct CmId {
     /// The ABI handle. Must stay the object C callers point at; see [`CmId::from_raw`].
     #[pin]
     id: Opaque<bindings::ib_cm_id>,
     /// The device this id belongs to.
-    dev: Arc<CmDevice>,
-    /// State transitions of this id; taken before the device lock when both are needed.
+    pub(crate) dev: Arc<CmDevice>,
+    /// The local comm ID (reserved for the id's whole life).
+    comm: CommId,
+    /// State and connection data; taken before the device lock when both are needed.
     #[pin]
-    inner: SpinLockIrq<CmIdInner>,
-    /// In-flight users of a listener; see the type invariants.
+    pub(crate) inner: SpinLockIrq<CmIdInner>,
+    /// Uses in flight; see the type invariants.
     users: AtomicU32,
     /// Signalled when `users` drops to 0.
     #[pin]
     released: Completion,
-    /// For ids created by a received REQ or SIDR_REQ: how to answer it. Fixed at creation.
-    reply: Option<KBox<ReplyPath>>,
+    /// Gives the comm table's reference back after a grace period.
+    #[pin]
+    rcu: Opaque<bindings::callback_head>,
+    /// The timewait timer (`timewait.rs`).
+    #[pin]
+    pub(crate) timewait: Opaque<bindings::delayed_work>,
 }
 
 // SAFETY: The raw pointers inside `id` (device, context, handler) are plain values owned by
 // the C caller; the CM reads them only as the type invariants allow, and all CM-mutable state
-// is behind `inner`'s lock or atomic.
+// is behind `inner`'s lock or atomic. `inner.msg` is only used under the lock.
 unsafe impl Send for CmId {}
-// SAFETY: See `Send`; shared access goes through the lock, atomics or volatile reads.
+// SAFETY: See `Send`.
 unsafe impl Sync for CmId {}
-
-/// Mutable private state of a [`CmId`].
-pub(crate) struct CmIdInner {
-    /// The last share of this listener was destroyed: the id is dead to the listen API.
-    destroyed: bool,
-}
+// SAFETY: See `Send`.
+unsafe impl Send for CmIdInner {}
 
 /// `enum ib_cm_state` as the C ABI spells it.
 pub(crate) type CmState = bindings::ib_cm_state;
 
+/// What an id starts as.
+pub(crate) struct Init {
+    /// The handler.
+    pub(crate) handler: bindings::ib_cm_handler,
+    /// The caller's context.
+    pub(crate) context: *mut ffi::c_void,
+    /// The initial state.
+    pub(crate) state: State,
+    /// Service ID.
+    pub(crate) service_id: ServiceId,
+    /// The peer's comm ID (or SIDR request ID).
+    pub(crate) remote_id: u32,
+    /// Initial address.
+    pub(crate) av: Option<KBox<Av>>,
+    /// Initial parameters.
+    pub(crate) conn: Conn,
+    /// Remote-table keys the caller will register.
+    pub(crate) remote: Option<RemoteKey>,
+}
+
 impl CmId {
-    /// Allocates an IDLE id on `dev` (`cm_alloc_id_priv`): `remote_cm_qpn` 1, not yet in any
-    /// table.
+    /// Allocates an IDLE id on `dev` (`cm_alloc_id_priv`): `remote_cm_qpn` 1, a reserved local
+    /// comm ID; `publish` makes it reachable by comm ID at once (`ib_create_cm_id`).
     pub(crate) fn new(
         dev: Arc<CmDevice>,
         handler: bindings::ib_cm_handler,
         context: *mut ffi::c_void,
+        publish: bool,
     ) -> Result<Arc<Self>> {
-        Self::build(dev, handler, context, None)
-    }
-
-    /// A passive id for a received REQ or SIDR_REQ (`cm_req_handler`): it inherits the
-    /// listener's handler and context, starts in `state` with the request's service ID and
-    /// remote comm ID (or SIDR request ID), and keeps `reply` to answer. Nobody else can see
-    /// it until it is handed to the handler.
-    pub(crate) fn new_passive(
-        dev: Arc<CmDevice>,
-        listener: &CmId,
-        state: CmState,
-        service_id: ServiceId,
-        remote_id: u32,
-        reply: KBox<ReplyPath>,
-    ) -> Result<Arc<Self>> {
-        // SAFETY: `listener.id` is initialised; volatile reads tolerate caller writes.
-        let context = unsafe { core::ptr::addr_of!((*listener.id.get()).context).read_volatile() };
-        let id = Self::build(dev, listener.handler(), context, Some(reply))?;
-        id.set_state(state);
-        id.set_service_id(service_id);
-        // SAFETY: The id is not visible to anyone else yet.
-        unsafe { core::ptr::addr_of_mut!((*id.id.get()).remote_id).write(remote_id.to_be()) };
+        let init = Init {
+            handler,
+            context,
+            state: State::Idle,
+            service_id: ServiceId::new(0),
+            remote_id: 0,
+            av: None,
+            conn: Conn::default(),
+            remote: None,
+        };
+        let id = Self::build(dev, init)?;
+        if publish {
+            id.publish();
+        }
         Ok(id)
     }
 
-    fn build(
-        dev: Arc<CmDevice>,
-        handler: bindings::ib_cm_handler,
-        context: *mut ffi::c_void,
-        reply: Option<KBox<ReplyPath>>,
-    ) -> Result<Arc<Self>> {
+    /// Builds an id that nobody else can see yet (`cm_alloc_id_priv` plus the fields a
+    /// received REQ or SIDR_REQ sets).
+    pub(crate) fn build(dev: Arc<CmDevice>, init: Init) -> Result<Arc<Self>> {
+        let comm = CommId::alloc()?;
         let device = dev.ib_dev();
-        Arc::pin_init(
+        let local_id = comm.wire().to_be();
+        let made = Arc::pin_init(
             try_pin_init!(Self {
                 id <- Opaque::ffi_init(|slot: *mut bindings::ib_cm_id| {
                     // SAFETY: `slot` is valid for writes while the closure runs.
                     unsafe {
                         slot.write(bindings::ib_cm_id {
-                            cm_handler: handler,
-                            context,
+                            cm_handler: init.handler,
+                            context: init.context,
                             device,
-                            service_id: 0,
-                            state: bindings::ib_cm_state_IB_CM_IDLE,
+                            service_id: init.service_id.to_be(),
+                            state: init.state.raw(),
                             lap_state: bindings::ib_cm_lap_state_IB_CM_LAP_UNINIT,
-                            local_id: 0,
-                            remote_id: 0,
+                            local_id,
+                            remote_id: init.remote_id.to_be(),
                             remote_cm_qpn: 1,
                         })
                     }
                 }),
                 dev,
-                inner <- new_spinlock_irq!(CmIdInner { destroyed: false }, "CmId::inner"),
+                comm,
+                inner <- new_spinlock_irq!(
+                    CmIdInner {
+                        destroyed: false,
+                        published: false,
+                        delivering: false,
+                        events: EventQueue::default(),
+                        msg: core::ptr::null_mut(),
+                        msg_state: State::Idle,
+                        av: init.av,
+                        alt_av: None,
+                        conn: init.conn,
+                        remote: init.remote,
+                        stored_pd: None,
+                        timewait_armed: false,
+                    },
+                    "CmId::inner"
+                ),
                 users: AtomicU32::new(1),
                 released <- Completion::new(),
-                reply,
+                rcu: Opaque::uninit(),
+                timewait <- Opaque::ffi_init(|dw: *mut bindings::delayed_work| {
+                    // SAFETY: `dw` is valid for writes; the glue initialises it in place.
+                    unsafe { bindings::ibcm_glue_init_delayed_work(dw) }
+                }),
             }),
             GFP_KERNEL,
-        )
+        );
+        match made {
+            Ok(id) => Ok(id),
+            Err(e) => {
+                comm.release_unused();
+                Err(e)
+            }
+        }
+    }
+
+    /// Makes the id reachable by its comm ID (`cm_finalize_id`).
+    pub(crate) fn publish(self: &Arc<Self>) {
+        let mut g = self.inner.lock();
+        if !g.published && !g.destroyed {
+            g.published = true;
+            self.comm.publish(self);
+        }
     }
 
     /// Turns one `Arc` reference into the `struct ib_cm_id *` a C caller holds.
@@ -267,13 +331,38 @@ impl CmId {
     }
 
     /// The raw C handle of `this`, without handing out a reference.
-    pub(crate) fn raw(this: &Arc<Self>) -> *mut bindings::ib_cm_id {
+    pub(crate) fn raw(this: &Self) -> *mut bindings::ib_cm_id {
         this.id.get()
     }
 
-    /// How to answer the request that created this id, if any.
-    pub(crate) fn reply(&self) -> Option<&ReplyPath> {
-        self.reply.as_deref()
+    /// The RCU head that gives the comm table's reference back.
+    pub(crate) fn rcu_head(&self) -> *mut bindings::callback_head {
+        self.rcu.get()
+    }
+
+    /// The reference the comm table held, from its RCU head.
+    ///
+    /// # Safety
+    ///
+    /// `head` must be the head of a `CmId` passed to `call_rcu` by `CommId::release`.
+    pub(crate) unsafe fn from_rcu_head(head: *mut bindings::callback_head) -> Arc<CmId> {
+        // SAFETY: `head` is the `rcu` field of a `CmId` (caller contract).
+        let this = unsafe { kernel::container_of!(head.cast::<Opaque<bindings::callback_head>>(), CmId, rcu) };
+        // SAFETY: The table's reference came from `Arc::into_raw` in `CommId::publish`.
+        unsafe { Arc::from_raw(this) }
+    }
+
+    /// The id of a timewait timer.
+    ///
+    /// # Safety
+    ///
+    /// `dw` must be the `timewait` field of a live `CmId` whose timer reference the caller
+    /// takes over.
+    pub(crate) unsafe fn from_timewait(dw: *mut bindings::delayed_work) -> Arc<CmId> {
+        // SAFETY: See the contract.
+        let this = unsafe { kernel::container_of!(dw.cast::<Opaque<bindings::delayed_work>>(), CmId, timewait) };
+        // SAFETY: The armed timer's reference came from `Arc::into_raw` (`timewait::arm`).
+        unsafe { Arc::from_raw(this) }
     }
 
     /// The caller's current handler.
@@ -282,114 +371,33 @@ impl CmId {
         unsafe { core::ptr::addr_of!((*self.id.get()).cm_handler).read_volatile() }
     }
 
-    fn remote_id(&self) -> u32 {
-        // SAFETY: `id` is initialised; `remote_id` is written only before publication.
+    /// The caller's current context.
+    pub(crate) fn context(&self) -> *mut ffi::c_void {
+        // SAFETY: As in `handler`.
+        unsafe { core::ptr::addr_of!((*self.id.get()).context).read_volatile() }
+    }
+
+    /// The local comm ID as the wire carries it.
+    pub(crate) fn local_id(&self) -> u32 {
+        self.comm.wire()
+    }
+
+    /// The peer's comm ID (0 until known).
+    pub(crate) fn remote_id(&self) -> u32 {
+        // SAFETY: `id` is initialised; written only under the lock or before publication.
         u32::from_be(unsafe { core::ptr::addr_of!((*self.id.get()).remote_id).read_volatile() })
     }
 
-    fn remote_cm_qpn(&self) -> u32 {
-        // SAFETY: As in `handler`; callers may redirect it (ib_srp does).
+    /// Sets the peer's comm ID. Callers hold the id lock.
+    pub(crate) fn set_remote_id(&self, v: u32) {
+        // SAFETY: As in `remote_id`.
+        unsafe { core::ptr::addr_of_mut!((*self.id.get()).remote_id).write_volatile(v.to_be()) }
+    }
+
+    /// The destination QP of the id's MADs (`remote_cm_qpn`; callers may redirect it).
+    pub(crate) fn remote_cm_qpn(&self) -> u32 {
+        // SAFETY: As in `handler`.
         unsafe { core::ptr::addr_of!((*self.id.get()).remote_cm_qpn).read_volatile() }
-    }
-
-    /// Leaves REQ_RCVD (or MRA_REQ_SENT) for IDLE, as `ib_send_cm_rej` does, and returns
-    /// whether it did; other states are not ours to leave yet.
-    fn leave_req_rcvd(&self) -> bool {
-        self.leave(&[bindings::ib_cm_state_IB_CM_REQ_RCVD, bindings::ib_cm_state_IB_CM_MRA_REQ_SENT])
-    }
-
-    /// Moves from one of `from` to IDLE under the id lock and takes the id out of its
-    /// device's duplicate table; returns whether it did. The table node (which holds a
-    /// reference to `self`) is freed after both locks are released.
-    fn leave(&self, from: &[CmState]) -> bool {
-        let guard = self.inner.lock();
-        if !from.contains(&self.state()) {
-            return false;
-        }
-        self.set_state(bindings::ib_cm_state_IB_CM_IDLE);
-        let node = self.unlink_remote();
-        drop(guard);
-        drop(node);
-        true
-    }
-
-    /// Removes the id from its device's duplicate table. Called with the id lock held (the
-    /// device lock nests inside it); returns what the caller frees after unlocking.
-    fn unlink_remote(&self) -> crate::remote::Unlinked {
-        let mut out = crate::remote::Unlinked::default();
-        let mut dev = self.dev.inner.lock();
-        match self.reply.as_ref().map(|r| r.remote) {
-            Some(RemoteKey::Req(k, q)) => {
-                out.req = dev.remote_reqs.remove(&k, self);
-                out.qp = dev.remote_qps.remove(&q, self);
-            }
-            Some(RemoteKey::Sidr(k)) => out.sidr = dev.remote_sidrs.remove(&k, self),
-            None => {}
-        }
-        out
-    }
-
-    /// Sends `msg` along the reply path. The path is immutable once the id exists and lives
-    /// as long as `self`, so no lock is needed.
-    fn send_reply(&self, msg: &CmMessage, attr_mod: u32, atomic: bool) -> Result {
-        let reply = self.reply.as_deref().ok_or(EINVAL)?;
-        let dest = Dest::Av {
-            attr: reply.av(),
-            remote_qpn: self.remote_cm_qpn(),
-            pkey_index: reply.pkey_index,
-        };
-        // SAFETY: `reply.av` lives as long as `self`.
-        unsafe { send::send(&self.dev, reply.port_num, dest, msg, reply.tid, attr_mod, atomic) }
-    }
-
-    /// `ib_send_cm_rej()` on a passive id that has not answered its REQ yet: REJ with local
-    /// comm ID 0 (spec 5.1), message REQ, then IDLE. `-EINVAL` in any other state.
-    pub(crate) fn reject(&self, reason: u16, ari: &[u8], private_data: &[u8]) -> Result {
-        if !self.leave_req_rcvd() {
-            return Err(EINVAL);
-        }
-        let rej = req_event::rej_of_req(0, self.remote_id(), reason, ari, private_data);
-        self.send_reply(&CmMessage::Rej(rej), 0, true)
-    }
-
-    /// `ib_send_cm_sidr_rep()`: answers the SIDR_REQ that created this id, then IDLE.
-    pub(crate) fn sidr_reply(&self, r: &SidrReply<'_>, attr_mod: u32) -> Result {
-        if !self.leave(&[bindings::ib_cm_state_IB_CM_SIDR_REQ_RCVD]) {
-            return Err(EINVAL);
-        }
-        let rep = req_event::sidr_rep(&SidrReply {
-            request_id: self.remote_id(),
-            service_id: self.service_id().get(),
-            ..*r
-        });
-        self.send_reply(&CmMessage::SidrRep(rep), attr_mod, true)
-    }
-
-    /// `cm_destroy_id(id, err)` for one handle: the state's farewell message, then
-    /// [`CmId::destroy`]. A REQ refused with `-ENOMEM` is dropped silently so that the peer
-    /// retries; any other refusal sends REJ CONSUMER_DEFINED, or SIDR_REP REJECT.
-    pub(crate) fn destroy_with(&self, err: i32) -> bool {
-        let state = self.state();
-        if state == bindings::ib_cm_state_IB_CM_REQ_RCVD || state == bindings::ib_cm_state_IB_CM_MRA_REQ_SENT {
-            if err == -(bindings::ENOMEM as i32) {
-                self.leave_req_rcvd();
-            } else {
-                let _ = self.reject(REJ_CONSUMER_DEFINED, &[], &[]);
-            }
-        } else if state == bindings::ib_cm_state_IB_CM_SIDR_REQ_RCVD {
-            let r = SidrReply {
-                request_id: 0,
-                status: SIDR_REJECT,
-                qpn: 0,
-                qkey: 0,
-                service_id: 0,
-                vendor_id: 0,
-                info: &[],
-                private_data: &[],
-            };
-            let _ = self.sidr_reply(&r, 0);
-        }
-        self.destroy()
     }
 
     /// The id's state as callers read it.
@@ -398,9 +406,28 @@ impl CmId {
         unsafe { core::ptr::addr_of!((*self.id.get()).state).read_volatile() }
     }
 
-    fn set_state(&self, state: CmState) {
+    /// The id's state as the state machine sees it.
+    pub(crate) fn cm_state(&self) -> State {
+        State::from_raw(self.state()).unwrap_or(State::Idle)
+    }
+
+    /// Stores a state. Callers hold `inner` or own the unpublished id.
+    pub(crate) fn set_state(&self, state: CmState) {
         // SAFETY: `id` is initialised; callers hold `inner` or own the unpublished id.
         unsafe { core::ptr::addr_of_mut!((*self.id.get()).state).write_volatile(state) }
+    }
+
+    /// The LAP state.
+    pub(crate) fn lap(&self) -> Lap {
+        // SAFETY: As in `state`.
+        let v = unsafe { core::ptr::addr_of!((*self.id.get()).lap_state).read_volatile() };
+        Lap::from_raw(v).unwrap_or(Lap::Uninit)
+    }
+
+    /// Stores a LAP state. Callers hold `inner`.
+    pub(crate) fn set_lap(&self, lap: Lap) {
+        // SAFETY: As in `set_state`.
+        unsafe { core::ptr::addr_of_mut!((*self.id.get()).lap_state).write_volatile(lap.raw()) }
     }
 
     /// The service ID as stored in the handle.
@@ -411,38 +438,114 @@ impl CmId {
         })
     }
 
-    fn set_service_id(&self, sid: ServiceId) {
+    /// Sets the service ID. Callers hold `inner` or own the unpublished id.
+    pub(crate) fn set_service_id(&self, sid: ServiceId) {
         // SAFETY: `id` is initialised; callers hold `inner` or own the unpublished id.
         unsafe { core::ptr::addr_of_mut!((*self.id.get()).service_id).write_volatile(sid.to_be()) }
     }
 
     /// The address of the caller's current handler (callers may rewrite it at any time).
     pub(crate) fn handler_addr(&self) -> Option<usize> {
-        // SAFETY: `id` is initialised; a volatile read tolerates concurrent writes by callers.
-        let handler = unsafe { core::ptr::addr_of!((*self.id.get()).cm_handler).read_volatile() };
         // CAST: the sharing rule compares handler addresses, exactly as cm.c compares pointers.
-        handler.map(|f| f as usize)
+        self.handler().map(|f| f as usize)
     }
 
     /// Whether the caller's `context` is NULL (callers may rewrite it at any time).
     pub(crate) fn context_is_null(&self) -> bool {
-        // SAFETY: As in `handler_addr`.
-        unsafe { core::ptr::addr_of!((*self.id.get()).context).read_volatile() }.is_null()
+        self.context().is_null()
+    }
+
+    /// Takes one use unless the id is already past its destroy (`refcount_inc_not_zero`).
+    pub(crate) fn get_user(&self) -> bool {
+        let mut n = self.users.load(Ordering::Relaxed);
+        loop {
+            if n == 0 {
+                return false;
+            }
+            match self.users.compare_exchange_weak(n, n + 1, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(cur) => n = cur,
+            }
+        }
+    }
+
+    /// Ends a use (`cm_deref_id`).
+    pub(crate) fn put_user(&self) {
+        if self.users.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.released.complete();
+        }
     }
 
     /// Pins a listener found in the tree for one handler invocation. Called under the device
-    /// lock, while the id is in the tree, so `users` is at least the listening bias.
-    // Used by the REQ/SIDR_REQ receive path (not yet built) and the white-box tests.
-    #[cfg_attr(not(ibcm_kunit), allow(dead_code))]
+    /// lock, while the id is in the tree, so `users` is at least the bias.
     pub(crate) fn listener_get(&self) {
         self.users.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Ends a pin taken by [`CmId::listener_get`] (or drops the listening bias).
+    /// Ends a pin taken by [`CmId::listener_get`].
     pub(crate) fn listener_put(&self) {
-        if self.users.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.released.complete();
+        self.put_user();
+    }
+
+    /// In-flight uses (the bias included), for tests and diagnostics.
+    #[cfg_attr(not(ibcm_kunit), allow(dead_code))]
+    pub(crate) fn users(&self) -> u32 {
+        self.users.load(Ordering::Relaxed)
+    }
+
+    /// Whether the last share of this id has been destroyed.
+    #[cfg_attr(not(ibcm_kunit), allow(dead_code))]
+    pub(crate) fn is_destroyed(&self) -> bool {
+        self.inner.lock().destroyed
+    }
+
+    /// Delivers `first` and then whatever is queued meanwhile, one at a time, with no lock
+    /// held (`cm_process_work`). The caller became the deliverer under the lock and hands over
+    /// its use of the id; a non-zero handler return destroys the id (and consumes the caller's
+    /// handle, which the CM then owns, as in cm.c).
+    pub(crate) fn deliver(self: &Arc<Self>, first: KBox<Event>) {
+        let mut next = Some(first);
+        while let Some(ev) = next {
+            let handler = self.handler();
+            let raw = CmId::raw(self);
+            let ret = match handler {
+                // SAFETY: A handler of the `<rdma/ib_cm.h>` type, called with a live id and an
+                // event whose pointers are valid for the duration of the call.
+                Some(h) => unsafe { h(raw, &ev.ev) },
+                None => -(bindings::EINVAL as i32),
+            };
+            drop(ev);
+            if ret != 0 {
+                let leftover = {
+                    let mut g = self.inner.lock();
+                    g.delivering = false;
+                    g.events.take()
+                };
+                drop(leftover);
+                // As cm.c: the use goes first, or destroy would wait for ourselves.
+                self.put_user();
+                self.destroy_with(ret);
+                // SAFETY: The handler refused the id: the handle it held is the CM's now.
+                drop(unsafe { CmId::from_raw(raw) });
+                return;
+            }
+            let leftover = {
+                let mut g = self.inner.lock();
+                if g.destroyed {
+                    g.delivering = false;
+                    next = None;
+                    Some(g.events.take())
+                } else {
+                    next = g.events.pop();
+                    if next.is_none() {
+                        g.delivering = false;
+                    }
+                    None
+                }
+            };
+            drop(leftover);
         }
+        self.put_user();
     }
 
     /// Makes `self`, fresh from [`CmId::new`], listen on `requested` (or an assigned ID), or
@@ -464,12 +567,10 @@ impl CmId {
         if dev.going_down {
             return Err(ENODEV);
         }
-        // The new id is not yet visible, so its state may be set ahead of the insert; on
-        // failure it is put back.
+        // The new id is not yet visible to sharers, so its state may be set ahead of the
+        // insert; on failure it is put back.
         self.set_state(bindings::ib_cm_state_IB_CM_LISTEN);
-        let outcome = dev
-            .listen
-            .insert(self, requested, assign, handler, reservation);
+        let outcome = dev.listen.insert(self, requested, assign, handler, reservation);
         match outcome {
             Ok(crate::listen::Inserted::New(sid)) => {
                 self.set_service_id(sid);
@@ -485,42 +586,55 @@ impl CmId {
                 drop(guard);
                 // Freed outside the locks.
                 drop(reservation);
-                Err(crate::abi::listen_errno(e))
+                Err(crate::error::listen_errno(e))
             }
         }
     }
 
-    /// `ib_destroy_cm_id()` for one handle reference of `self`.
+    /// `cm_destroy_id(id, err)` for one handle reference of `self`.
     ///
-    /// A shared listener loses one share and returns at once. The last share erases the
-    /// listener from the tree and then waits, without a lock held, until every in-flight
-    /// handler invocation has released its pin, printing a diagnostic every 10 s.
+    /// A shared listener loses one share and returns at once. Otherwise the id says its
+    /// farewell as its state requires (the state machine's destroy actions: REJ, DREQ, DREP,
+    /// SIDR_REP REJECT, cancel), leaves every table, and then waits, without a lock held,
+    /// until every use in flight has ended, printing a diagnostic every 10 s as cm.c does.
     ///
-    /// Returns `false` if the handle was already fully destroyed (the caller then must not
-    /// drop the reference it does not own).
-    pub(crate) fn destroy(&self) -> bool {
+    /// A second destroy of the same handle is a caller bug, as in cm.c; it is not detected.
+    pub(crate) fn destroy_with(self: &Arc<Self>, err: i32) {
+        if self.state() == bindings::ib_cm_state_IB_CM_LISTEN && self.release_share() {
+            return;
+        }
+        let old_state = self.state();
+        crate::conn::destroy_actions(self, err);
+        crate::timewait::cancel(self);
+        let published = {
+            let mut g = self.inner.lock();
+            core::mem::replace(&mut g.published, false)
+        };
+        self.comm.release(self, published);
+        self.put_user();
+        let mut waited = 0u32;
+        while !self.released.wait_timeout_ms(DESTROY_WAIT_MS) {
+            waited += DESTROY_WAIT_MS / 1000;
+            pr_warn!(
+                "ib_cm: destroy of id {:#010x} (state {} -> {}) still waiting for {} use(s) after {}s\n",
+                self.local_id(),
+                old_state,
+                self.state(),
+                self.users.load(Ordering::Relaxed),
+                waited
+            );
+        }
+    }
+
+    /// Drops one share of a listener; returns `true` if others remain (the caller is done).
+    /// The last share takes the listener out of its tree and marks it destroyed.
+    fn release_share(&self) -> bool {
         let mut guard = self.inner.lock();
-        if guard.destroyed {
-            return false;
-        }
-        if self.state() != bindings::ib_cm_state_IB_CM_LISTEN {
-            guard.destroyed = true;
-            self.set_state(bindings::ib_cm_state_IB_CM_IDLE);
-            let node = self.unlink_remote();
-            drop(guard);
-            drop(node);
-            return true;
-        }
         let mut dev = self.dev.inner.lock();
         let node = match dev.listen.release(self.service_id(), self) {
             Released::StillShared => return true,
-            Released::NotListening => {
-                drop(dev);
-                drop(guard);
-                pr_err!("ib_cm: destroy of a listener that is not in its tree\n");
-                return false;
-            }
-            Released::Removed(node) => node,
+            Released::NotListening => None,
+            Released::Removed(node) => Some(node),
         };
         guard.destroyed = true;
         self.set_state(bindings::ib_cm_state_IB_CM_IDLE);
@@ -528,31 +642,14 @@ impl CmId {
         drop(guard);
         // The tree's reference goes with the node, freed outside the locks.
         drop(node);
-        self.listener_put();
-        let mut waited = 0u32;
-        while !self.released.wait_timeout_ms(DESTROY_WAIT_MS) {
-            waited += DESTROY_WAIT_MS / 1000;
-            pr_warn!(
-                "ib_cm: destroy of listener {:#018x} still waiting for {} handler(s) after {}s\n",
-                self.service_id().get(),
-                self.users.load(Ordering::Relaxed),
-                waited
-            );
-        }
-        true
+        false
     }
+}
 
-    /// Whether the last share of this id has been destroyed.
-    // Used by the REQ/SIDR_REQ receive path (not yet built) and the white-box tests.
-    #[cfg_attr(not(ibcm_kunit), allow(dead_code))]
-    pub(crate) fn is_destroyed(&self) -> bool {
-        self.inner.lock().destroyed
-    }
-
-    /// In-flight users (the listening bias included), for tests and diagnostics.
-    // Used by the REQ/SIDR_REQ receive path (not yet built) and the white-box tests.
-    #[cfg_attr(not(ibcm_kunit), allow(dead_code))]
-    pub(crate) fn users(&self) -> u32 {
-        self.users.load(Ordering::Relaxed)
+impl CommId {
+    /// Frees a reserved index that was never published (a failed construction).
+    pub(crate) fn release_unused(self) {
+        // SAFETY: The index is ours and unpublished.
+        unsafe { bindings::ibcm_glue_comm_erase(self.index()) };
     }
 }

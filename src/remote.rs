@@ -72,6 +72,11 @@ impl<K: Ord + Copy> RemoteTable<K> {
         self.tree.get(key).is_some()
     }
 
+    /// The id registered under `key`, if any (a new reference).
+    pub(crate) fn get(&self, key: &K) -> Option<Arc<CmId>> {
+        self.tree.get(key).cloned()
+    }
+
     /// Registers `id` under `key` unless the key is taken; on a duplicate the reservation is
     /// handed back to be freed outside the lock.
     pub(crate) fn insert(

@@ -9,9 +9,11 @@
 //! those in flight before it unregisters the agents.
 
 use crate::{
-    abi::ptr_error,
+    av::Av,
     bindings,
+    cm_id::CmId,
     device::CmDevice,
+    error::ptr_error,
     logic::wire::{encode_mad, AttrId, CmMessage, MAD_HDR_LEN, MAD_LEN, PAYLOAD_LEN},
     port::{device_of_agent, Counter},
     reply_ah::ReplyAh,
@@ -197,6 +199,80 @@ pub(crate) unsafe fn send(
     Ok(())
 }
 
+/// Sends `msg` for `id` along `av` (`cm_alloc_msg` + `ib_post_send_mad`), with the MAD
+/// layer retransmitting it `retries` times every `timeout_ms` if that is non-zero. The buffer
+/// carries a reference and a use of the id (`context[1]`) until its completion. Non-sleeping:
+/// called with the id lock held, possibly in atomic context.
+pub(crate) fn send_for_id(
+    id: &Arc<CmId>,
+    av: &Av,
+    msg: &CmMessage,
+    tid: u64,
+    attr_mod: u32,
+    timeout_ms: u32,
+    retries: u8,
+) -> Result<*mut bindings::ib_mad_send_buf> {
+    let dev = &*id.dev;
+    let _gate = dev.enter_send().ok_or(ENODEV)?;
+    let agent = dev.port(av.port_num).map(|p| p.agent()).ok_or(EINVAL)?;
+    if agent.is_null() {
+        return Err(EINVAL);
+    }
+    // SAFETY: `agent` is registered (gate held); `av.attr()` is initialised.
+    let ah = unsafe { bindings::ibcm_glue_ah_from_attr(agent, av.attr()) };
+    if let Some(e) = ptr_error(ah, ENOMEM) {
+        return Err(e);
+    }
+    let ah = SendAh::Own(ah);
+    // SAFETY: `agent` is registered; sizes are the CM's fixed MAD layout.
+    let buf = unsafe {
+        bindings::ib_create_send_mad(
+            agent,
+            id.remote_cm_qpn(),
+            av.pkey_index,
+            0,
+            // CAST: 24 and 232 fit in an int.
+            MAD_HDR_LEN as i32,
+            PAYLOAD_LEN as i32,
+            bindings::GFP_ATOMIC,
+            BASE_VERSION,
+        )
+    };
+    if let Some(e) = ptr_error(buf, ENOMEM) {
+        return Err(e);
+    }
+    let mut mad = [0u8; MAD_LEN];
+    encode_mad(msg, tid, attr_mod, &mut mad);
+    #[cfg(ibcm_kunit)]
+    crate::kunit::capture(&mad);
+    // The buffer's use: the caller's id is alive and not past destroy's wait (it holds the
+    // id lock, and destroy drops its bias only after its last locked step).
+    id.listener_get();
+    let owner = Arc::into_raw(id.clone());
+    // SAFETY: `buf` is a fresh send buffer whose `mad` holds a whole MAD; we own it until it
+    // is posted, and `ah` and the id reference move into it.
+    unsafe {
+        core::ptr::copy_nonoverlapping(mad.as_ptr(), (*buf).mad.cast::<u8>(), MAD_LEN);
+        ah.into_buf(buf);
+        (*buf).context[1] = owner.cast_mut().cast();
+        (*buf).timeout_ms = if timeout_ms == 0 { 0 } else { i32::try_from(timeout_ms).unwrap_or(i32::MAX) };
+        (*buf).retries = if timeout_ms == 0 { 0 } else { i32::from(retries) };
+    }
+    // SAFETY: `buf` is ready; on failure it is still ours.
+    let ret = unsafe { bindings::ib_post_send_mad(buf, core::ptr::null_mut()) };
+    if ret != 0 {
+        // SAFETY: Not posted, so the buffer, its handle and the id reference are still ours.
+        unsafe {
+            release(buf);
+            bindings::ib_free_send_mad(buf);
+            drop(Arc::from_raw(owner));
+        }
+        id.put_user();
+        return Err(Error::from_errno(ret));
+    }
+    Ok(buf)
+}
+
 /// Send completion (`cm_send_handler`): counts the message and its retries, then frees the
 /// address handle and the buffer.
 ///
@@ -215,18 +291,35 @@ pub(crate) unsafe extern "C" fn ibcm_rs_send_done(
     // SAFETY: The MAD layer passes a valid completion for one of our buffers.
     let buf = unsafe { (*send_wc).send_buf };
     // SAFETY: `buf` is ours until freed below; its `mad` holds the MAD we built.
-    let (attr, retries) = unsafe {
+    let (attr, retries, owner, status) = unsafe {
         let mad = core::slice::from_raw_parts((*buf).mad.cast::<u8>(), MAD_LEN);
-        (u16::from_be_bytes([mad[16], mad[17]]), (*buf).retries)
+        (u16::from_be_bytes([mad[16], mad[17]]), (*buf).retries, (*buf).context[1], (*send_wc).status)
     };
-    if let (Some(port), Some(attr)) = (dev.port(port_num), AttrId::from_wire(attr)) {
-        let retries = u64::try_from(retries).unwrap_or(0);
+    let attr = AttrId::from_wire(attr);
+    if let (Some(port), Some(attr)) = (dev.port(port_num), attr) {
+        let mut retries = u64::try_from(retries).unwrap_or(0);
+        // cm.c counts an id-less answer other than a REJ (a retransmission's answer, a DREP
+        // for an unknown DREQ) as sent twice with one retry.
+        if owner.is_null() && matches!(attr, AttrId::Mra | AttrId::Rtu | AttrId::Drep) {
+            retries = 1;
+        }
         port.count(Counter::TxMsgs, attr.counter_index(), 1 + retries);
         port.count(Counter::TxRetries, attr.counter_index(), retries);
     }
+    let id = if owner.is_null() {
+        None
+    } else {
+        // SAFETY: `context[1]` holds the reference `send_for_id` moved in; taken back once.
+        Some(unsafe { Arc::<CmId>::from_raw(owner.cast::<CmId>()) })
+    };
+    // The id forgets the buffer (if it is its tracked one) before the buffer is freed.
+    let failed_in = id.as_ref().and_then(|id| crate::conn::untrack(id, buf));
     // SAFETY: The send is complete; the buffer and its handle are ours to release.
     unsafe {
         release(buf);
         bindings::ib_free_send_mad(buf);
+    }
+    if let Some(id) = id {
+        crate::conn::send_done(&id, failed_in, status);
     }
 }

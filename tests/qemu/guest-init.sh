@@ -102,6 +102,13 @@ ins /lib/modules/test/ib_cm_conformance.ko cm=$CM dev0=rxe0 dev1=rxe1 ||
 klog "IBCM-KTAP-END conformance-$CM"
 rmmod ib_cm_conformance 2>/dev/null
 
+# --- connection conformance: a whole connection through the exported API, both CMs ---
+klog "IBCM-KTAP-BEGIN conn-conformance-$CM"
+ins /lib/modules/test/ib_cm_conn_conformance.ko cm=$CM dev0=rxe0 dev1=rxe1 ||
+	e2e "not ok conn_conformance_load_$CM # insmod failed"
+klog "IBCM-KTAP-END conn-conformance-$CM"
+rmmod ib_cm_conn_conformance 2>/dev/null
+
 # --- end to end: unmodified rdma_cm on top of the CM, rdma-core tools over rxe ---
 ok=1
 for m in iw_cm rdma_cm rdma_ucm; do

@@ -36,7 +36,7 @@ mod drivers/infiniband/core/ib_cm.ko c
 cp "$rs_ko" "$root/lib/modules/rs/ib_cm.ko"
 [[ -f $prod_ko ]] || die "production module $prod_ko not built"
 cp "$prod_ko" "$root/lib/modules/rs-prod/ib_cm.ko"
-for t in ib_cm_conformance ib_cm_test_ulp; do
+for t in ib_cm_conformance ib_cm_conn_conformance ib_cm_test_ulp; do
 	[[ -f $test_dir/$t.ko ]] || die "test module $t.ko not built in $test_dir"
 	cp "$test_dir/$t.ko" "$root/lib/modules/test/"
 done

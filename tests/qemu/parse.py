@@ -74,10 +74,50 @@ def parse(path, results):
         results.append(('not ok', f'{name}: guest did not reach the end (crash, hang or timeout)'))
 
 
+QPATTR = re.compile(r'IBCM-QPATTR: (\S+) (\S+) (.*)$')
+
+
+def qp_attrs(path):
+    """The ib_cm_init_qp_attr() results a connection-conformance run printed, by (side, state)."""
+    out = {}
+    try:
+        for l in open(path, errors='replace'):
+            m = QPATTR.search(l)
+            if m:
+                out[(m.group(1), m.group(2))] = m.group(3).strip()
+    except OSError:
+        pass
+    return out
+
+
+def compare_qp_attrs(paths, results):
+    """ib_cm_init_qp_attr() field by field: the rs boot against the C boot of the same run."""
+    c = [p for p in paths if p.endswith('guest-c.log')]
+    rs = [p for p in paths if p.endswith('guest-rs.log')]
+    if not c or not rs:
+        return
+    want, got = qp_attrs(c[0]), qp_attrs(rs[0])
+    if not want:
+        results.append(('not ok', 'qp_attr_matches_c: the C boot printed no IBCM-QPATTR lines'))
+        return
+    diffs = []
+    for key in sorted(want):
+        w = dict(f.split('=', 1) for f in want[key].split())
+        g = dict(f.split('=', 1) for f in got.get(key, '').split())
+        bad = [f'{k}: c={w[k]} rs={g.get(k, "missing")}' for k in w if g.get(k) != w[k]]
+        if bad:
+            diffs.append(f'{key[0]} {key[1]}: ' + ', '.join(bad))
+    if diffs:
+        results.append(('not ok', 'qp_attr_matches_c: ' + '; '.join(diffs)[:600]))
+    else:
+        results.append(('ok', f'qp_attr_matches_c ({len(want)} INIT/RTR/RTS results, every field)'))
+
+
 def main():
     results = []
     for path in sys.argv[1:]:
         parse(path, results)
+    compare_qp_attrs(sys.argv[1:], results)
     passed = sum(1 for s, _ in results if s == 'ok')
     failed = sum(1 for s, _ in results if s == 'not ok')
     for s, what in results:

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! Local communication IDs: allocation at id creation and the lock-free lookup of the receive
+//! path.
+//!
+//! Stands for cm.c's `local_id_table` (`cm_alloc_id_priv()`, `cm_finalize_id()`,
+//! `cm_local_id()`, `cm_acquire_id()` and the `xa_erase()` of `cm_destroy_id()`). The table is
+//! a C xarray in `glue.c`, allocated cyclically over 32 bits; the wire value of an id is its
+//! index XOR a random operand chosen at module load, so a comm ID is not handed out again soon
+//! after release and is not guessable from the previous one.
+//!
+//! A published id is one `Arc` reference held by the table. Lookups run under RCU and clone
+//! that reference; erasing gives it back through `call_rcu()`, so a lookup that loaded the
+//! pointer before the erase still finds live memory. No lock is taken on the receive path.
+
+use crate::{bindings, cm_id::CmId};
+use kernel::{prelude::*, sync::Arc, sync::ArcBorrow};
+
+/// Chooses the random operand (module init).
+pub(crate) fn init() {
+    // SAFETY: Plain initialisation of glue.c's statics.
+    unsafe { bindings::ibcm_glue_comm_init() }
+}
+
+/// Waits until every deferred table reference is dropped (module exit).
+pub(crate) fn barrier() {
+    // SAFETY: Sleeps until pending RCU callbacks ran.
+    unsafe { bindings::ibcm_glue_rcu_barrier() }
+}
+
+/// A reserved local comm ID (the xarray index; the wire value is [`CommId::wire`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct CommId(u32);
+
+impl CommId {
+    /// Reserves the next free index (`xa_alloc_cyclic`); may sleep.
+    pub(crate) fn alloc() -> Result<CommId> {
+        let mut index = 0u32;
+        // SAFETY: `index` is a valid output; process context (GFP_KERNEL).
+        kernel::error::to_result(unsafe { bindings::ibcm_glue_comm_alloc(&mut index) })?;
+        Ok(CommId(index))
+    }
+
+    /// The xarray index.
+    pub(crate) fn index(self) -> u32 {
+        self.0
+    }
+
+    /// The comm ID as the wire and `ib_cm_id.local_id` carry it (host order).
+    pub(crate) fn wire(self) -> u32 {
+        // SAFETY: Reads a value fixed at module init.
+        self.0 ^ unsafe { bindings::ibcm_glue_comm_operand() }
+    }
+
+    /// The index of a wire comm ID.
+    pub(crate) fn from_wire(wire: u32) -> CommId {
+        // SAFETY: As in `wire`.
+        CommId(wire ^ unsafe { bindings::ibcm_glue_comm_operand() })
+    }
+
+    /// Makes `id` reachable by lookups (`cm_finalize_id`); the table takes one reference.
+    pub(crate) fn publish(self, id: &Arc<CmId>) {
+        let raw = Arc::into_raw(id.clone());
+        // SAFETY: The slot was reserved by `alloc` and is replaced without allocating; the
+        // table now owns the reference `raw` carries, given back by `unpublish`.
+        unsafe { bindings::ibcm_glue_comm_publish(self.0, raw.cast_mut().cast()) };
+    }
+
+    /// Frees the index. If `id` was published, the table's reference is dropped after an RCU
+    /// grace period (`call_rcu`), so concurrent lookups stay safe.
+    pub(crate) fn release(self, id: &CmId, published: bool) {
+        // SAFETY: The index is ours; erasing an unpublished reserved slot frees it too.
+        unsafe { bindings::ibcm_glue_comm_erase(self.0) };
+        if published {
+            // SAFETY: The head is the id's, used once: only the table's reference is given
+            // back through it, after which the id is never published again.
+            unsafe { bindings::ibcm_glue_call_rcu(id.rcu_head()) };
+        }
+    }
+}
+
+/// The live id a wire comm ID names, with `remote_id` as it must match (`cm_acquire_id`):
+/// `None` if there is none, if its remote ID differs, or if it is being destroyed. The caller
+/// holds one in-flight use ([`CmId::put_user`] when done).
+pub(crate) fn acquire(local_wire: u32, remote_wire: u32) -> Option<Arc<CmId>> {
+    let index = CommId::from_wire(local_wire);
+    // SAFETY: RCU read-side section, closed below on every path.
+    unsafe { bindings::ibcm_glue_rcu_read_lock() };
+    // SAFETY: Inside the RCU section.
+    let raw = unsafe { bindings::ibcm_glue_comm_load(index.0) };
+    let found = if raw.is_null() {
+        None
+    } else {
+        // SAFETY: A published entry is a pointer from `Arc::into_raw` whose reference is given
+        // back only after a grace period following its erase; we are inside the section.
+        let id = unsafe { ArcBorrow::<CmId>::from_raw(raw.cast()) };
+        Some(Arc::from(id))
+    };
+    // SAFETY: Closes the section.
+    unsafe { bindings::ibcm_glue_rcu_read_unlock() };
+    let id = found?;
+    if id.remote_id() != remote_wire || !id.get_user() {
+        return None;
+    }
+    Some(id)
+}
+
+/// `call_rcu()` callback: drops the comm table's reference of an erased id.
+///
+/// # Safety
+///
+/// Called by RCU with the head passed to `ibcm_glue_call_rcu` by [`CommId::release`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ibcm_rs_rcu_release(head: *mut bindings::callback_head) {
+    // SAFETY: The head is embedded in a `CmId` whose table reference it carries (caller).
+    drop(unsafe { CmId::from_rcu_head(head) });
+}

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! DREQ and DREP, both ways: `ib_send_cm_dreq()`, `ib_send_cm_drep()`, `cm_dreq_handler()`,
+//! `cm_issue_drep()` and `cm_drep_handler()`.
+
+use super::{api, deliver_recv, Ctx, Recv};
+use crate::{
+    cm_id::{CmId, StoredPd},
+    comm_id,
+    logic::{
+        state::Input,
+        wire::{
+            conn::{CommIdsAndData, Dreq, DREQ_PRIVATE_DATA, RTU_PRIVATE_DATA},
+            AttrId, CmMessage, MadHeader,
+        },
+    },
+    port::Counter,
+    recv::RecvWc,
+    send,
+};
+use kernel::{prelude::*, sync::Arc};
+
+/// `ib_send_cm_dreq()`: `-EINVAL` unless ESTABLISHED (rdma_cm relies on it in DREQ_RCVD to
+/// fall back to a DREP).
+pub(crate) fn send_dreq(id: &Arc<CmId>, pd: &[u8]) -> Result {
+    if pd.len() > DREQ_PRIVATE_DATA {
+        return Err(EINVAL);
+    }
+    let mut d = Dreq { local_comm_id: 0, remote_comm_id: 0, remote_qpn_eecn: 0, private_data: [0; DREQ_PRIVATE_DATA] };
+    d.private_data[..pd.len()].copy_from_slice(pd);
+    let ctx = Ctx { msg: Some(CmMessage::Dreq(d)), ..Ctx::default() };
+    api(id, Input::SendDreq, ctx, |_, _| {}, |_, _| {})
+}
+
+/// `ib_send_cm_drep()`: enters timewait, then sends (the state change stands if the send
+/// fails).
+pub(crate) fn send_drep(id: &Arc<CmId>, pd: &[u8]) -> Result {
+    if pd.len() > RTU_PRIVATE_DATA {
+        return Err(EINVAL);
+    }
+    let mut d = CommIdsAndData { local_comm_id: 0, remote_comm_id: 0, private_data: [0; RTU_PRIVATE_DATA] };
+    d.private_data[..pd.len()].copy_from_slice(pd);
+    let keep = StoredPd::copy(pd)?;
+    let ctx = Ctx { msg: Some(CmMessage::Drep(d)), keep_pd: Some(keep), ..Ctx::default() };
+    api(id, Input::SendDrep, ctx, |_, _| {}, |_, _| {})
+}
+
+/// A DREQ (`cm_dreq_handler`). A DREQ for no id is answered with a DREP and counted as a
+/// duplicate (`cm_issue_drep`); one whose QPN is not the id's local QPN is dropped.
+pub(crate) fn on_dreq(dev: &crate::device::CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, dreq: &Dreq) {
+    let Some(id) = comm_id::acquire(dreq.remote_comm_id, dreq.local_comm_id) else {
+        if let Some(port) = dev.port(port_num) {
+            port.count(Counter::RxDuplicates, AttrId::Dreq.counter_index(), 1);
+        }
+        let drep = CommIdsAndData {
+            local_comm_id: dreq.remote_comm_id,
+            remote_comm_id: dreq.local_comm_id,
+            private_data: [0; RTU_PRIVATE_DATA],
+        };
+        // SAFETY: `wc` outlives the call, which runs in the device's receive work.
+        let _ = unsafe {
+            send::send(dev, port_num, send::Dest::Response { wc: wc.wc(), grh: wc.grh() }, &CmMessage::Drep(drep), hdr.tid, 0, false)
+        };
+        return;
+    };
+    if id.inner.lock().conn.local_qpn != dreq.remote_qpn_eecn {
+        id.put_user();
+        return;
+    }
+    deliver_recv(&id, Input::RecvDreq, Recv { port_num, attr: AttrId::Dreq, tid: hdr.tid, wc }, 12, |_| {});
+}
+
+/// A DREP (`cm_drep_handler`).
+pub(crate) fn on_drep(port_num: u32, wc: &RecvWc, hdr: &MadHeader, drep: &CommIdsAndData) {
+    let Some(id) = comm_id::acquire(drep.remote_comm_id, drep.local_comm_id) else { return };
+    deliver_recv(&id, Input::RecvDrep, Recv { port_num, attr: AttrId::Drep, tid: hdr.tid, wc }, 8, |_| {});
+}

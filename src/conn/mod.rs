@@ -1,0 +1,617 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! Connections: the kernel side of the state machine.
+//!
+//! [`run`] takes the id's lock, asks `logic::state::step` what an input does, executes the
+//! actions it returns in order (sends and cancels are non-sleeping and happen under the lock,
+//! as in cm.c, so a tracked MAD is always known to the id before anyone can cancel it), stores
+//! the new states and drops the lock. What must not happen under the lock happens after it:
+//! answers to a received MAD's sender (their address resolution may sleep), the DREQ to a
+//! stale connection, dropping table nodes, and delivering the event (`Id::deliver`).
+//!
+//! The files next to this one own one message family each: `req.rs` (REQ out and in),
+//! `rep_rtu.rs`, `dreq_drep.rs`, `rej_mra.rs`, `sidr.rs`, and `qp_attr.rs`.
+
+pub(crate) mod dreq_drep;
+pub(crate) mod qp_attr;
+pub(crate) mod rej_mra;
+pub(crate) mod rep_rtu;
+pub(crate) mod req;
+pub(crate) mod sidr;
+
+use crate::{
+    bindings,
+    cm_id::{CmId, CmIdInner, StoredPd},
+    event::Event,
+    logic::{
+        req_event::REJ_CONSUMER_DEFINED,
+        state::{self, Action, Input, MsgKind, OnFail, Out, Refusal, State},
+        timeout,
+        wire::{
+            conn::{CommIdsAndData, Dreq, Mra, Rej},
+            sidr::SidrRep,
+            AttrId, CmMessage,
+        },
+    },
+    port::Counter,
+    remote::{QpKey, RemoteKey, RemoteReservation, ReqKey, Unlinked},
+    send,
+    timewait::{self, EstablishWork},
+};
+use kernel::{alloc::KBox, prelude::*, sync::Arc};
+
+/// `IB_CM_REJ_TIMEOUT`.
+pub(crate) const REJ_TIMEOUT: u16 = 1;
+/// `IB_CM_REJ_STALE_CONN`.
+pub(crate) const REJ_STALE_CONN: u16 = 10;
+/// `IB_SIDR_REJECT`.
+const SIDR_REJECT: u8 = 2;
+
+/// A received MAD an input came with.
+pub(crate) struct Recv<'a> {
+    /// The receiving port.
+    pub(crate) port_num: u32,
+    /// Its attribute (for the duplicate counter).
+    pub(crate) attr: AttrId,
+    /// Its TID.
+    pub(crate) tid: u64,
+    /// The completion, for answers to its sender.
+    pub(crate) wc: &'a crate::recv::RecvWc,
+}
+
+/// Everything an input brings besides itself.
+#[derive(Default)]
+pub(crate) struct Ctx<'a> {
+    /// The message of an API call, complete but for what the id fills in (comm IDs, REJ form).
+    pub(crate) msg: Option<CmMessage>,
+    /// `attr_mod` of that message (ECE).
+    pub(crate) attr_mod: u32,
+    /// The event to deliver, preallocated (its type is set here).
+    pub(crate) event: Option<KBox<Event>>,
+    /// The received MAD, if the input is one.
+    pub(crate) recv: Option<Recv<'a>>,
+    /// A received REP (for [`Action::AcceptRep`] and [`Action::InsertRemote`]).
+    pub(crate) rep: Option<&'a crate::logic::wire::conn::Rep>,
+    /// Tree nodes for [`Action::InsertRemote`].
+    pub(crate) reservations: Option<(RemoteReservation<ReqKey>, RemoteReservation<QpKey>)>,
+    /// A received MRA's service timeout.
+    pub(crate) mra_timeout: u8,
+    /// The input is a destroy: no timer is armed, the farewell messages are the defaults.
+    pub(crate) destroying: bool,
+    /// Preallocated USER_ESTABLISHED work.
+    pub(crate) est_work: Option<Pin<KBox<EstablishWork>>>,
+    /// Private data to keep on success (MRA, RTU, DREP).
+    pub(crate) keep_pd: Option<Option<KBox<StoredPd>>>,
+    /// A REP's stale-connection check found this id holding the peer's QP.
+    pub(crate) stale_old: Option<Arc<CmId>>,
+}
+
+/// What is left to do once the lock is dropped.
+#[derive(Default)]
+pub(crate) struct Outcome {
+    /// The error of a failed action (or of a refused input).
+    pub(crate) result: Result,
+    /// The caller became the deliverer of this event.
+    pub(crate) deliver: Option<KBox<Event>>,
+    /// An answer to the received MAD's sender.
+    pub(crate) response: Option<CmMessage>,
+    /// Table nodes to free.
+    pub(crate) unlinked: Unlinked,
+    /// The input was refused.
+    pub(crate) refused: Option<Refusal>,
+}
+
+/// The error of a refusal, for API callers.
+fn refusal_errno(r: Refusal) -> Error {
+    match r {
+        Refusal::IsConn => crate::error::eisconn(),
+        _ => EINVAL,
+    }
+}
+
+/// Runs `input` on `id`: `pre` prepares the id under the lock once the input is accepted,
+/// `post` records what a successful step leaves behind.
+pub(crate) fn run(
+    id: &Arc<CmId>,
+    input: Input,
+    ctx: &mut Ctx<'_>,
+    pre: impl FnOnce(&CmId, &mut CmIdInner),
+    post: impl FnOnce(&CmId, &mut CmIdInner),
+) -> Outcome {
+    let mut out = Outcome::default();
+    let mut g = id.inner.lock();
+    if g.destroyed && !ctx.destroying {
+        out.refused = Some(Refusal::Ignore);
+        out.result = Err(EINVAL);
+        return out;
+    }
+    let st = match state::step(id.cm_state(), id.lap(), input) {
+        Ok(st) => st,
+        Err(r) => {
+            if r == Refusal::Duplicate {
+                count_duplicate(id, ctx);
+            }
+            out.refused = Some(r);
+            out.result = Err(refusal_errno(r));
+            return out;
+        }
+    };
+    pre(id, &mut g);
+    let mut failed = false;
+    for a in st.actions.iter() {
+        if failed && st.on_fail != OnFail::Proceed {
+            break;
+        }
+        let r = act(id, &mut g, a, st.next, ctx, &mut out);
+        if let Err(e) = r {
+            if out.result.is_ok() {
+                out.result = Err(e);
+            }
+            failed = true;
+            match st.on_fail {
+                OnFail::Keep => break,
+                OnFail::Proceed => {}
+                OnFail::Timewait => {
+                    enter_timewait(id, &mut g, ctx, &mut out);
+                    id.set_state(State::Timewait.raw());
+                }
+            }
+        }
+    }
+    if !failed || st.on_fail == OnFail::Proceed {
+        id.set_state(st.next.raw());
+        id.set_lap(st.lap);
+        post(id, &mut g);
+    }
+    if let Some(ev) = out.deliver.take() {
+        if g.delivering {
+            g.events.push(ev);
+        } else {
+            g.delivering = true;
+            out.deliver = Some(ev);
+        }
+    }
+    out
+}
+
+/// Finishes an input whose caller holds a use of `id`: answers the sender, frees what the step
+/// unlinked, delivers (which consumes the use) or gives the use back.
+pub(crate) fn finish(id: &Arc<CmId>, mut out: Outcome, recv: Option<&Recv<'_>>) -> Result {
+    if let (Some(msg), Some(r)) = (out.response.take(), recv) {
+        respond(id, r, &msg);
+    }
+    drop(core::mem::take(&mut out.unlinked));
+    let result = out.result;
+    match out.deliver.take() {
+        Some(ev) => id.deliver(ev),
+        None => id.put_user(),
+    }
+    result
+}
+
+/// An input from a timer or a completion (the caller holds a use) with its event.
+pub(crate) fn input_with_event(id: &Arc<CmId>, input: Input, event: KBox<Event>) {
+    let mut ctx = Ctx { event: Some(event), ..Ctx::default() };
+    let out = run(id, input, &mut ctx, |_, _| {}, |_, _| {});
+    let _ = finish(id, out, None);
+}
+
+/// A received message for `id` (the caller holds a use): its event carries a copy of the
+/// MAD with `private_data` at payload offset `pd_offset`; `fill` sets the event's parameters.
+pub(crate) fn deliver_recv(
+    id: &Arc<CmId>,
+    input: Input,
+    recv: Recv<'_>,
+    pd_offset: usize,
+    fill: impl FnOnce(&mut Event),
+) {
+    deliver_recv_ctx(id, input, recv, pd_offset, 0, fill)
+}
+
+/// [`deliver_recv`] with a received MRA's service timeout.
+pub(crate) fn deliver_recv_ctx(
+    id: &Arc<CmId>,
+    input: Input,
+    recv: Recv<'_>,
+    pd_offset: usize,
+    mra_timeout: u8,
+    fill: impl FnOnce(&mut Event),
+) {
+    let Ok(mut ev) = Event::new(0, recv.wc.mad()) else {
+        id.put_user();
+        return;
+    };
+    ev.set_private_data(pd_offset);
+    fill(&mut ev);
+    let mut ctx = Ctx { event: Some(ev), recv: Some(recv), mra_timeout, ..Ctx::default() };
+    let out = run(id, input, &mut ctx, |_, _| {}, |_, _| {});
+    let _ = finish(id, out, ctx.recv.as_ref());
+}
+
+/// Borrows `len` bytes at `ptr` from a C caller; `max` is the field's size. As cm.c, the size
+/// is checked only when the pointer is not NULL, and a NULL pointer means no data.
+///
+/// # Safety
+///
+/// If `ptr` is not NULL, it must be valid for `len` bytes for `'a`.
+pub(crate) unsafe fn c_bytes<'a>(ptr: *const kernel::ffi::c_void, len: u8, max: usize) -> Result<&'a [u8]> {
+    if ptr.is_null() {
+        return Ok(&[]);
+    }
+    let len = usize::from(len);
+    if len > max {
+        return Err(EINVAL);
+    }
+    // SAFETY: Caller contract.
+    Ok(unsafe { core::slice::from_raw_parts(ptr.cast::<u8>(), len) })
+}
+
+/// An API call (no use held, nothing delivered): the errno.
+pub(crate) fn api(
+    id: &Arc<CmId>,
+    input: Input,
+    mut ctx: Ctx<'_>,
+    pre: impl FnOnce(&CmId, &mut CmIdInner),
+    post: impl FnOnce(&CmId, &mut CmIdInner),
+) -> Result {
+    let mut out = run(id, input, &mut ctx, pre, post);
+    drop(core::mem::take(&mut out.unlinked));
+    drop(out.deliver.take());
+    out.result
+}
+
+fn count_duplicate(id: &CmId, ctx: &Ctx<'_>) {
+    if let Some(r) = &ctx.recv {
+        if let Some(port) = id.dev.port(r.port_num) {
+            port.count(Counter::RxDuplicates, r.attr.counter_index(), 1);
+        }
+    }
+}
+
+fn leave_remote(id: &CmId, g: &mut CmIdInner, out: &mut Outcome) {
+    if let Some(key) = g.remote.take() {
+        let mut dev = id.dev.inner.lock();
+        match key {
+            RemoteKey::Req(k, q) => {
+                out.unlinked.req = dev.remote_reqs.remove(&k, id);
+                out.unlinked.qp = dev.remote_qps.remove(&q, id);
+            }
+            RemoteKey::Sidr(k) => out.unlinked.sidr = dev.remote_sidrs.remove(&k, id),
+        }
+    }
+}
+
+fn enter_timewait(id: &Arc<CmId>, g: &mut CmIdInner, ctx: &Ctx<'_>, out: &mut Outcome) {
+    leave_remote(id, g, out);
+    if !ctx.destroying {
+        timewait::arm(id, g);
+    }
+}
+
+fn act(
+    id: &Arc<CmId>,
+    g: &mut CmIdInner,
+    a: Action,
+    next: State,
+    ctx: &mut Ctx<'_>,
+    out: &mut Outcome,
+) -> Result {
+    match a {
+        Action::Cancel => {
+            if !g.msg.is_null() {
+                // SAFETY: `msg` is our posted buffer; its completion clears the field under
+                // this lock before freeing it, so it is live.
+                unsafe { bindings::ibcm_glue_cancel_mad(g.msg) };
+            }
+        }
+        Action::ModifyTimeout => {
+            let av_timeout = g.av.as_ref().map_or(0, |av| av.timeout);
+            if g.msg.is_null() {
+                return Err(EINVAL);
+            }
+            let ms = timeout::mra_wait_ms(ctx.mra_timeout, av_timeout);
+            // SAFETY: As for `Cancel`.
+            kernel::error::to_result(unsafe { bindings::ib_modify_mad(g.msg, ms) })?;
+            g.msg_state = next;
+        }
+        Action::ResetRemote => leave_remote(id, g, out),
+        Action::EnterTimewait => enter_timewait(id, g, ctx, out),
+        Action::InsertRemote => rep_rtu::insert_remote(id, g, ctx)?,
+        Action::AcceptRep => rep_rtu::accept_rep(id, g, ctx),
+        Action::SaveTid => {
+            if let Some(r) = &ctx.recv {
+                g.conn.tid = r.tid;
+            }
+        }
+        Action::Send(o) => send_out(id, g, o, next, ctx, out)?,
+        Action::Deliver(e) => {
+            let mut ev = ctx.event.take().ok_or(ENOMEM)?;
+            ev.ev.event = e.raw();
+            out.deliver = Some(ev);
+        }
+        Action::CountDuplicate => count_duplicate(id, ctx),
+        Action::QueueEstablished => {
+            let work = ctx.est_work.take().ok_or(ENOMEM)?;
+            let wq = crate::recv::wq();
+            let gone = id.dev.inner.lock().going_down;
+            if wq.is_null() || gone {
+                return Err(ENODEV);
+            }
+            // SAFETY: The CM workqueue lives until module exit.
+            let queue = unsafe { kernel::workqueue::Queue::from_raw(wq) };
+            // Queueing neither allocates nor sleeps.
+            let _ = queue.enqueue(work);
+        }
+        Action::Migrate => {
+            if let Some(alt) = g.alt_av.take() {
+                g.av = Some(alt);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The TID of a message that opens an exchange (`cm_form_tid`): the agent's high TID and the
+/// comm ID as stored in `ib_cm_id.local_id`.
+fn form_tid(id: &CmId, g: &CmIdInner) -> u64 {
+    let low = u64::from(id.local_id().to_be());
+    let hi = g
+        .av
+        .as_ref()
+        .and_then(|av| id.dev.port(av.port_num))
+        .map(|p| p.agent())
+        .filter(|a| !a.is_null())
+        // SAFETY: A registered agent (the device is not removed while we hold a send gate...
+        // and the agent pointer is cleared before it is unregistered).
+        .map_or(0, |a| u64::from(unsafe { bindings::ibcm_glue_mad_agent_hi_tid(a) }));
+    (hi << 32) | low
+}
+
+/// The REJ an id sends by default (destroy): TIMEOUT with the node GUID as ARI from the
+/// active side's REQ states, CONSUMER_DEFINED otherwise.
+fn default_rej(id: &CmId) -> Rej {
+    // SAFETY: The device is live while the id is.
+    let guid = unsafe { (*id.dev.ib_dev()).node_guid };
+    let mut rej = Rej {
+        local_comm_id: 0,
+        remote_comm_id: 0,
+        message_rejected: 0,
+        ari_length: 0,
+        reason: REJ_CONSUMER_DEFINED,
+        ari: [0; 72],
+        private_data: [0; 148],
+    };
+    if matches!(id.cm_state(), State::ReqSent | State::MraReqRcvd) {
+        rej.reason = REJ_TIMEOUT;
+        // `node_guid` is big-endian in memory: its bytes are the wire bytes.
+        rej.ari[..8].copy_from_slice(&guid.to_ne_bytes());
+        rej.ari_length = 8;
+    }
+    rej
+}
+
+fn send_out(
+    id: &Arc<CmId>,
+    g: &mut CmIdInner,
+    o: Out,
+    next: State,
+    ctx: &mut Ctx<'_>,
+    out: &mut Outcome,
+) -> Result {
+    let (local, remote) = (id.local_id(), id.remote_id());
+    let msg = match o {
+        Out::ResendRtu | Out::ResendMra(_) | Out::ResendDrep | Out::ResendRejStale => {
+            out.response = Some(resend(id, g, o));
+            return Ok(());
+        }
+        Out::Rej { msg: kind, zero_local_id } => {
+            let mut rej = match ctx.msg.take() {
+                Some(CmMessage::Rej(r)) => r,
+                _ => default_rej(id),
+            };
+            rej.local_comm_id = if zero_local_id { 0 } else { local };
+            rej.remote_comm_id = remote;
+            rej.message_rejected = kind.wire();
+            CmMessage::Rej(rej)
+        }
+        Out::Dreq => {
+            let mut d = match ctx.msg.take() {
+                Some(CmMessage::Dreq(d)) => d,
+                _ => Dreq { local_comm_id: 0, remote_comm_id: 0, remote_qpn_eecn: 0, private_data: [0; 220] },
+            };
+            d.local_comm_id = local;
+            d.remote_comm_id = remote;
+            d.remote_qpn_eecn = g.conn.remote_qpn;
+            CmMessage::Dreq(d)
+        }
+        Out::Drep => {
+            let mut d = match ctx.msg.take() {
+                Some(CmMessage::Drep(d)) => d,
+                _ => CommIdsAndData { local_comm_id: 0, remote_comm_id: 0, private_data: [0; 224] },
+            };
+            d.local_comm_id = local;
+            d.remote_comm_id = remote;
+            CmMessage::Drep(d)
+        }
+        Out::SidrRep => match ctx.msg.take() {
+            Some(CmMessage::SidrRep(mut r)) => {
+                r.request_id = remote;
+                r.service_id = id.service_id().get();
+                CmMessage::SidrRep(r)
+            }
+            _ => CmMessage::SidrRep(sidr::sidr_rep_of(id, SIDR_REJECT)),
+        },
+        Out::Mra(kind) => {
+            let mut m = match ctx.msg.take() {
+                Some(CmMessage::Mra(m)) => m,
+                _ => return Err(EINVAL),
+            };
+            m.local_comm_id = local;
+            m.remote_comm_id = remote;
+            m.message_mraed = kind.wire();
+            CmMessage::Mra(m)
+        }
+        Out::Rep | Out::Rtu | Out::Req | Out::SidrReq => {
+            let mut m = ctx.msg.take().ok_or(EINVAL)?;
+            match &mut m {
+                CmMessage::Rep(r) => {
+                    r.local_comm_id = local;
+                    r.remote_comm_id = remote;
+                }
+                CmMessage::Rtu(r) => {
+                    r.local_comm_id = local;
+                    r.remote_comm_id = remote;
+                }
+                CmMessage::Req(r) => r.local_comm_id = local,
+                CmMessage::SidrReq(r) => r.request_id = local,
+                _ => return Err(EINVAL),
+            }
+            m
+        }
+    };
+    let tid = match o {
+        Out::Req | Out::Dreq | Out::SidrReq => form_tid(id, g),
+        _ => g.conn.tid,
+    };
+    if o == Out::Req {
+        g.conn.tid = tid;
+    }
+    let attr_mod = match o {
+        Out::Req | Out::Rep | Out::SidrRep => ctx.attr_mod,
+        _ => 0,
+    };
+    let timeout_ms = if o.tracked() { g.conn.timeout_ms } else { 0 };
+    let av = g.av.as_deref().ok_or(EINVAL)?;
+    let buf = send::send_for_id(id, av, &msg, tid, attr_mod, timeout_ms, g.conn.max_cm_retries)?;
+    if o.tracked() {
+        g.msg = buf;
+        g.msg_state = next;
+    }
+    if let Some(pd) = ctx.keep_pd.take() {
+        g.stored_pd = pd;
+    }
+    Ok(())
+}
+
+/// An answer to a retransmission (`cm_dup_req_handler`, `cm_dup_rep_handler`, the TIMEWAIT
+/// branch of `cm_dreq_handler`): built under the lock, sent after it.
+fn resend(id: &CmId, g: &CmIdInner, o: Out) -> CmMessage {
+    let (local, remote) = (id.local_id(), id.remote_id());
+    let pd = StoredPd::bytes(&g.stored_pd);
+    match o {
+        Out::ResendRtu | Out::ResendDrep => {
+            let mut d = CommIdsAndData { local_comm_id: local, remote_comm_id: remote, private_data: [0; 224] };
+            let n = pd.len().min(224);
+            d.private_data[..n].copy_from_slice(&pd[..n]);
+            if o == Out::ResendRtu { CmMessage::Rtu(d) } else { CmMessage::Drep(d) }
+        }
+        Out::ResendMra(kind) => {
+            let mut m = Mra {
+                local_comm_id: local,
+                remote_comm_id: remote,
+                message_mraed: kind.wire(),
+                service_timeout: g.conn.service_timeout,
+                private_data: [0; 222],
+            };
+            let n = pd.len().min(222);
+            m.private_data[..n].copy_from_slice(&pd[..n]);
+            CmMessage::Mra(m)
+        }
+        _ => {
+            let mut rej = default_rej(id);
+            rej.reason = REJ_STALE_CONN;
+            rej.ari_length = 0;
+            rej.ari = [0; 72];
+            rej.local_comm_id = local;
+            rej.remote_comm_id = remote;
+            rej.message_rejected = MsgKind::Other.wire();
+            CmMessage::Rej(rej)
+        }
+    }
+}
+
+/// Sends `msg` back to the sender of `r` with its TID (no id attached: cm.c's response MADs).
+fn respond(id: &CmId, r: &Recv<'_>, msg: &CmMessage) {
+    // SAFETY: `r.wc` lives for the call, which runs in the device's receive work.
+    let _ = unsafe {
+        send::send(
+            &id.dev,
+            r.port_num,
+            send::Dest::Response { wc: r.wc.wc(), grh: r.wc.grh() },
+            msg,
+            r.tid,
+            0,
+            false,
+        )
+    };
+}
+
+/// `cm_destroy_id()`'s per-state part: the farewell actions, then IDLE; queued events are
+/// dropped undelivered.
+pub(crate) fn destroy_actions(id: &Arc<CmId>, err: i32) {
+    let xrc_tgt = id.inner.lock().conn.qp_type == bindings::ib_qp_type_IB_QPT_XRC_TGT;
+    let enomem = err == -(bindings::ENOMEM as i32);
+    let mut ctx = Ctx { destroying: true, ..Ctx::default() };
+    {
+        let mut g = id.inner.lock();
+        g.destroyed = true;
+    }
+    let mut out = run(id, Input::Destroy { enomem, xrc_tgt }, &mut ctx, |_, _| {}, |_, _| {});
+    let leftover = {
+        let mut g = id.inner.lock();
+        id.set_state(State::Idle.raw());
+        let mut u = Unlinked::default();
+        if g.remote.is_some() {
+            let mut o = Outcome::default();
+            leave_remote(id, &mut g, &mut o);
+            u = core::mem::take(&mut o.unlinked);
+        }
+        (g.events.take(), u)
+    };
+    drop(leftover);
+    drop(core::mem::take(&mut out.unlinked));
+    drop(out.deliver.take());
+}
+
+/// The completion of `buf`: if it is `id`'s tracked MAD, the id forgets it and the state it
+/// was sent in is returned (`cm_process_send_error`'s check).
+pub(crate) fn untrack(id: &CmId, buf: *mut bindings::ib_mad_send_buf) -> Option<State> {
+    let mut g = id.inner.lock();
+    if g.msg != buf {
+        return None;
+    }
+    g.msg = core::ptr::null_mut();
+    Some(g.msg_state)
+}
+
+/// After a send of `id` completed: a tracked MAD that timed out (or failed) delivers the
+/// `*_ERROR` event of the state it was sent in; the buffer's use of the id ends.
+pub(crate) fn send_done(id: &Arc<CmId>, tracked_in: Option<State>, status: bindings::ib_wc_status) {
+    let failed = status != bindings::ib_wc_status_IB_WC_SUCCESS
+        && status != bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR;
+    let Some(sent_in) = tracked_in.filter(|_| failed) else {
+        id.put_user();
+        return;
+    };
+    let Ok(mut ev) = Event::new(0, &[]) else {
+        id.put_user();
+        return;
+    };
+    // SAFETY: `send_status` is the union member of the *_ERROR events.
+    unsafe { *ev.ev.param.send_status.as_mut() = status };
+    input_with_event(id, Input::SendFailed { sent_in }, ev);
+}
+
+/// `ib_cm_notify()` (`cm_establish`, `cm_migrate`).
+pub(crate) fn notify(id: &Arc<CmId>, event: bindings::ib_event_type) -> Result {
+    match event {
+        bindings::ib_event_type_IB_EVENT_COMM_EST => {
+            let work = EstablishWork::new(id)?;
+            let ctx = Ctx { est_work: Some(work), ..Ctx::default() };
+            api(id, Input::NotifyEstablished, ctx, |_, _| {}, |_, _| {})
+        }
+        bindings::ib_event_type_IB_EVENT_PATH_MIG => {
+            api(id, Input::NotifyPathMig, Ctx::default(), |_, _| {}, |_, _| {})
+        }
+        _ => Err(EINVAL),
+    }
+}

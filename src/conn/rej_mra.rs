@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! REJ and MRA, both ways: `ib_send_cm_rej()`, `ib_send_cm_mra()`, `cm_rej_handler()` (with
+//! `cm_acquire_rejected_id()`) and `cm_mra_handler()` (with `cm_acquire_mraed_id()`).
+
+use super::{api, deliver_recv, Ctx, Recv, REJ_TIMEOUT};
+use crate::{
+    cm_id::{CmId, StoredPd},
+    comm_id,
+    device::CmDevice,
+    logic::{
+        state::{Input, MsgKind},
+        wire::{
+            conn::{Mra, Rej, MRA_PRIVATE_DATA, REJ_ARI, REJ_PRIVATE_DATA},
+            AttrId, CmMessage, MadHeader,
+        },
+    },
+    recv::RecvWc,
+    remote::ReqKey,
+};
+use kernel::{prelude::*, sync::Arc};
+
+/// `ib_send_cm_rej()` in any state of cm.c's list; the state decides the REJ's form.
+pub(crate) fn send_rej(id: &Arc<CmId>, reason: u16, ari: &[u8], pd: &[u8]) -> Result {
+    let mut rej = Rej {
+        local_comm_id: 0,
+        remote_comm_id: 0,
+        message_rejected: 0,
+        ari_length: 0,
+        reason,
+        ari: [0; REJ_ARI],
+        private_data: [0; REJ_PRIVATE_DATA],
+    };
+    let n = ari.len().min(REJ_ARI);
+    rej.ari[..n].copy_from_slice(&ari[..n]);
+    // CAST: at most 72.
+    rej.ari_length = n as u8;
+    let n = pd.len().min(REJ_PRIVATE_DATA);
+    rej.private_data[..n].copy_from_slice(&pd[..n]);
+    let ctx = Ctx { msg: Some(CmMessage::Rej(rej)), ..Ctx::default() };
+    api(id, Input::SendRej, ctx, |_, _| {}, |_, _| {})
+}
+
+/// `ib_send_cm_mra()`: with `IB_CM_MRA_FLAG_DELAY` (0x80) nothing is sent now; the MRA goes
+/// out when a duplicate REQ or REP arrives.
+pub(crate) fn send_mra(id: &Arc<CmId>, service_timeout: u8, pd: &[u8]) -> Result {
+    if pd.len() > MRA_PRIVATE_DATA {
+        return Err(EINVAL);
+    }
+    let mut m = Mra {
+        local_comm_id: 0,
+        remote_comm_id: 0,
+        message_mraed: 0,
+        service_timeout: service_timeout & 0x1F,
+        private_data: [0; MRA_PRIVATE_DATA],
+    };
+    m.private_data[..pd.len()].copy_from_slice(pd);
+    let keep = StoredPd::copy(pd)?;
+    let delay = service_timeout & 0x80 != 0;
+    // The stored copy is kept whether or not a MAD goes out now.
+    let mut keep = Some(keep);
+    let ctx = Ctx { msg: Some(CmMessage::Mra(m)), ..Ctx::default() };
+    api(id, Input::SendMra { delay }, ctx, |_, _| {}, |_, g| {
+        g.conn.service_timeout = service_timeout;
+        if let Some(k) = keep.take() {
+            g.stored_pd = k;
+        }
+    })
+}
+
+/// A REJ (`cm_rej_handler`).
+pub(crate) fn on_rej(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, rej: &Rej) {
+    let id = if rej.reason == REJ_TIMEOUT {
+        // The peer timed out our REP: found by its CA GUID (the ARI) and its comm ID.
+        let mut guid = [0u8; 8];
+        guid.copy_from_slice(&rej.ari[..8]);
+        let key = ReqKey { ca_guid: u64::from_be_bytes(guid), comm_id: rej.local_comm_id };
+        let found = dev.inner.lock().remote_reqs.get(&key);
+        found.filter(|id| id.get_user())
+    } else if rej.message_rejected == MsgKind::Req.wire() {
+        comm_id::acquire(rej.remote_comm_id, 0)
+    } else {
+        comm_id::acquire(rej.remote_comm_id, rej.local_comm_id)
+    };
+    let Some(id) = id else { return };
+    let stale = rej.reason == super::REJ_STALE_CONN;
+    let (reason, ari_length) = (rej.reason, rej.ari_length);
+    deliver_recv(&id, Input::RecvRej { stale }, Recv { port_num, attr: AttrId::Rej, tid: hdr.tid, wc }, 84, |ev| {
+        let ari = ev.payload_ptr(12);
+        // SAFETY: `rej_rcvd` is the union member of REJ_RECEIVED.
+        let p = unsafe { ev.ev.param.rej_rcvd.as_mut() };
+        p.reason = reason.into();
+        p.ari = ari;
+        // Clamped to the ARI field's 72 bytes (cm.c passes the 7-bit length unclamped).
+        p.ari_length = ari_length.min(72);
+    });
+}
+
+/// An MRA (`cm_mra_handler`).
+pub(crate) fn on_mra(port_num: u32, wc: &RecvWc, hdr: &MadHeader, mra: &Mra) {
+    let Some(kind) = MsgKind::from_wire(mra.message_mraed) else { return };
+    let id = match kind {
+        MsgKind::Req => comm_id::acquire(mra.remote_comm_id, 0),
+        _ => comm_id::acquire(mra.remote_comm_id, mra.local_comm_id),
+    };
+    let Some(id) = id else { return };
+    let t = mra.service_timeout;
+    let recv = Recv { port_num, attr: AttrId::Mra, tid: hdr.tid, wc };
+    super::deliver_recv_ctx(&id, Input::RecvMra { mraed: kind }, recv, 10, t, |ev| {
+        // SAFETY: `mra_rcvd` is the union member of MRA_RECEIVED.
+        unsafe { ev.ev.param.mra_rcvd.as_mut() }.service_timeout = t;
+    });
+}

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! REP and RTU, both ways: `ib_send_cm_rep()`, `ib_send_cm_rtu()`, `cm_rep_handler()`,
+//! `cm_dup_rep_handler()`, `cm_rtu_handler()` and the stale-connection check of a REP.
+
+use super::{api, finish, run, Ctx, Recv, REJ_STALE_CONN};
+use crate::{
+    bindings,
+    cm_id::{CmId, CmIdInner, StoredPd},
+    comm_id,
+    event::Event,
+    logic::{
+        state::{Input, MsgKind},
+        timeout,
+        wire::{
+            conn::{CommIdsAndData, Rej, Rep, REP_PRIVATE_DATA, RTU_PRIVATE_DATA},
+            AttrId, CmMessage, MadHeader,
+        },
+    },
+    recv::RecvWc,
+    remote::{QpKey, RemoteKey, RemoteReservation, ReqKey},
+    send,
+};
+use kernel::{prelude::*, sync::Arc};
+
+/// `ib_send_cm_rep()`.
+///
+/// # Safety
+///
+/// `param` must be valid, with its private data.
+pub(crate) unsafe fn send_rep(id: &Arc<CmId>, param: &bindings::ib_cm_rep_param) -> Result {
+    // SAFETY: Caller contract.
+    let pd = unsafe { super::c_bytes(param.private_data, param.private_data_len, REP_PRIVATE_DATA) }?;
+    let xrc_tgt = id.inner.lock().conn.qp_type == bindings::ib_qp_type_IB_QPT_XRC_TGT;
+    // SAFETY: The device is live while the id is.
+    let (guid, ack_delay) =
+        unsafe { ((*id.dev.ib_dev()).node_guid, bindings::ibcm_glue_ack_delay(id.dev.ib_dev())) };
+    let qpn = param.qp_num & 0x00FF_FFFF;
+    let mut rep = Rep {
+        local_comm_id: 0,
+        remote_comm_id: 0,
+        local_qkey: 0,
+        local_qpn: if xrc_tgt { 0 } else { qpn },
+        vendor_id: param.ece.vendor_id & 0x00FF_FFFF,
+        local_eecn: if xrc_tgt { qpn } else { 0 },
+        starting_psn: param.starting_psn & 0x00FF_FFFF,
+        responder_resources: param.responder_resources,
+        initiator_depth: if xrc_tgt { 0 } else { param.initiator_depth },
+        target_ack_delay: ack_delay & 0x1F,
+        failover_accepted: param.failover_accepted & 3,
+        end_to_end_flow_control: !xrc_tgt && param.flow_control != 0,
+        rnr_retry_count: param.rnr_retry_count & 7,
+        srq: xrc_tgt || param.srq != 0,
+        local_ca_guid: u64::from_be(guid),
+        private_data: [0; REP_PRIVATE_DATA],
+    };
+    rep.private_data[..pd.len()].copy_from_slice(pd);
+    let ctx = Ctx { msg: Some(CmMessage::Rep(rep)), attr_mod: param.ece.attr_mod, ..Ctx::default() };
+    api(id, Input::SendRep, ctx, |_, _| {}, |_, g| {
+        g.conn.initiator_depth = param.initiator_depth;
+        g.conn.responder_resources = param.responder_resources;
+        g.conn.rq_psn = param.starting_psn & 0x00FF_FFFF;
+        g.conn.local_qpn = qpn;
+    })
+}
+
+/// `ib_send_cm_rtu()`.
+pub(crate) fn send_rtu(id: &Arc<CmId>, pd: &[u8]) -> Result {
+    if pd.len() > RTU_PRIVATE_DATA {
+        return Err(EINVAL);
+    }
+    let mut rtu = CommIdsAndData { local_comm_id: 0, remote_comm_id: 0, private_data: [0; RTU_PRIVATE_DATA] };
+    rtu.private_data[..pd.len()].copy_from_slice(pd);
+    let keep = StoredPd::copy(pd)?;
+    let ctx = Ctx { msg: Some(CmMessage::Rtu(rtu)), keep_pd: Some(keep), ..Ctx::default() };
+    api(id, Input::SendRtu, ctx, |_, _| {}, |_, _| {})
+}
+
+/// The peer's QPN in a REP (`cm_rep_get_qpn`: XRC initiators read the EECN field).
+fn rep_qpn(rep: &Rep, qp_type: u32) -> u32 {
+    if qp_type == bindings::ib_qp_type_IB_QPT_XRC_INI { rep.local_eecn } else { rep.local_qpn }
+}
+
+/// [`crate::logic::state::Action::InsertRemote`]: registers the REP's keys; a key already
+/// present is a duplicate REP, a QP already connected is a stale connection (the old id is
+/// kept in the context for its DREQ).
+pub(crate) fn insert_remote(id: &Arc<CmId>, g: &mut CmIdInner, ctx: &mut Ctx<'_>) -> Result {
+    let rep = ctx.rep.ok_or(EINVAL)?;
+    let (res, qres) = ctx.reservations.take().ok_or(ENOMEM)?;
+    let key = ReqKey { ca_guid: rep.local_ca_guid, comm_id: rep.local_comm_id };
+    let qp = QpKey { ca_guid: rep.local_ca_guid, qpn: rep_qpn(rep, g.conn.qp_type) };
+    let mut dev = id.dev.inner.lock();
+    if dev.remote_reqs.contains(&key) {
+        drop(dev);
+        drop((res, qres));
+        return Err(EINVAL);
+    }
+    if let Some(old) = dev.remote_qps.get(&qp) {
+        ctx.stale_old = Some(old);
+        drop(dev);
+        drop((res, qres));
+        return Err(EINVAL);
+    }
+    let _ = dev.remote_reqs.insert(key, id, res);
+    let _ = dev.remote_qps.insert(qp, id, qres);
+    drop(dev);
+    g.remote = Some(RemoteKey::Req(key, qp));
+    Ok(())
+}
+
+/// [`crate::logic::state::Action::AcceptRep`]: what the active side takes from the REP.
+pub(crate) fn accept_rep(id: &CmId, g: &mut CmIdInner, ctx: &Ctx<'_>) {
+    let Some(rep) = ctx.rep else { return };
+    id.set_remote_id(rep.local_comm_id);
+    g.conn.remote_qpn = rep_qpn(rep, g.conn.qp_type);
+    g.conn.initiator_depth = rep.responder_resources;
+    g.conn.responder_resources = rep.initiator_depth;
+    g.conn.sq_psn = rep.starting_psn;
+    g.conn.rnr_retry_count = rep.rnr_retry_count;
+    g.conn.target_ack_delay = rep.target_ack_delay;
+    if let Some(av) = g.av.as_mut() {
+        av.timeout = timeout::after_rep(rep.target_ack_delay, av.timeout);
+    }
+    if let Some(av) = g.alt_av.as_mut() {
+        av.timeout = timeout::after_rep(rep.target_ack_delay, av.timeout);
+    }
+}
+
+fn rep_event(wc: &RecvWc, rep: &Rep, qp_type: u32, attr_mod: u32) -> Result<KBox<Event>> {
+    let mut ev = Event::new(0, wc.mad())?;
+    // SAFETY: `rep_rcvd` is the union member of REP_RECEIVED.
+    let p = unsafe { ev.ev.param.rep_rcvd.as_mut() };
+    p.remote_ca_guid = rep.local_ca_guid.to_be();
+    p.remote_qkey = rep.local_qkey;
+    p.remote_qpn = rep_qpn(rep, qp_type);
+    p.starting_psn = rep.starting_psn;
+    p.responder_resources = rep.initiator_depth;
+    p.initiator_depth = rep.responder_resources;
+    p.set_target_ack_delay(rep.target_ack_delay.into());
+    p.set_failover_accepted(rep.failover_accepted.into());
+    p.set_flow_control(u32::from(rep.end_to_end_flow_control));
+    p.set_rnr_retry_count(rep.rnr_retry_count.into());
+    p.set_srq(u32::from(rep.srq));
+    p.ece.vendor_id = rep.vendor_id;
+    p.ece.attr_mod = attr_mod;
+    ev.set_private_data(36);
+    Ok(ev)
+}
+
+/// A REP (`cm_rep_handler`).
+pub(crate) fn on_rep(port_num: u32, wc: &RecvWc, hdr: &MadHeader, rep: &Rep) {
+    let recv = Recv { port_num, attr: AttrId::Rep, tid: hdr.tid, wc };
+    let Some(id) = comm_id::acquire(rep.remote_comm_id, 0) else {
+        // `cm_dup_rep_handler`: the id already took a REP from this peer.
+        if let Some(id) = comm_id::acquire(rep.remote_comm_id, rep.local_comm_id) {
+            let mut ctx = Ctx { recv: Some(recv), ..Ctx::default() };
+            let out = run(&id, Input::RecvDupRep, &mut ctx, |_, _| {}, |_, _| {});
+            let _ = finish(&id, out, ctx.recv.as_ref());
+        }
+        return;
+    };
+    let qp_type = id.inner.lock().conn.qp_type;
+    let (Ok(ev), Ok(res), Ok(qres)) = (
+        rep_event(wc, rep, qp_type, hdr.attr_mod),
+        RemoteReservation::<ReqKey>::new(GFP_KERNEL),
+        RemoteReservation::<QpKey>::new(GFP_KERNEL),
+    ) else {
+        id.put_user();
+        return;
+    };
+    let mut ctx = Ctx {
+        event: Some(ev),
+        recv: Some(recv),
+        rep: Some(rep),
+        reservations: Some((res, qres)),
+        ..Ctx::default()
+    };
+    let out = run(&id, Input::RecvRep, &mut ctx, |_, _| {}, |_, _| {});
+    let stale = ctx.stale_old.take();
+    let _ = finish(&id, out, ctx.recv.as_ref());
+    if let Some(old) = stale {
+        // REJ STALE_CONN for the REP (`cm_issue_rej`, message REP), then a DREQ to the id
+        // that holds the peer's QP; the new id stays in REQ_SENT until its REQ times out.
+        let rej = Rej {
+            local_comm_id: rep.remote_comm_id,
+            remote_comm_id: rep.local_comm_id,
+            message_rejected: MsgKind::Rep.wire(),
+            ari_length: 0,
+            reason: REJ_STALE_CONN,
+            ari: [0; 72],
+            private_data: [0; 148],
+        };
+        // SAFETY: `wc` outlives the call, which runs in the device's receive work.
+        let _ = unsafe {
+            send::send(&id.dev, port_num, send::Dest::Response { wc: wc.wc(), grh: wc.grh() }, &CmMessage::Rej(rej), hdr.tid, 0, false)
+        };
+        let _ = super::dreq_drep::send_dreq(&old, &[]);
+    }
+}
+
+/// An RTU (`cm_rtu_handler`).
+pub(crate) fn on_rtu(port_num: u32, wc: &RecvWc, hdr: &MadHeader, rtu: &CommIdsAndData) {
+    let Some(id) = comm_id::acquire(rtu.remote_comm_id, rtu.local_comm_id) else { return };
+    super::deliver_recv(&id, Input::RecvRtu, Recv { port_num, attr: AttrId::Rtu, tid: hdr.tid, wc }, 8, |_| {});
+}

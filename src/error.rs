@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! errno and `ERR_PTR` conversions shared by everything below the exported edge.
+
+use crate::{
+    bindings,
+    listen::InsertError,
+    logic::service_id::{Collision, ServiceIdError},
+};
+use kernel::error::code::{EBUSY, EINVAL, ENOSPC};
+use kernel::prelude::*;
+
+/// `-EOPNOTSUPP`, which 6.12's `kernel::error::code` does not name.
+pub(crate) fn eopnotsupp() -> Error {
+    // CAST: errno constants are small positive integers.
+    Error::from_errno(-(bindings::EOPNOTSUPP as i32))
+}
+
+/// `-EISCONN`.
+pub(crate) fn eisconn() -> Error {
+    // CAST: as above.
+    Error::from_errno(-(bindings::EISCONN as i32))
+}
+
+/// The errno of a failed listen insert, as cm.c gives it (allocator exhaustion is ours).
+pub(crate) fn listen_errno(e: InsertError) -> Error {
+    match e {
+        InsertError::Collision(Collision::Busy) => EBUSY,
+        InsertError::Collision(_) => EINVAL,
+        InsertError::ServiceId(ServiceIdError::Reserved) => EINVAL,
+        InsertError::ServiceId(ServiceIdError::Exhausted) => ENOSPC,
+    }
+}
+
+/// Whether a pointer a C caller passed (or a C function returned) is NULL or an `ERR_PTR`.
+pub(crate) fn is_err_or_null<T>(ptr: *const T) -> bool {
+    // SAFETY: Only the pointer value is inspected.
+    unsafe { bindings::ibcm_glue_is_err_or_null(ptr.cast()) }
+}
+
+/// The error an ib_core function returned as a pointer (`PTR_ERR`), `if_null` for NULL, or
+/// `None` for a valid pointer.
+pub(crate) fn ptr_error<T>(ptr: *const T, if_null: Error) -> Option<Error> {
+    if !is_err_or_null(ptr) {
+        return None;
+    }
+    // CAST: an ERR_PTR carries a negative errno in the pointer value.
+    let e = ptr as isize as i32;
+    Some(if e < 0 { Error::from_errno(e) } else { if_null })
+}

@@ -1,0 +1,508 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Black-box conformance suite of the ib_cm connection API: a whole connection between two
+ * rxe devices through the exported <rdma/ib_cm.h> calls only (no QP is needed: the CM never
+ * looks at one), so the same module runs on the in-tree C ib_cm and on ib_cm-rs.
+ *
+ * Besides its own expectations (states, errnos, event fields, as cm.c gives them), the suite
+ * prints what ib_cm_init_qp_attr() filled for INIT, RTR and RTS on both sides as
+ * `IBCM-QPATTR:` lines; tests/qemu/parse.py compares the lines of the C boot with those of
+ * the rs boot field by field.
+ *
+ * Parameters: dev0= (passive), dev1= (active), cm= ("c" or "rs").
+ */
+#include <kunit/test.h>
+#include <linux/completion.h>
+#include <linux/delay.h>
+#include <linux/err.h>
+#include <linux/module.h>
+#include <linux/netdevice.h>
+#include <net/ipv6.h>
+#include <rdma/ib_cache.h>
+#include <rdma/ib_cm.h>
+#include <rdma/ib_sa.h>
+#include <rdma/ib_verbs.h>
+
+static char *dev0 = "rxe0";
+static char *dev1 = "rxe1";
+static char *cm = "rs";
+module_param(dev0, charp, 0444);
+module_param(dev1, charp, 0444);
+module_param(cm, charp, 0444);
+
+#define CONN_SID 0x0000000001067100ULL
+
+/* What one side saw. */
+struct side {
+	struct ib_cm_id *id;		/* our id (for the passive side: the one the REQ made) */
+	struct completion ev_done;
+	int last_event;
+	int events[32];
+	int n_events;
+	int ret;			/* what the handler returns for REQ_RECEIVED */
+	struct ib_cm_req_event_param req;
+	struct ib_cm_rep_event_param rep;
+	int rej_reason;
+	enum ib_wc_status send_status;
+	u8 pd[8];
+};
+
+static struct side passive, active;
+
+static void record(struct side *s, const struct ib_cm_event *ev)
+{
+	if (s->n_events < ARRAY_SIZE(s->events))
+		s->events[s->n_events++] = ev->event;
+	s->last_event = ev->event;
+	switch (ev->event) {
+	case IB_CM_REQ_RECEIVED:
+		s->req = ev->param.req_rcvd;
+		break;
+	case IB_CM_REP_RECEIVED:
+		s->rep = ev->param.rep_rcvd;
+		break;
+	case IB_CM_REJ_RECEIVED:
+		s->rej_reason = ev->param.rej_rcvd.reason;
+		break;
+	case IB_CM_REQ_ERROR:
+	case IB_CM_REP_ERROR:
+	case IB_CM_DREQ_ERROR:
+	case IB_CM_SIDR_REQ_ERROR:
+		s->send_status = ev->param.send_status;
+		break;
+	default:
+		break;
+	}
+	if (ev->private_data)
+		memcpy(s->pd, ev->private_data, sizeof(s->pd));
+	complete(&s->ev_done);
+}
+
+static int passive_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
+{
+	if (ev->event == IB_CM_REQ_RECEIVED) {
+		passive.id = id;
+		record(&passive, ev);
+		return passive.ret;
+	}
+	record(&passive, ev);
+	return 0;
+}
+
+static int active_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
+{
+	record(&active, ev);
+	return 0;
+}
+
+static int listener_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
+{
+	/* Connection ids inherit the listener's handler: route to the passive side. */
+	id->cm_handler = passive_handler;
+	return passive_handler(id, ev);
+}
+
+static bool wait_event_is(struct kunit *test, struct side *s, int event, unsigned int ms)
+{
+	if (!wait_for_completion_timeout(&s->ev_done, msecs_to_jiffies(ms))) {
+		KUNIT_FAIL(test, "no event (wanted %d, last %d)", event, s->last_event);
+		return false;
+	}
+	reinit_completion(&s->ev_done);
+	KUNIT_EXPECT_EQ(test, s->last_event, event);
+	return s->last_event == event;
+}
+
+static const struct ib_gid_attr *roce_v2_ipv4_gid(struct ib_device *dev)
+{
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		const struct ib_gid_attr *a = rdma_get_gid_attr(dev, 1, i);
+
+		if (IS_ERR(a))
+			continue;
+		if (a->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP &&
+		    ipv6_addr_v4mapped((const struct in6_addr *)a->gid.raw))
+			return a;
+		rdma_put_gid_attr(a);
+	}
+	return NULL;
+}
+
+/* The path rdma_cm would resolve from `from` to `to` over RoCE v2 / IPv4. */
+static int make_path(struct ib_device *from, struct ib_device *to, struct sa_path_rec *rec,
+		     const struct ib_gid_attr **sgid_attr, u8 life)
+{
+	const struct ib_gid_attr *src = roce_v2_ipv4_gid(from);
+	const struct ib_gid_attr *dst = roce_v2_ipv4_gid(to);
+	struct net_device *ndev;
+
+	if (!src || !dst) {
+		if (src)
+			rdma_put_gid_attr(src);
+		if (dst)
+			rdma_put_gid_attr(dst);
+		return -ENOENT;
+	}
+	memset(rec, 0, sizeof(*rec));
+	rec->rec_type = SA_PATH_REC_TYPE_ROCE_V2;
+	rec->dgid = dst->gid;
+	rec->sgid = src->gid;
+	rec->hop_limit = 64;
+	rec->pkey = cpu_to_be16(0xffff);
+	rec->mtu = IB_MTU_1024;
+	rec->mtu_selector = IB_SA_EQ;
+	rec->rate = IB_RATE_10_GBPS;
+	rec->rate_selector = IB_SA_EQ;
+	rec->packet_life_time = life;
+	rec->packet_life_time_selector = IB_SA_EQ;
+	rec->reversible = 1;
+	rec->traffic_class = 0;
+	rec->flow_label = 0;
+	rec->sl = 0;
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(dst);
+	if (!IS_ERR(ndev))
+		sa_path_set_dmac(rec, (u8 *)ndev->dev_addr);
+	rcu_read_unlock();
+	rec->roce.route_resolved = true;
+	rdma_put_gid_attr(dst);
+	*sgid_attr = src;
+	return 0;
+}
+
+static void print_qp_attr(const char *side, const char *qps, int ret, struct ib_qp_attr *a,
+			  int mask)
+{
+	const struct ib_global_route *grh = rdma_ah_read_grh(&a->ah_attr);
+
+	pr_info("IBCM-QPATTR: %s %s ret=%d mask=%#x access=%#x pkey_index=%u port=%u path_mtu=%u dest_qp=%#x rq_psn=%#x max_dest_rd_atomic=%u min_rnr_timer=%u sq_psn=%#x retry_cnt=%u rnr_retry=%u max_rd_atomic=%u timeout=%u path_mig=%u ah_type=%u ah_port=%u sl=%u hop_limit=%u tclass=%u flow=%#x dgid=%pI6 dmac=%pM\n",
+		side, qps, ret, mask, a->qp_access_flags, a->pkey_index, a->port_num, a->path_mtu,
+		a->dest_qp_num, a->rq_psn, a->max_dest_rd_atomic, a->min_rnr_timer, a->sq_psn,
+		a->retry_cnt, a->rnr_retry, a->max_rd_atomic, a->timeout, a->path_mig_state,
+		a->ah_attr.type, a->ah_attr.port_num, a->ah_attr.sl, grh->hop_limit,
+		grh->traffic_class, grh->flow_label, grh->dgid.raw,
+		a->ah_attr.type == RDMA_AH_ATTR_TYPE_ROCE ? a->ah_attr.roce.dmac : (u8 *)"\0\0\0\0\0\0");
+}
+
+/* ib_cm_init_qp_attr() for INIT, RTR and RTS, printed for the C/rs comparison. */
+static void dump_qp_attrs(struct kunit *test, const char *side, struct ib_cm_id *id)
+{
+	static const struct { enum ib_qp_state s; const char *name; } qs[] = {
+		{ IB_QPS_INIT, "INIT" }, { IB_QPS_RTR, "RTR" }, { IB_QPS_RTS, "RTS" },
+	};
+	struct ib_qp_attr attr;
+	int i, mask, ret;
+
+	for (i = 0; i < ARRAY_SIZE(qs); i++) {
+		memset(&attr, 0, sizeof(attr));
+		mask = 0;
+		attr.qp_state = qs[i].s;
+		ret = ib_cm_init_qp_attr(id, &attr, &mask);
+		KUNIT_EXPECT_EQ(test, ret, 0);
+		print_qp_attr(side, qs[i].name, ret, &attr, mask);
+	}
+	/* Any other target state: -EINVAL (ib_cm_init_qp_attr). */
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_SQD;
+	KUNIT_EXPECT_EQ(test, ib_cm_init_qp_attr(id, &attr, &mask), -EINVAL);
+}
+
+static void req_param(struct ib_cm_req_param *p, struct sa_path_rec *path,
+		      const struct ib_gid_attr *sgid, u8 rcrt, u8 retries)
+{
+	static const u8 pd[8] = { 'r', 'e', 'q', '-', 'd', 'a', 't', 'a' };
+
+	memset(p, 0, sizeof(*p));
+	p->primary_path = path;
+	p->ppath_sgid_attr = sgid;
+	p->service_id = cpu_to_be64(CONN_SID);
+	p->qp_num = 0x123;
+	p->qp_type = IB_QPT_RC;
+	p->starting_psn = 0x456;
+	p->private_data = pd;
+	p->private_data_len = sizeof(pd);
+	p->responder_resources = 4;
+	p->initiator_depth = 3;
+	p->remote_cm_response_timeout = rcrt;
+	p->local_cm_response_timeout = rcrt;
+	p->flow_control = 1;
+	p->retry_count = 7;
+	p->rnr_retry_count = 6;
+	p->max_cm_retries = retries;
+}
+
+static void reset_sides(void)
+{
+	memset(&passive, 0, sizeof(passive));
+	memset(&active, 0, sizeof(active));
+	init_completion(&passive.ev_done);
+	init_completion(&active.ev_done);
+}
+
+struct conn_ctx {
+	struct ib_device *d0, *d1;
+	struct ib_cm_id *listener;
+	struct sa_path_rec path;
+	const struct ib_gid_attr *sgid;
+};
+
+static int conn_init(struct kunit *test)
+{
+	struct conn_ctx *c = kunit_kzalloc(test, sizeof(*c), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, c);
+	test->priv = c;
+	reset_sides();
+	c->d0 = ib_device_get_by_name(dev0, RDMA_DRIVER_UNKNOWN);
+	c->d1 = ib_device_get_by_name(dev1, RDMA_DRIVER_UNKNOWN);
+	KUNIT_ASSERT_NOT_NULL(test, c->d0);
+	KUNIT_ASSERT_NOT_NULL(test, c->d1);
+	KUNIT_ASSERT_EQ(test, make_path(c->d1, c->d0, &c->path, &c->sgid, 16), 0);
+	c->listener = ib_create_cm_id(c->d0, listener_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(c->listener));
+	KUNIT_ASSERT_EQ(test, ib_cm_listen(c->listener, cpu_to_be64(CONN_SID)), 0);
+	return 0;
+}
+
+static void conn_exit(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+
+	if (!c)
+		return;
+	if (active.id)
+		ib_destroy_cm_id(active.id);
+	if (passive.id)
+		ib_destroy_cm_id(passive.id);
+	if (!IS_ERR_OR_NULL(c->listener))
+		ib_destroy_cm_id(c->listener);
+	if (c->sgid)
+		rdma_put_gid_attr(c->sgid);
+	if (c->d0)
+		ib_device_put(c->d0);
+	if (c->d1)
+		ib_device_put(c->d1);
+}
+
+/*
+ * A whole connection: REQ, MRA (delayed), REP, RTU, DREQ, DREP, timewait; with the states,
+ * errnos and event fields of cm.c at each step (ib_send_cm_*(), cm_*_handler()).
+ */
+static void connect_and_disconnect(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_req_param req;
+	struct ib_cm_rep_param rep = {};
+	static const u8 rep_pd[4] = { 'r', 'e', 'p', '!' };
+	struct ib_cm_id *a;
+
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	active.id = a;
+	/* Wrong-state calls on an IDLE id (cm.c: -EINVAL). */
+	KUNIT_EXPECT_EQ(test, ib_send_cm_rep(a, &rep), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_rtu(a, NULL, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_dreq(a, NULL, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_drep(a, NULL, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_rej(a, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0, NULL, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_mra(a, 0, NULL, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(a, IB_EVENT_COMM_EST), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(a, IB_EVENT_QP_FATAL), -EINVAL);
+	{
+		struct ib_qp_attr attr = { .qp_state = IB_QPS_INIT };
+		int mask;
+
+		KUNIT_EXPECT_EQ(test, ib_cm_init_qp_attr(a, &attr, &mask), -EINVAL);
+	}
+
+	req_param(&req, &c->path, c->sgid, 20, 15);
+	/* A REQ without a path, or of UD type: -EINVAL (cm_validate_req_param). */
+	req.primary_path = NULL;
+	KUNIT_EXPECT_EQ(test, ib_send_cm_req(a, &req), -EINVAL);
+	req.primary_path = &c->path;
+	req.qp_type = IB_QPT_UD;
+	KUNIT_EXPECT_EQ(test, ib_send_cm_req(a, &req), -EINVAL);
+	req.qp_type = IB_QPT_RC;
+	KUNIT_ASSERT_EQ(test, ib_send_cm_req(a, &req), 0);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_REQ_SENT);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_req(a, &req), -EINVAL);
+	dump_qp_attrs(test, "active-req-sent-init-only", a);
+
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
+	KUNIT_ASSERT_NOT_NULL(test, passive.id);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_REQ_RCVD);
+	KUNIT_EXPECT_EQ(test, passive.id->remote_id, a->local_id);
+	KUNIT_EXPECT_EQ(test, passive.id->service_id, cpu_to_be64(CONN_SID));
+	KUNIT_EXPECT_EQ(test, passive.req.remote_qpn, 0x123);
+	KUNIT_EXPECT_EQ(test, passive.req.starting_psn, 0x456);
+	KUNIT_EXPECT_EQ(test, passive.req.responder_resources, 3);
+	KUNIT_EXPECT_EQ(test, passive.req.initiator_depth, 4);
+	KUNIT_EXPECT_EQ(test, passive.req.retry_count, 7);
+	KUNIT_EXPECT_EQ(test, passive.req.rnr_retry_count, 6);
+	KUNIT_EXPECT_EQ(test, passive.req.qp_type, IB_QPT_RC);
+	KUNIT_EXPECT_EQ(test, passive.req.remote_ca_guid, c->d1->node_guid);
+	KUNIT_EXPECT_PTR_EQ(test, passive.req.listen_id, c->listener);
+	KUNIT_EXPECT_EQ(test, memcmp(passive.pd, "req-data", 8), 0);
+	KUNIT_EXPECT_EQ(test, passive.req.primary_path->packet_life_time, 16);
+
+	/* rdma_cm's delayed MRA: state changes, nothing is sent. */
+	KUNIT_EXPECT_EQ(test, ib_send_cm_mra(passive.id, IB_CM_MRA_FLAG_DELAY | 24, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_MRA_REQ_SENT);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_mra(passive.id, 24, NULL, 0), -EINVAL);
+	dump_qp_attrs(test, "passive-mra-req-sent", passive.id);
+
+	rep.qp_num = 0x789;
+	rep.starting_psn = 0xabc;
+	rep.responder_resources = 2;
+	rep.initiator_depth = 1;
+	rep.rnr_retry_count = 5;
+	rep.srq = 0;
+	rep.private_data = rep_pd;
+	rep.private_data_len = sizeof(rep_pd);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_REP_SENT);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_rep(passive.id, &rep), -EINVAL);
+
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_REP_RCVD);
+	KUNIT_EXPECT_EQ(test, a->remote_id, passive.id->local_id);
+	KUNIT_EXPECT_EQ(test, active.rep.remote_qpn, 0x789);
+	KUNIT_EXPECT_EQ(test, active.rep.starting_psn, 0xabc);
+	KUNIT_EXPECT_EQ(test, active.rep.responder_resources, 1);
+	KUNIT_EXPECT_EQ(test, active.rep.initiator_depth, 2);
+	KUNIT_EXPECT_EQ(test, active.rep.rnr_retry_count, 5);
+	KUNIT_EXPECT_EQ(test, active.rep.remote_ca_guid, c->d0->node_guid);
+	KUNIT_EXPECT_EQ(test, memcmp(active.pd, "rep!", 4), 0);
+	dump_qp_attrs(test, "active-rep-rcvd", a);
+	dump_qp_attrs(test, "passive-rep-sent", passive.id);
+
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_ESTABLISHED);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_ESTABLISHED);
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(passive.id, IB_EVENT_COMM_EST), -EISCONN);
+	dump_qp_attrs(test, "active-established", a);
+	dump_qp_attrs(test, "passive-established", passive.id);
+
+	/* Disconnect: DREQ, then the passive side answers; both enter timewait. */
+	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(a, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_DREQ_SENT);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_DREQ_RCVD);
+	/* rdma_disconnect() relies on this -EINVAL to fall back to a DREP. */
+	KUNIT_EXPECT_EQ(test, ib_send_cm_dreq(passive.id, NULL, 0), -EINVAL);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_drep(passive.id, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_TIMEWAIT);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_DREP_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_TIMEWAIT);
+	/* Timewait is conv(17) = 512 ms on rxe; then IDLE and TIMEWAIT_EXIT. */
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_TIMEWAIT_EXIT, 5000));
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_IDLE);
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_TIMEWAIT_EXIT, 5000));
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_IDLE);
+}
+
+/*
+ * A peer that never answers (its REQ handler returns -ENOMEM: cm.c drops the REQ silently so
+ * that the peer retries): the active side ends in REQ_ERROR with IB_WC_RESP_TIMEOUT_ERR after
+ * its retries (cm_process_send_error), and its id is back in IDLE.
+ */
+static void req_times_out(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_req_param req;
+	struct ib_cm_id *a;
+	struct sa_path_rec fast;
+	const struct ib_gid_attr *sgid;
+
+	KUNIT_ASSERT_EQ(test, make_path(c->d1, c->d0, &fast, &sgid, 0), 0);
+	passive.ret = -ENOMEM;
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	active.id = a;
+	/* Wait 2 * conv(0) + conv(8) = 3 ms, 2 retries. */
+	req_param(&req, &fast, sgid, 8, 2);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_req(a, &req), 0);
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_REQ_ERROR, 10000));
+	KUNIT_EXPECT_EQ(test, active.send_status, IB_WC_RESP_TIMEOUT_ERR);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_IDLE);
+	/* The passive ids were destroyed by their handlers' -ENOMEM: nothing to destroy. */
+	passive.id = NULL;
+	rdma_put_gid_attr(sgid);
+}
+
+/*
+ * A passive side that rejects: REJ_RECEIVED with the reason on the active side, which goes
+ * back to IDLE (cm_rej_handler); a REJ with a NULL ARI may pass any length (cm.c checks the
+ * length only for a non-NULL pointer).
+ */
+static void reject_reaches_active(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_req_param req;
+	struct ib_cm_id *a;
+
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	active.id = a;
+	req_param(&req, &c->path, c->sgid, 20, 15);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_req(a, &req), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, ib_send_cm_rej(passive.id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 100,
+					     NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_IDLE);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REJ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, active.rej_reason, IB_CM_REJ_CONSUMER_DEFINED);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_IDLE);
+}
+
+/*
+ * Destroying an established passive id sends a DREQ (cm_destroy_id): the active side gets
+ * DREQ_RECEIVED, answers, and its DREP goes to an id that no longer exists (dropped).
+ */
+static void destroy_established_sends_dreq(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_req_param req;
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_id *a;
+
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	active.id = a;
+	req_param(&req, &c->path, c->sgid, 20, 15);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_req(a, &req), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
+	ib_destroy_cm_id(passive.id);
+	passive.id = NULL;
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_DREQ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_DREQ_RCVD);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_drep(a, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_TIMEWAIT);
+}
+
+static struct kunit_case conn_cases[] = {
+	KUNIT_CASE(connect_and_disconnect),
+	KUNIT_CASE(req_times_out),
+	KUNIT_CASE(reject_reaches_active),
+	KUNIT_CASE(destroy_established_sends_dreq),
+	{}
+};
+
+static struct kunit_suite conn_suite = {
+	.name = "ib_cm_conn_conformance",
+	.init = conn_init,
+	.exit = conn_exit,
+	.test_cases = conn_cases,
+};
+
+kunit_test_suite(conn_suite);
+
+MODULE_DESCRIPTION("ib_cm connection conformance suite (runs against either CM)");
+MODULE_LICENSE("Dual BSD/GPL");
