@@ -9,6 +9,8 @@
 pub mod logic;
 
 #[cfg(test)]
+mod golden;
+#[cfg(test)]
 mod properties;
 #[cfg(test)]
 mod wire_tests;
