@@ -11,6 +11,8 @@ pub mod logic;
 #[cfg(test)]
 mod golden;
 #[cfg(test)]
+mod listen_sharing;
+#[cfg(test)]
 mod properties;
 #[cfg(test)]
 mod wire_tests;
