@@ -428,7 +428,7 @@ fn random_sequences_keep_outcomes_and_share_counts_consistent() {
                 op @ (0 | 1) => {
                     let h = handlers[(rng.next() % 3) as usize];
                     let v = sids[(rng.next() % 4) as usize];
-                    let null_ctx = rng.next() % 2 == 0;
+                    let null_ctx = rng.next().is_multiple_of(2);
                     let via_insert = op == 0;
                     let got = if via_insert {
                         t.insert_listen(h, v)
