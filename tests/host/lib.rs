@@ -9,6 +9,10 @@
 pub mod logic;
 
 #[cfg(test)]
+mod golden;
+#[cfg(test)]
+mod listen_sharing;
+#[cfg(test)]
 mod properties;
 #[cfg(test)]
 mod state_tests;
