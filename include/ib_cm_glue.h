@@ -6,7 +6,8 @@
  * helpers that bindgen cannot bind, an IRQ-saving spinlock backend and completions. The Rust
  * crate (src/ib_cm_rs.rs and siblings) implements the "rs" half: the client callbacks and every
  * exported ib_* entry point (the EXPORT_SYMBOL lines themselves live in glue.c). The Rust side
- * of this header is src/glue.rs; keep both in the same order.
+ * of this header is the `ibcm_rs_*` functions (src/device.rs, recv.rs, send.rs, port.rs,
+ * comm_id.rs, timewait.rs) and the bindgen view of the `ibcm_glue_*` ones; keep them in step.
  */
 #ifndef IB_CM_GLUE_H
 #define IB_CM_GLUE_H
@@ -153,6 +154,11 @@ int ibcm_glue_av_by_path(struct ib_device *device, struct sa_path_rec *path,
 			 const struct ib_gid_attr *sgid_attr, struct rdma_ah_attr *attr,
 			 u32 *port_num, u16 *pkey_index);
 void ibcm_glue_path_lids(struct sa_path_rec *path, u32 *slid, u32 *dlid, bool *ext);
+void ibcm_glue_req_event_bits(struct ib_cm_req_event_param *p, u8 local_cm_response_timeout,
+			      u8 flow_control, u8 remote_cm_response_timeout, u8 retry_count,
+			      u8 rnr_retry_count, u8 srq);
+void ibcm_glue_rep_event_bits(struct ib_cm_rep_event_param *p, u8 target_ack_delay,
+			      u8 failover_accepted, u8 flow_control, u8 rnr_retry_count, u8 srq);
 void ibcm_glue_cancel_mad(struct ib_mad_send_buf *buf);
 u32 ibcm_glue_ah_attr_dlid(const struct rdma_ah_attr *attr);
 u8 ibcm_glue_ack_delay(const struct ib_device *device);
@@ -172,6 +178,8 @@ void ibcm_glue_kunit_fail(const char *file, int line, const char *msg);
 void ibcm_glue_capture_put(const u8 *mad);
 unsigned int ibcm_glue_capture_get(unsigned int index, u8 *out);
 int ibcm_glue_test_av(struct ib_device *from, struct ib_device *to, struct rdma_ah_attr *attr);
+void ibcm_glue_test_av_gids(const struct rdma_ah_attr *attr, u8 *sgid, u8 *dgid);
+u32 ibcm_glue_test_req_event_retries(const struct ib_cm_req_event_param *p);
 
 /* --- Rust crate: ib_client callbacks --- */
 int ibcm_rs_add_one(struct ib_device *device);

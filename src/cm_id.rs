@@ -27,7 +27,7 @@ use crate::{
     },
     remote::RemoteKey,
 };
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
     alloc::KBox,
     ffi,
@@ -149,7 +149,7 @@ pub(crate) struct CmId {
     /// The device this id belongs to.
     pub(crate) dev: Arc<CmDevice>,
     /// The local comm ID (reserved for the id's whole life).
-    comm: CommId,
+    comm: CommSlot,
     /// State and connection data; taken before the device lock when both are needed.
     #[pin]
     pub(crate) inner: SpinLockIrq<CmIdInner>,
@@ -249,7 +249,7 @@ impl CmId {
                     }
                 }),
                 dev,
-                comm,
+                comm: CommSlot { id: comm, live: AtomicBool::new(true) },
                 inner <- new_spinlock_irq!(
                     CmIdInner {
                         destroyed: false,
@@ -291,7 +291,7 @@ impl CmId {
         let mut g = self.inner.lock();
         if !g.published && !g.destroyed {
             g.published = true;
-            self.comm.publish(self);
+            self.comm.id.publish(self);
         }
     }
 
@@ -379,7 +379,7 @@ impl CmId {
 
     /// The local comm ID as the wire carries it.
     pub(crate) fn local_id(&self) -> u32 {
-        self.comm.wire()
+        self.comm.id.wire()
     }
 
     /// The peer's comm ID (0 until known).
@@ -610,7 +610,9 @@ impl CmId {
             let mut g = self.inner.lock();
             core::mem::replace(&mut g.published, false)
         };
-        self.comm.release(self, published);
+        if self.comm.live.swap(false, Ordering::AcqRel) {
+            self.comm.id.release(self, published);
+        }
         self.put_user();
         let mut waited = 0u32;
         while !self.released.wait_timeout_ms(DESTROY_WAIT_MS) {
@@ -651,5 +653,22 @@ impl CommId {
     pub(crate) fn release_unused(self) {
         // SAFETY: The index is ours and unpublished.
         unsafe { bindings::ibcm_glue_comm_erase(self.index()) };
+    }
+}
+
+/// An id's comm ID reservation: released by destroy, or by `Drop` for an id that was never
+/// destroyed (a fresh `ib_cm_insert_listen` id that found a listener to share, a passive id
+/// whose setup failed). Only unpublished ids can be dropped undestroyed: a published one is
+/// held by the table until destroy.
+struct CommSlot {
+    id: CommId,
+    live: AtomicBool,
+}
+
+impl Drop for CommSlot {
+    fn drop(&mut self) {
+        if *self.live.get_mut() {
+            self.id.release_unused();
+        }
     }
 }

@@ -438,6 +438,34 @@ void ibcm_glue_path_lids(struct sa_path_rec *path, u32 *slid, u32 *dlid, bool *e
 	       opa_is_extended_lid(path->opa.dlid, path->opa.slid);
 }
 
+/*
+ * The bit fields of the REQ and REP event parameters, set by the C compiler: bindgen 0.70
+ * places ib_cm_req_event_param's rnr_retry_count:3/srq:1 inside the storage unit that clang
+ * closes after retry_count (an unsigned int bit field does not straddle its unit), so its
+ * setters write those two fields 2 bits too low. Setting them here keeps the ABI exact.
+ */
+void ibcm_glue_req_event_bits(struct ib_cm_req_event_param *p, u8 local_cm_response_timeout,
+			      u8 flow_control, u8 remote_cm_response_timeout, u8 retry_count,
+			      u8 rnr_retry_count, u8 srq)
+{
+	p->local_cm_response_timeout = local_cm_response_timeout;
+	p->flow_control = flow_control;
+	p->remote_cm_response_timeout = remote_cm_response_timeout;
+	p->retry_count = retry_count;
+	p->rnr_retry_count = rnr_retry_count;
+	p->srq = srq;
+}
+
+void ibcm_glue_rep_event_bits(struct ib_cm_rep_event_param *p, u8 target_ack_delay,
+			      u8 failover_accepted, u8 flow_control, u8 rnr_retry_count, u8 srq)
+{
+	p->target_ack_delay = target_ack_delay;
+	p->failover_accepted = failover_accepted;
+	p->flow_control = flow_control;
+	p->rnr_retry_count = rnr_retry_count;
+	p->srq = srq;
+}
+
 void ibcm_glue_cancel_mad(struct ib_mad_send_buf *buf)
 {
 	ib_cancel_mad(buf);
@@ -546,7 +574,8 @@ void ibcm_glue_unregister_counters(struct ib_device *device, u32 port_num)
 	ib_port_unregister_client_groups(device, port_num, ibcm_counter_group_list);
 }
 
-#if IS_ENABLED(CONFIG_KUNIT)
+/* Test builds only (IBCM_KUNIT=1): the production ib_cm.ko carries no test code. */
+#ifdef IBCM_KUNIT
 #include <kunit/test.h>
 #include <net/ipv6.h>
 #include <rdma/ib_cache.h>
@@ -632,6 +661,24 @@ out:
 	if (dst)
 		rdma_put_gid_attr(dst);
 	return ret;
+}
+
+/* The source and destination GIDs of an address made by ibcm_glue_test_av(). */
+void ibcm_glue_test_av_gids(const struct rdma_ah_attr *attr, u8 *sgid, u8 *dgid)
+{
+	const struct ib_global_route *grh = rdma_ah_read_grh(attr);
+
+	memcpy(dgid, grh->dgid.raw, 16);
+	if (grh->sgid_attr)
+		memcpy(sgid, grh->sgid_attr->gid.raw, 16);
+	else
+		memset(sgid, 0, 16);
+}
+
+/* retry_count and rnr_retry_count of a REQ event as C callers read them. */
+u32 ibcm_glue_test_req_event_retries(const struct ib_cm_req_event_param *p)
+{
+	return p->retry_count | p->rnr_retry_count << 8;
 }
 
 /* Marks the running KUnit case failed without aborting it (src/kunit.rs). */

@@ -311,9 +311,16 @@ fn two_devices() -> Option<(TestDev, TestDev, TestAv)> {
     Some((d0, d1, av))
 }
 
-/// A REQ as rdma_cm would send it, with recognisable values.
-fn test_req(service_id: u64, comm_id: u32) -> Req {
+/// A REQ as rdma_cm would send it along `av`, with recognisable values (the primary path's
+/// GIDs are the address's, so the passive side can build its address from the path).
+fn test_req(service_id: u64, comm_id: u32, av: &TestAv) -> Req {
     let mut p = [0u8; crate::logic::wire::PAYLOAD_LEN];
+    let (mut sgid, mut dgid) = ([0u8; 16], [0u8; 16]);
+    // SAFETY: `av` holds an initialised attribute; the outputs are 16 bytes each.
+    unsafe { bindings::ibcm_glue_test_av_gids(av.0.get(), sgid.as_mut_ptr(), dgid.as_mut_ptr()) };
+    p[56..72].copy_from_slice(&sgid);
+    p[72..88].copy_from_slice(&dgid);
+    p[93] = 64;
     p[0..4].copy_from_slice(&comm_id.to_be_bytes());
     p[8..16].copy_from_slice(&service_id.to_be_bytes());
     p[16..24].copy_from_slice(&0x0002_C903_00AB_CDEFu64.to_be_bytes());
@@ -322,7 +329,7 @@ fn test_req(service_id: u64, comm_id: u32) -> Req {
     p[43] = 20 << 3;
     p[44..48].copy_from_slice(&[0x12, 0x34, 0x56, (18 << 3) | 7]);
     p[48..50].copy_from_slice(&0xFFFFu16.to_be_bytes());
-    p[50] = (3 << 4) | 7;
+    p[50] = (3 << 4) | 6; // MTU 3, RNR retry 6 (distinct from the retry count 7)
     p[51] = 15 << 4;
     p[95] = 17 << 3;
     for (i, b) in p[140..].iter_mut().enumerate() {
@@ -367,7 +374,7 @@ extern "C" fn req_without_listener_gets_rej(_test: *mut bindings::kunit) {
     let Some((_d0, d1, av)) = two_devices() else {
         return;
     };
-    let req = test_req(UNKNOWN_SID, 0x1122_3344);
+    let req = test_req(UNKNOWN_SID, 0x1122_3344, &av);
     let mad = exchange(&d1, &av, &CmMessage::Req(req), 0x0000_CAFE_0000_0001, 0x12);
     expect!(mad.is_some());
     let Some(mad) = mad else { return };
@@ -441,7 +448,7 @@ extern "C" fn rejects_share_a_reply_ah(_test: *mut bindings::kunit) {
         return;
     };
     d0.cm.clear_reply_ahs();
-    let req = |comm| CmMessage::Req(test_req(UNKNOWN_SID, comm));
+    let req = |comm| CmMessage::Req(test_req(UNKNOWN_SID, comm, &av));
     expect_rej_unknown(exchange(&d1, &av, &req(0x5151_0001), 0x0000_CAFE_0000_0011, 0x12), 0x5151_0001);
     let first = cached(&d0.cm);
     expect!(first.len() == 1);
@@ -484,8 +491,9 @@ extern "C" fn recording_handler(id: *mut bindings::ib_cm_id, ev: *const bindings
             | u64::from(p.initiator_depth) << 8
             | u64::from(p.local_cm_response_timeout()) << 16
             | u64::from(p.remote_cm_response_timeout()) << 24
-            | u64::from(p.retry_count()) << 32
-            | u64::from(p.rnr_retry_count()) << 40
+            // Read with the C compiler's layout (see glue.c: bindgen misplaces these).
+            | u64::from(bindings::ibcm_glue_test_req_event_retries(p) & 0xFF) << 32
+            | u64::from(bindings::ibcm_glue_test_req_event_retries(p) >> 8) << 40
             | u64::from(*pd) << 48
             | u64::from(*pd.add(91)) << 56;
         SEEN_MISC.store(misc, Ordering::SeqCst);
@@ -508,7 +516,7 @@ extern "C" fn req_with_listener_is_dispatched(_test: *mut bindings::kunit) {
     let listener = require!(insert_listen(&d0.cm, Some(recording_handler), LISTEN_SID, false));
     d0.cm.clear_reply_ahs();
     SEEN_EVENTS.store(0, Ordering::SeqCst);
-    let req = test_req(LISTEN_SID, 0x5566_7788);
+    let req = test_req(LISTEN_SID, 0x5566_7788, &av);
     let mad = exchange(&d1, &av, &CmMessage::Req(req), 0x0000_CAFE_0000_0003, 0x12);
     expect!(SEEN_EVENTS.load(Ordering::SeqCst) == 1);
     expect!(SEEN_STATE.load(Ordering::SeqCst) == bindings::ib_cm_state_IB_CM_REQ_RCVD);
@@ -520,7 +528,7 @@ extern "C" fn req_with_listener_is_dispatched(_test: *mut bindings::kunit) {
     let misc = SEEN_MISC.load(Ordering::SeqCst);
     expect!(misc & 0xFF == 3 && (misc >> 8) & 0xFF == 2);
     expect!((misc >> 16) & 0xFF == 20 && (misc >> 24) & 0xFF == 18);
-    expect!((misc >> 32) & 0xFF == 7 && (misc >> 40) & 0xFF == 7);
+    expect!((misc >> 32) & 0xFF == 7 && (misc >> 40) & 0xFF == 6);
     expect!((misc >> 48) & 0xFF == 0xA0 && (misc >> 56) == 0xA0 ^ 91);
     // P_Key of the path and of the BTH, listen_id, sgid attribute, no alternate, port 1.
     expect!(SEEN_FLAGS.load(Ordering::SeqCst) == 0b11_1111);
@@ -539,7 +547,7 @@ extern "C" fn req_with_listener_is_dispatched(_test: *mut bindings::kunit) {
     let first = cached(&d0.cm);
     expect!(first.len() == 1);
     SEEN_FLAGS.store(0, Ordering::SeqCst);
-    let req = test_req(LISTEN_SID, 0x5566_7799);
+    let req = test_req(LISTEN_SID, 0x5566_7799, &av);
     let mad = exchange(&d1, &av, &CmMessage::Req(req), 0x0000_CAFE_0000_0004, 0x12);
     expect!(mad.is_some());
     expect!(SEEN_EVENTS.load(Ordering::SeqCst) == 2);

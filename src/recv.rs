@@ -417,13 +417,11 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
     let av = match unsafe { Av::from_path(dev, &mut ev.paths[0], wc_av.sgid_attr()) } {
         Ok(av) => av,
         Err(_) => {
-            let mut ari = [0u8; 16];
             // SAFETY: Live device; `gid` is a valid output.
-            let have = unsafe {
+            let (have, ari) = unsafe {
                 let mut gid: bindings::ib_gid = core::mem::zeroed();
                 let ok = bindings::rdma_query_gid(dev.ib_dev(), port_num, 0, &mut gid) == 0;
-                ari = *gid.raw.as_ref();
-                ok
+                (ok, *gid.raw.as_ref())
             };
             let rej = req_event::rej_of_req(0, req.local_comm_id, REJ_INVALID_GID, if have { &ari } else { &[] }, &[]);
             return respond(dev, port_num, wc, hdr.tid, &CmMessage::Rej(rej));
@@ -499,12 +497,19 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
     p.starting_psn = params.starting_psn;
     p.responder_resources = params.responder_resources;
     p.initiator_depth = params.initiator_depth;
-    p.set_local_cm_response_timeout(params.local_cm_response_timeout.into());
-    p.set_flow_control(params.flow_control.into());
-    p.set_remote_cm_response_timeout(params.remote_cm_response_timeout.into());
-    p.set_retry_count(params.retry_count.into());
-    p.set_rnr_retry_count(params.rnr_retry_count.into());
-    p.set_srq(params.srq.into());
+    // The bit fields are set by the C compiler (bindgen misplaces two of them, see glue.c).
+    // SAFETY: `p` is our event's parameter block.
+    unsafe {
+        bindings::ibcm_glue_req_event_bits(
+            p,
+            params.local_cm_response_timeout,
+            params.flow_control.into(),
+            params.remote_cm_response_timeout,
+            params.retry_count,
+            params.rnr_retry_count,
+            params.srq.into(),
+        )
+    };
     p.ece.vendor_id = params.ece_vendor_id;
     p.ece.attr_mod = params.ece_attr_mod;
     hand_over(id, ev, true);

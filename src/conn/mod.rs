@@ -23,12 +23,11 @@ use crate::{
     cm_id::{CmId, CmIdInner, StoredPd},
     event::Event,
     logic::{
-        req_event::REJ_CONSUMER_DEFINED,
+        req_event::{REJ_CONSUMER_DEFINED, SIDR_REJECT},
         state::{self, Action, Input, MsgKind, OnFail, Out, Refusal, State},
         timeout,
         wire::{
             conn::{CommIdsAndData, Dreq, Mra, Rej},
-            sidr::SidrRep,
             AttrId, CmMessage,
         },
     },
@@ -43,8 +42,6 @@ use kernel::{alloc::KBox, prelude::*, sync::Arc};
 pub(crate) const REJ_TIMEOUT: u16 = 1;
 /// `IB_CM_REJ_STALE_CONN`.
 pub(crate) const REJ_STALE_CONN: u16 = 10;
-/// `IB_SIDR_REJECT`.
-const SIDR_REJECT: u8 = 2;
 
 /// A received MAD an input came with.
 pub(crate) struct Recv<'a> {
@@ -86,7 +83,6 @@ pub(crate) struct Ctx<'a> {
 }
 
 /// What is left to do once the lock is dropped.
-#[derive(Default)]
 pub(crate) struct Outcome {
     /// The error of a failed action (or of a refused input).
     pub(crate) result: Result,
@@ -98,6 +94,12 @@ pub(crate) struct Outcome {
     pub(crate) unlinked: Unlinked,
     /// The input was refused.
     pub(crate) refused: Option<Refusal>,
+}
+
+impl Default for Outcome {
+    fn default() -> Self {
+        Outcome { result: Ok(()), deliver: None, response: None, unlinked: Unlinked::default(), refused: None }
+    }
 }
 
 /// The error of a refusal, for API callers.

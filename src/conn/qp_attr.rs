@@ -64,8 +64,7 @@ pub(crate) fn init_qp_attr(id: &CmId, attr: &mut bindings::ib_qp_attr, out_mask:
             attr.qp_access_flags = access as i32;
             if let Some(av) = g.av.as_ref() {
                 attr.pkey_index = av.pkey_index;
-                // CAST: port numbers are small.
-                attr.port_num = av.port_num as u8;
+                attr.port_num = av.port_num;
             }
         }
         Target::Rtr => {
@@ -90,8 +89,7 @@ pub(crate) fn init_qp_attr(id: &CmId, attr: &mut bindings::ib_qp_attr, out_mask:
             }
             if m & mask::ALT_PATH != 0 {
                 if let Some(alt) = g.alt_av.as_ref() {
-                    // CAST: as above.
-                    attr.alt_port_num = alt.port_num as u8;
+                    attr.alt_port_num = alt.port_num;
                     attr.alt_pkey_index = alt.pkey_index;
                     attr.alt_timeout = alt.timeout;
                     // SAFETY: As above.
@@ -115,8 +113,7 @@ pub(crate) fn init_qp_attr(id: &CmId, attr: &mut bindings::ib_qp_attr, out_mask:
                 }
             } else {
                 if let Some(alt) = g.alt_av.as_ref() {
-                    // CAST: as above.
-                    attr.alt_port_num = alt.port_num as u8;
+                    attr.alt_port_num = alt.port_num;
                     attr.alt_pkey_index = alt.pkey_index;
                     attr.alt_timeout = alt.timeout;
                     // SAFETY: As above.

@@ -135,11 +135,17 @@ fn rep_event(wc: &RecvWc, rep: &Rep, qp_type: u32, attr_mod: u32) -> Result<KBox
     p.starting_psn = rep.starting_psn;
     p.responder_resources = rep.initiator_depth;
     p.initiator_depth = rep.responder_resources;
-    p.set_target_ack_delay(rep.target_ack_delay.into());
-    p.set_failover_accepted(rep.failover_accepted.into());
-    p.set_flow_control(u32::from(rep.end_to_end_flow_control));
-    p.set_rnr_retry_count(rep.rnr_retry_count.into());
-    p.set_srq(u32::from(rep.srq));
+    // SAFETY: `p` is our event's parameter block; the C compiler sets the bit fields.
+    unsafe {
+        bindings::ibcm_glue_rep_event_bits(
+            p,
+            rep.target_ack_delay,
+            rep.failover_accepted,
+            rep.end_to_end_flow_control.into(),
+            rep.rnr_retry_count,
+            rep.srq.into(),
+        )
+    };
     p.ece.vendor_id = rep.vendor_id;
     p.ece.attr_mod = attr_mod;
     ev.set_private_data(36);

@@ -120,8 +120,7 @@ pub(crate) unsafe fn send_req(id: &Arc<CmId>, param: &bindings::ib_cm_req_param)
         local_cm_response_timeout: param.local_cm_response_timeout & 0x1F,
         retry_count: if xrc { 0 } else { param.retry_count & 7 },
         pkey: u16::from_be(pri.pkey),
-        // CAST: `enum ib_mtu` values are 1..=5.
-        path_mtu: (pri.mtu & 0xF) as u8,
+        path_mtu: pri.mtu & 0xF,
         rdc_exists: false,
         rnr_retry_count: if xrc { 0 } else { param.rnr_retry_count & 7 },
         max_cm_retries: param.max_cm_retries & 0xF,
@@ -157,7 +156,7 @@ pub(crate) unsafe fn send_req(id: &Arc<CmId>, param: &bindings::ib_cm_req_param)
             g.conn.initiator_depth = param.initiator_depth;
             g.conn.responder_resources = param.responder_resources;
             g.conn.retry_count = param.retry_count;
-            g.conn.path_mtu = pri.mtu;
+            g.conn.path_mtu = pri.mtu.into();
             g.conn.pkey = u16::from_be(pri.pkey);
             g.conn.qp_type = qpt;
             g.conn.local_qpn = param.qp_num & 0x00FF_FFFF;

@@ -111,7 +111,7 @@ fn path_from(req: &Req, p: &Path, opa: bool) -> PathRecord {
         sl: p.sl,
         mtu: req.path_mtu,
         rate: p.packet_rate,
-        packet_life_time: p.local_ack_timeout.saturating_sub(1),
+        packet_life_time: super::timeout::life_from_ack(p.local_ack_timeout),
         service_id: req.service_id,
         opa,
         dlid: if opa { opa_lid(&p.local_gid) } else { u32::from(p.local_lid) },

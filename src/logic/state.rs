@@ -369,11 +369,6 @@ impl Actions {
     pub(crate) fn iter(&self) -> impl Iterator<Item = Action> + '_ {
         self.list.iter().map_while(|a| *a)
     }
-
-    /// Whether `a` is among them.
-    pub(crate) fn contains(&self, a: Action) -> bool {
-        self.iter().any(|x| x == a)
-    }
 }
 
 /// The outcome of an accepted input.
