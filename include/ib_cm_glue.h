@@ -181,6 +181,34 @@ int ibcm_glue_test_av(struct ib_device *from, struct ib_device *to, struct rdma_
 void ibcm_glue_test_av_gids(const struct rdma_ah_attr *attr, u8 *sgid, u8 *dgid);
 u32 ibcm_glue_test_req_event_retries(const struct ib_cm_req_event_param *p);
 
+/* --- Rust crate: the exported API, wrapped by glue.c (src/abi.rs) --- */
+const char *ibcm_rs_reject_msg(int reason);
+struct ib_cm_id *ibcm_rs_create_cm_id(struct ib_device *device, ib_cm_handler cm_handler,
+				      void *context);
+void ibcm_rs_destroy_cm_id(struct ib_cm_id *cm_id);
+int ibcm_rs_cm_listen(struct ib_cm_id *cm_id, __be64 service_id);
+struct ib_cm_id *ibcm_rs_cm_insert_listen(struct ib_device *device, ib_cm_handler cm_handler,
+					  __be64 service_id);
+int ibcm_rs_send_cm_req(struct ib_cm_id *cm_id, struct ib_cm_req_param *param);
+int ibcm_rs_send_cm_rep(struct ib_cm_id *cm_id, struct ib_cm_rep_param *param);
+int ibcm_rs_send_cm_rtu(struct ib_cm_id *cm_id, const void *private_data, u8 private_data_len);
+int ibcm_rs_send_cm_dreq(struct ib_cm_id *cm_id, const void *private_data, u8 private_data_len);
+int ibcm_rs_send_cm_drep(struct ib_cm_id *cm_id, const void *private_data, u8 private_data_len);
+int ibcm_rs_send_cm_rej(struct ib_cm_id *cm_id, enum ib_cm_rej_reason reason, void *ari,
+			u8 ari_length, const void *private_data, u8 private_data_len);
+int ibcm_rs_send_cm_mra(struct ib_cm_id *cm_id, u8 service_timeout, const void *private_data,
+			u8 private_data_len);
+int ibcm_rs_send_cm_sidr_req(struct ib_cm_id *cm_id, struct ib_cm_sidr_req_param *param);
+int ibcm_rs_send_cm_sidr_rep(struct ib_cm_id *cm_id, struct ib_cm_sidr_rep_param *param);
+int ibcm_rs_cm_notify(struct ib_cm_id *cm_id, enum ib_event_type event);
+int ibcm_rs_cm_init_qp_attr(struct ib_cm_id *cm_id, struct ib_qp_attr *qp_attr,
+			    int *qp_attr_mask);
+
+/* --- glue.c / Rust crate: receive work items (src/recv.rs) --- */
+void ibcm_glue_init_recv_work(struct work_struct *work);
+void ibcm_glue_queue_work(struct workqueue_struct *wq, struct work_struct *work);
+void ibcm_rs_recv_work(struct work_struct *work);
+
 /* --- Rust crate: ib_client callbacks --- */
 int ibcm_rs_add_one(struct ib_device *device);
 void ibcm_rs_remove_one(struct ib_device *device, void *client_data);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-//! The exported `extern "C"` entry points of ib_cm, with the prototypes of the target
-//! kernel's `<rdma/ib_cm.h>` (the `EXPORT_SYMBOL` lines are in `glue.c`).
+//! The Rust halves of the 16 exported entry points of ib_cm, with the prototypes of the
+//! target kernel's `<rdma/ib_cm.h>`: `glue.c` defines each `ib_*` symbol as a one-line C
+//! wrapper calling its `ibcm_rs_*` function here and exports it, so that the exported
+//! functions are ordinary C functions (ftrace can profile them, tracepoints can sit in them).
 //!
 //! Each function checks its C arguments, calls safe Rust, and converts the result to the
 //! errno or `ERR_PTR` cm.c gives. Nothing here decides anything.
@@ -50,7 +52,7 @@ fn parse_service_id(raw: bindings::__be64) -> Result<(ServiceId, bool)> {
 
 /// `ibcm_reject_msg()`: the name of a REJ reason.
 #[no_mangle]
-pub(crate) extern "C" fn ibcm_reject_msg(reason: ffi::c_int) -> *const ffi::c_char {
+pub(crate) extern "C" fn ibcm_rs_reject_msg(reason: ffi::c_int) -> *const ffi::c_char {
     reject::reason_str(reason).as_ptr().cast()
 }
 
@@ -63,7 +65,7 @@ pub(crate) extern "C" fn ibcm_reject_msg(reason: ffi::c_int) -> *const ffi::c_ch
 ///
 /// `device`, if not NULL, must point to a live `struct ib_device`.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ib_create_cm_id(
+pub(crate) unsafe extern "C" fn ibcm_rs_create_cm_id(
     device: *mut bindings::ib_device,
     cm_handler: bindings::ib_cm_handler,
     context: *mut ffi::c_void,
@@ -86,7 +88,7 @@ pub(crate) unsafe extern "C" fn ib_create_cm_id(
 ///
 /// `cm_id` must be a handle from this CM that the caller has not destroyed yet.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ib_destroy_cm_id(cm_id: *mut bindings::ib_cm_id) {
+pub(crate) unsafe extern "C" fn ibcm_rs_destroy_cm_id(cm_id: *mut bindings::ib_cm_id) {
     if is_err_or_null(cm_id) {
         pr_err!("ib_cm: ib_destroy_cm_id() of a NULL or error pointer\n");
         return;
@@ -102,7 +104,7 @@ pub(crate) unsafe extern "C" fn ib_destroy_cm_id(cm_id: *mut bindings::ib_cm_id)
 ///
 /// `cm_id` must be a live handle from this CM.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ib_cm_listen(
+pub(crate) unsafe extern "C" fn ibcm_rs_cm_listen(
     cm_id: *mut bindings::ib_cm_id,
     service_id: bindings::__be64,
 ) -> ffi::c_int {
@@ -129,7 +131,7 @@ pub(crate) unsafe extern "C" fn ib_cm_listen(
 ///
 /// `device`, if not NULL, must point to a live `struct ib_device`.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ib_cm_insert_listen(
+pub(crate) unsafe extern "C" fn ibcm_rs_cm_insert_listen(
     device: *mut bindings::ib_device,
     cm_handler: bindings::ib_cm_handler,
     service_id: bindings::__be64,
@@ -166,7 +168,7 @@ unsafe fn id_of(cm_id: *mut bindings::ib_cm_id) -> Arc<CmId> {
 ///
 /// `cm_id` must be a live handle; `param` valid with its paths and private data.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ib_send_cm_req(
+pub(crate) unsafe extern "C" fn ibcm_rs_send_cm_req(
     cm_id: *mut bindings::ib_cm_id,
     param: *mut bindings::ib_cm_req_param,
 ) -> ffi::c_int {
@@ -183,7 +185,7 @@ pub(crate) unsafe extern "C" fn ib_send_cm_req(
 ///
 /// `cm_id` must be a live handle; `param` valid with its private data.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ib_send_cm_rep(
+pub(crate) unsafe extern "C" fn ibcm_rs_send_cm_rep(
     cm_id: *mut bindings::ib_cm_id,
     param: *mut bindings::ib_cm_rep_param,
 ) -> ffi::c_int {
@@ -224,11 +226,11 @@ macro_rules! pd_call {
 
 pd_call! {
     /// `ib_send_cm_rtu()`.
-    fn ib_send_cm_rtu => conn::rep_rtu::send_rtu, crate::logic::wire::conn::RTU_PRIVATE_DATA;
+    fn ibcm_rs_send_cm_rtu => conn::rep_rtu::send_rtu, crate::logic::wire::conn::RTU_PRIVATE_DATA;
     /// `ib_send_cm_dreq()`.
-    fn ib_send_cm_dreq => conn::dreq_drep::send_dreq, crate::logic::wire::conn::DREQ_PRIVATE_DATA;
+    fn ibcm_rs_send_cm_dreq => conn::dreq_drep::send_dreq, crate::logic::wire::conn::DREQ_PRIVATE_DATA;
     /// `ib_send_cm_drep()`.
-    fn ib_send_cm_drep => conn::dreq_drep::send_drep, crate::logic::wire::conn::RTU_PRIVATE_DATA;
+    fn ibcm_rs_send_cm_drep => conn::dreq_drep::send_drep, crate::logic::wire::conn::RTU_PRIVATE_DATA;
 }
 
 /// `ib_send_cm_rej()`: every state of cm.c's list (the REJ's form follows the state); the
@@ -239,7 +241,7 @@ pd_call! {
 ///
 /// `cm_id` must be a live handle from this CM; `ari`/`private_data` valid for their lengths.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ib_send_cm_rej(
+pub(crate) unsafe extern "C" fn ibcm_rs_send_cm_rej(
     cm_id: *mut bindings::ib_cm_id,
     reason: bindings::ib_cm_rej_reason,
     ari: *mut ffi::c_void,
@@ -269,7 +271,7 @@ pub(crate) unsafe extern "C" fn ib_send_cm_rej(
 ///
 /// `cm_id` must be a live handle; `private_data` valid for its length (or NULL).
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ib_send_cm_mra(
+pub(crate) unsafe extern "C" fn ibcm_rs_send_cm_mra(
     cm_id: *mut bindings::ib_cm_id,
     service_timeout: u8,
     private_data: *const ffi::c_void,
@@ -295,7 +297,7 @@ pub(crate) unsafe extern "C" fn ib_send_cm_mra(
 ///
 /// `cm_id` must be a live handle; `param` valid with its path and private data.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ib_send_cm_sidr_req(
+pub(crate) unsafe extern "C" fn ibcm_rs_send_cm_sidr_req(
     cm_id: *mut bindings::ib_cm_id,
     param: *mut bindings::ib_cm_sidr_req_param,
 ) -> ffi::c_int {
@@ -313,7 +315,7 @@ pub(crate) unsafe extern "C" fn ib_send_cm_sidr_req(
 ///
 /// `cm_id` must be a live handle from this CM; `param` and its buffers valid.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ib_send_cm_sidr_rep(
+pub(crate) unsafe extern "C" fn ibcm_rs_send_cm_sidr_rep(
     cm_id: *mut bindings::ib_cm_id,
     param: *mut bindings::ib_cm_sidr_rep_param,
 ) -> ffi::c_int {
@@ -352,7 +354,7 @@ pub(crate) unsafe extern "C" fn ib_send_cm_sidr_rep(
 ///
 /// `cm_id` must be a live handle from this CM.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ib_cm_notify(
+pub(crate) unsafe extern "C" fn ibcm_rs_cm_notify(
     cm_id: *mut bindings::ib_cm_id,
     event: bindings::ib_event_type,
 ) -> ffi::c_int {
@@ -370,7 +372,7 @@ pub(crate) unsafe extern "C" fn ib_cm_notify(
 ///
 /// `cm_id` must be a live handle; `qp_attr` and `qp_attr_mask` valid.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn ib_cm_init_qp_attr(
+pub(crate) unsafe extern "C" fn ibcm_rs_cm_init_qp_attr(
     cm_id: *mut bindings::ib_cm_id,
     qp_attr: *mut bindings::ib_qp_attr,
     qp_attr_mask: *mut ffi::c_int,

@@ -35,23 +35,127 @@ static_assert(offsetof(struct ib_cm_id, service_id) == 24);
 static_assert(offsetof(struct ib_cm_id, state) == 32);
 static_assert(offsetof(struct ib_cm_id, remote_cm_qpn) == 48);
 
-/* The exported API; every function is defined in Rust with the <rdma/ib_cm.h> prototype. */
+/*
+ * The exported API: one-line wrappers around the Rust implementations (src/abi.rs), with the
+ * <rdma/ib_cm.h> prototypes the compiler checks here.
+ */
+const char *ibcm_reject_msg(int reason)
+{
+	return ibcm_rs_reject_msg(reason);
+}
 EXPORT_SYMBOL(ibcm_reject_msg);
+
+struct ib_cm_id *ib_create_cm_id(struct ib_device *device, ib_cm_handler cm_handler,
+				 void *context)
+{
+	return ibcm_rs_create_cm_id(device, cm_handler, context);
+}
 EXPORT_SYMBOL(ib_create_cm_id);
+
+void ib_destroy_cm_id(struct ib_cm_id *cm_id)
+{
+	ibcm_rs_destroy_cm_id(cm_id);
+}
 EXPORT_SYMBOL(ib_destroy_cm_id);
+
+int ib_cm_listen(struct ib_cm_id *cm_id, __be64 service_id)
+{
+	return ibcm_rs_cm_listen(cm_id, service_id);
+}
 EXPORT_SYMBOL(ib_cm_listen);
+
+struct ib_cm_id *ib_cm_insert_listen(struct ib_device *device, ib_cm_handler cm_handler,
+				     __be64 service_id)
+{
+	return ibcm_rs_cm_insert_listen(device, cm_handler, service_id);
+}
 EXPORT_SYMBOL(ib_cm_insert_listen);
+
+int ib_send_cm_req(struct ib_cm_id *cm_id, struct ib_cm_req_param *param)
+{
+	return ibcm_rs_send_cm_req(cm_id, param);
+}
 EXPORT_SYMBOL(ib_send_cm_req);
+
+int ib_send_cm_rep(struct ib_cm_id *cm_id, struct ib_cm_rep_param *param)
+{
+	return ibcm_rs_send_cm_rep(cm_id, param);
+}
 EXPORT_SYMBOL(ib_send_cm_rep);
+
+int ib_send_cm_rtu(struct ib_cm_id *cm_id, const void *private_data, u8 private_data_len)
+{
+	return ibcm_rs_send_cm_rtu(cm_id, private_data, private_data_len);
+}
 EXPORT_SYMBOL(ib_send_cm_rtu);
+
+int ib_send_cm_dreq(struct ib_cm_id *cm_id, const void *private_data, u8 private_data_len)
+{
+	return ibcm_rs_send_cm_dreq(cm_id, private_data, private_data_len);
+}
 EXPORT_SYMBOL(ib_send_cm_dreq);
+
+int ib_send_cm_drep(struct ib_cm_id *cm_id, const void *private_data, u8 private_data_len)
+{
+	return ibcm_rs_send_cm_drep(cm_id, private_data, private_data_len);
+}
 EXPORT_SYMBOL(ib_send_cm_drep);
+
+int ib_send_cm_rej(struct ib_cm_id *cm_id, enum ib_cm_rej_reason reason, void *ari,
+		   u8 ari_length, const void *private_data, u8 private_data_len)
+{
+	return ibcm_rs_send_cm_rej(cm_id, reason, ari, ari_length, private_data,
+				   private_data_len);
+}
 EXPORT_SYMBOL(ib_send_cm_rej);
+
+int ib_send_cm_mra(struct ib_cm_id *cm_id, u8 service_timeout, const void *private_data,
+		   u8 private_data_len)
+{
+	return ibcm_rs_send_cm_mra(cm_id, service_timeout, private_data, private_data_len);
+}
 EXPORT_SYMBOL(ib_send_cm_mra);
+
+int ib_send_cm_sidr_req(struct ib_cm_id *cm_id, struct ib_cm_sidr_req_param *param)
+{
+	return ibcm_rs_send_cm_sidr_req(cm_id, param);
+}
 EXPORT_SYMBOL(ib_send_cm_sidr_req);
+
+int ib_send_cm_sidr_rep(struct ib_cm_id *cm_id, struct ib_cm_sidr_rep_param *param)
+{
+	return ibcm_rs_send_cm_sidr_rep(cm_id, param);
+}
 EXPORT_SYMBOL(ib_send_cm_sidr_rep);
+
+int ib_cm_notify(struct ib_cm_id *cm_id, enum ib_event_type event)
+{
+	return ibcm_rs_cm_notify(cm_id, event);
+}
 EXPORT_SYMBOL(ib_cm_notify);
+
+int ib_cm_init_qp_attr(struct ib_cm_id *cm_id, struct ib_qp_attr *qp_attr, int *qp_attr_mask)
+{
+	return ibcm_rs_cm_init_qp_attr(cm_id, qp_attr, qp_attr_mask);
+}
 EXPORT_SYMBOL(ib_cm_init_qp_attr);
+
+/* --- the receive work items (src/recv.rs): a C function, so ftrace can profile it --- */
+
+static void ibcm_glue_recv_work_fn(struct work_struct *work)
+{
+	ibcm_rs_recv_work(work);
+}
+
+void ibcm_glue_init_recv_work(struct work_struct *work)
+{
+	INIT_WORK(work, ibcm_glue_recv_work_fn);
+}
+
+void ibcm_glue_queue_work(struct workqueue_struct *wq, struct work_struct *work)
+{
+	queue_work(wq, work);
+}
 
 static struct ib_client cm_client = {
 	.name = "cm",

@@ -31,14 +31,7 @@ use crate::{
     send::{self, Dest},
 };
 use core::sync::atomic::{AtomicPtr, Ordering};
-use kernel::{
-    alloc::KBox,
-    c_str, ffi,
-    new_work,
-    prelude::*,
-    sync::Arc,
-    workqueue::{impl_has_work, Queue, Work, WorkItem},
-};
+use kernel::{alloc::KBox, c_str, ffi, prelude::*, sync::Arc, types::Opaque};
 
 /// The CM workqueue (`cm.wq`), created at module init.
 static WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(core::ptr::null_mut());
@@ -119,26 +112,30 @@ impl Drop for RecvWc {
     }
 }
 
-/// A received MAD queued for processing.
+/// A received MAD queued for processing. The work function is C (`glue.c`), so ftrace can
+/// profile the CM's receive work like cm.c's `cm_work_handler`.
 #[pin_data]
 struct RecvWork {
     #[pin]
-    work: Work<RecvWork>,
+    work: Opaque<bindings::work_struct>,
     dev: Arc<CmDevice>,
     port_num: u32,
     wc: RecvWc,
 }
 
-impl_has_work! {
-    impl HasWork<Self> for RecvWork { self.work }
-}
-
-impl WorkItem for RecvWork {
-    type Pointer = Pin<KBox<RecvWork>>;
-
-    fn run(this: Pin<KBox<RecvWork>>) {
-        process(&this.dev, this.port_num, &this.wc);
-    }
+/// The receive work function (`cm_work_handler`).
+///
+/// # Safety
+///
+/// Called by the workqueue (through `glue.c`) for a work item queued by [`ibcm_rs_recv`],
+/// which gave up its box.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ibcm_rs_recv_work(work: *mut bindings::work_struct) {
+    // SAFETY: `work` is the `work` field of a `RecvWork` leaked by `ibcm_rs_recv`.
+    let this = unsafe { kernel::container_of!(work.cast::<Opaque<bindings::work_struct>>(), RecvWork, work) };
+    // SAFETY: The box was leaked with `KBox::into_raw` and is taken back once.
+    let this = unsafe { KBox::from_raw(this.cast_mut()) };
+    process(&this.dev, this.port_num, &this.wc);
 }
 
 fn warn_malformed(dev: &CmDevice, port_num: u32, what: &'static CStr) {
@@ -174,7 +171,15 @@ pub(crate) unsafe extern "C" fn ibcm_rs_recv(
     let dev: Arc<CmDevice> = dev.into();
     let owned = dev.clone();
     let work = KBox::pin_init(
-        pin_init!(RecvWork { work <- new_work!("RecvWork::work"), dev: owned, port_num, wc }),
+        pin_init!(RecvWork {
+            work <- Opaque::ffi_init(|w: *mut bindings::work_struct| {
+                // SAFETY: `w` is valid for writes; the glue initialises it in place.
+                unsafe { bindings::ibcm_glue_init_recv_work(w) }
+            }),
+            dev: owned,
+            port_num,
+            wc
+        }),
         GFP_KERNEL,
     );
     let Ok(work) = work else {
@@ -187,11 +192,13 @@ pub(crate) unsafe extern "C" fn ibcm_rs_recv(
         drop(work);
         return;
     }
-    // SAFETY: `wq` is live until module exit, after every device is gone.
-    let queue = unsafe { Queue::from_raw(wq) };
+    // SAFETY: The work item owns itself from here until `ibcm_rs_recv_work` takes it back;
+    // it does not move (it stays in its box).
+    let raw = KBox::into_raw(unsafe { Pin::into_inner_unchecked(work) });
     // Queueing does not allocate and may be done under a spinlock; doing it under the device
     // lock orders it before removal's `going_down`, so removal's flush sees it.
-    queue.enqueue(work);
+    // SAFETY: `wq` is live until module exit, after every device is gone; `raw` is live.
+    unsafe { bindings::ibcm_glue_queue_work(wq, (*raw).work.get()) };
     drop(inner);
 }
 
