@@ -6,7 +6,8 @@
 #   make host-test  only the host cargo tests      make qemu-test  only the QEMU layer
 #   make clippy     module build with CLIPPY=1     make clean
 #   make fuzz       long run of the wire-codec fuzz driver (IBCM_FUZZ_ITERS, default 20M)
-#   make bench      REQ flood benchmark, ours vs the in-tree C ib_cm (release kernel)
+#   make bench      REQ flood and connection (cmtime) benchmarks, ours vs the in-tree C ib_cm
+#   make bench-conn the connection benchmark only (release kernel)
 #
 # VARIANT=debug (default: lockdep, DEBUG_ATOMIC_SLEEP, KASAN, kmemleak) or VARIANT=release.
 
@@ -15,7 +16,7 @@ TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 KTOOLS = $(shell $(TOP)/scripts/lib.sh ktools)
 KDIR ?= $(shell $(TOP)/scripts/kernel.sh kdir $(VARIANT))
 
-.PHONY: all modules deps kernel clippy clean check host-test qemu-test run bench fuzz
+.PHONY: all modules deps kernel clippy clean check host-test qemu-test run bench bench-conn fuzz
 
 all: modules
 
@@ -54,6 +55,11 @@ fuzz: deps
 
 bench: deps
 	@IBCM_PROF=$(PROF) $(TOP)/tests/bench/req_flood.sh $${ROUNDS:-2} $${N:-2000}
+	@$(TOP)/tests/bench/conn_bench.sh $${BOOTS:-2} $${CONNS:-100} $${CONN_ROUNDS:-4}
+
+# Only the connection benchmark (cmtime through rdma_cm, ours vs C).
+bench-conn: deps
+	@$(TOP)/tests/bench/conn_bench.sh $${BOOTS:-2} $${CONNS:-100} $${CONN_ROUNDS:-4}
 
 clean:
 	@if [ -n "$$(ls $(TOP)/scripts 2>/dev/null)" ] && KD=$$($(TOP)/scripts/kernel.sh kdir $(VARIANT) 2>/dev/null); then \

@@ -283,7 +283,11 @@ pub(crate) unsafe extern "C" fn ibcm_rs_send_cm_mra(
     let result = (|| {
         // SAFETY: Caller contract.
         let pd = unsafe {
-            c_bytes(private_data, private_data_len, crate::logic::wire::conn::MRA_PRIVATE_DATA)
+            c_bytes(
+                private_data,
+                private_data_len,
+                crate::logic::wire::conn::MRA_PRIVATE_DATA,
+            )
         }?;
         // SAFETY: Caller contract.
         conn::rej_mra::send_mra(&unsafe { id_of(cm_id) }, service_timeout, pd)
@@ -383,5 +387,9 @@ pub(crate) unsafe extern "C" fn ibcm_rs_cm_init_qp_attr(
     // SAFETY: Caller contract.
     let id = unsafe { CmId::borrow(cm_id) };
     // SAFETY: Caller contract.
-    errno(conn::qp_attr::init_qp_attr(&id, unsafe { &mut *qp_attr }, unsafe { &mut *qp_attr_mask }))
+    errno(conn::qp_attr::init_qp_attr(
+        &id,
+        unsafe { &mut *qp_attr },
+        unsafe { &mut *qp_attr_mask },
+    ))
 }

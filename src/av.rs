@@ -47,7 +47,9 @@ impl Av {
         wc: *const bindings::ib_wc,
         grh: *const bindings::ib_grh,
     ) -> Result<KBox<Self>> {
-        let agent = dev.port(port_num).map_or(core::ptr::null_mut(), |p| p.agent());
+        let agent = dev
+            .port(port_num)
+            .map_or(core::ptr::null_mut(), |p| p.agent());
         let cached = if agent.is_null() {
             None
         } else {
@@ -61,7 +63,13 @@ impl Av {
         } else {
             // SAFETY: Live device, valid completion and GRH; `attr` is ours to initialise.
             let ret = unsafe {
-                bindings::ib_init_ah_attr_from_wc(dev.ib_dev(), port_num, wc, grh, attr.as_mut_ptr())
+                bindings::ib_init_ah_attr_from_wc(
+                    dev.ib_dev(),
+                    port_num,
+                    wc,
+                    grh,
+                    attr.as_mut_ptr(),
+                )
             };
             if ret != 0 {
                 return Err(Error::from_errno(ret));
@@ -109,12 +117,25 @@ impl Av {
         // SAFETY: `path` is valid (caller).
         let life = unsafe { (*path).packet_life_time };
         // SAFETY: Initialised above.
-        Self::boxed(port_num, pkey_index, timeout::av_timeout(life), unsafe { attr.assume_init() })
+        Self::boxed(port_num, pkey_index, timeout::av_timeout(life), unsafe {
+            attr.assume_init()
+        })
     }
 
-    fn boxed(port_num: u32, pkey_index: u16, timeout: u8, attr: bindings::rdma_ah_attr) -> Result<KBox<Self>> {
+    fn boxed(
+        port_num: u32,
+        pkey_index: u16,
+        timeout: u8,
+        attr: bindings::rdma_ah_attr,
+    ) -> Result<KBox<Self>> {
         // If the allocation fails, the returned value is dropped, which releases `attr`.
-        let av = Self { port_num, pkey_index, timeout, dlid_datapath: 0, attr: Opaque::new(attr) };
+        let av = Self {
+            port_num,
+            pkey_index,
+            timeout,
+            dlid_datapath: 0,
+            attr: Opaque::new(attr),
+        };
         Ok(KBox::new(av, GFP_KERNEL)?)
     }
 

@@ -91,7 +91,13 @@ impl StoredPd {
         if pd.is_empty() {
             return Ok(None);
         }
-        let mut s = KBox::new(StoredPd { len: 0, data: [0; 224] }, GFP_KERNEL)?;
+        let mut s = KBox::new(
+            StoredPd {
+                len: 0,
+                data: [0; 224],
+            },
+            GFP_KERNEL,
+        )?;
         let n = pd.len().min(224);
         s.data[..n].copy_from_slice(&pd[..n]);
         s.len = n;
@@ -347,7 +353,9 @@ impl CmId {
     /// `head` must be the head of a `CmId` passed to `call_rcu` by `CommId::release`.
     pub(crate) unsafe fn from_rcu_head(head: *mut bindings::callback_head) -> Arc<CmId> {
         // SAFETY: `head` is the `rcu` field of a `CmId` (caller contract).
-        let this = unsafe { kernel::container_of!(head.cast::<Opaque<bindings::callback_head>>(), CmId, rcu) };
+        let this = unsafe {
+            kernel::container_of!(head.cast::<Opaque<bindings::callback_head>>(), CmId, rcu)
+        };
         // SAFETY: The table's reference came from `Arc::into_raw` in `CommId::publish`.
         unsafe { Arc::from_raw(this) }
     }
@@ -360,7 +368,9 @@ impl CmId {
     /// takes over.
     pub(crate) unsafe fn from_timewait(dw: *mut bindings::delayed_work) -> Arc<CmId> {
         // SAFETY: See the contract.
-        let this = unsafe { kernel::container_of!(dw.cast::<Opaque<bindings::delayed_work>>(), CmId, timewait) };
+        let this = unsafe {
+            kernel::container_of!(dw.cast::<Opaque<bindings::delayed_work>>(), CmId, timewait)
+        };
         // SAFETY: The armed timer's reference came from `Arc::into_raw` (`timewait::arm`).
         unsafe { Arc::from_raw(this) }
     }
@@ -462,7 +472,10 @@ impl CmId {
             if n == 0 {
                 return false;
             }
-            match self.users.compare_exchange_weak(n, n + 1, Ordering::Acquire, Ordering::Relaxed) {
+            match self
+                .users
+                .compare_exchange_weak(n, n + 1, Ordering::Acquire, Ordering::Relaxed)
+            {
                 Ok(_) => return true,
                 Err(cur) => n = cur,
             }
@@ -570,7 +583,9 @@ impl CmId {
         // The new id is not yet visible to sharers, so its state may be set ahead of the
         // insert; on failure it is put back.
         self.set_state(bindings::ib_cm_state_IB_CM_LISTEN);
-        let outcome = dev.listen.insert(self, requested, assign, handler, reservation);
+        let outcome = dev
+            .listen
+            .insert(self, requested, assign, handler, reservation);
         match outcome {
             Ok(crate::listen::Inserted::New(sid)) => {
                 self.set_service_id(sid);

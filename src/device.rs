@@ -15,10 +15,10 @@ use crate::{
     bindings,
     completion::Completion,
     listen::ListenTable,
-    remote::{QpKey, RemoteTable, ReqKey, SidrKey},
     lock::{new_spinlock_irq, SpinLockIrq},
     port::CmPort,
     recv,
+    remote::{QpKey, RemoteTable, ReqKey, SidrKey},
     reply_ah::{self, ReplyAh, ReplyAhCache},
 };
 use kernel::{
@@ -249,7 +249,11 @@ impl CmDevice {
         // SAFETY: As above. The context is this object, which outlives the agent: it is
         // unregistered in `unregister_port` before the last reference goes.
         let agent = unsafe {
-            bindings::ibcm_glue_register_agent(self.ib_dev, n, (self as *const Self).cast_mut().cast())
+            bindings::ibcm_glue_register_agent(
+                self.ib_dev,
+                n,
+                (self as *const Self).cast_mut().cast(),
+            )
         };
         if let Some(e) = crate::error::ptr_error(agent, EINVAL) {
             // SAFETY: Registered just above.
@@ -283,7 +287,10 @@ impl CmDevice {
 pub(crate) unsafe extern "C" fn ibcm_rs_add_one(ib_dev: *mut bindings::ib_device) -> ffi::c_int {
     // SAFETY: ib_core passes a live, registered device.
     let (first, last) = unsafe {
-        (bindings::ibcm_glue_start_port(ib_dev), bindings::ibcm_glue_end_port(ib_dev))
+        (
+            bindings::ibcm_glue_start_port(ib_dev),
+            bindings::ibcm_glue_end_port(ib_dev),
+        )
     };
     let mut ports = KVec::new();
     for port in first..=last {

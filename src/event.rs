@@ -9,7 +9,10 @@
 //! `CmId::deliver`), calls the handler with no lock held and drains what others queued
 //! meanwhile; everyone else only queues. cm.c does the same with `work_count`.
 
-use crate::{bindings, logic::wire::{MAD_HDR_LEN, MAD_LEN}};
+use crate::{
+    bindings,
+    logic::wire::{MAD_HDR_LEN, MAD_LEN},
+};
 use kernel::{alloc::KBox, ffi, prelude::*};
 
 /// One event for a handler.
@@ -31,7 +34,15 @@ impl Event {
     pub(crate) fn new(kind: bindings::ib_cm_event_type, mad: &[u8]) -> Result<KBox<Event>> {
         // SAFETY: All-zero is a valid `ib_cm_event` and `sa_path_rec` (plain data, NULLs).
         let (ev, paths) = unsafe { (core::mem::zeroed(), core::mem::zeroed()) };
-        let mut e = KBox::new(Event { next: None, ev, paths, mad: [0; MAD_LEN] }, GFP_KERNEL)?;
+        let mut e = KBox::new(
+            Event {
+                next: None,
+                ev,
+                paths,
+                mad: [0; MAD_LEN],
+            },
+            GFP_KERNEL,
+        )?;
         let n = mad.len().min(MAD_LEN);
         e.mad[..n].copy_from_slice(&mad[..n]);
         e.ev.event = kind;
@@ -77,7 +88,9 @@ impl EventQueue {
 
     /// Takes everything (to be dropped outside the lock).
     pub(crate) fn take(&mut self) -> EventQueue {
-        EventQueue { head: self.head.take() }
+        EventQueue {
+            head: self.head.take(),
+        }
     }
 }
 

@@ -221,7 +221,10 @@ extern "C" fn listener_footprint(_test: *mut bindings::kunit) {
         + size_of::<crate::listen::ListenEntry>();
     // SAFETY: Pure size computation.
     let (id_alloc, node_alloc) = unsafe {
-        (bindings::kmalloc_size_roundup(id_bytes), bindings::kmalloc_size_roundup(node_bytes))
+        (
+            bindings::kmalloc_size_roundup(id_bytes),
+            bindings::kmalloc_size_roundup(node_bytes),
+        )
     };
     pr_info!(
         "ib_cm-rs: listener footprint: id {id_bytes} B (slab {id_alloc} B) + tree node {node_bytes} B (slab {node_alloc} B) = {} B\n",
@@ -239,7 +242,9 @@ extern "C" fn listener_footprint(_test: *mut bindings::kunit) {
 // the MAD layer like any MAD, and what rxe0's CM sends back is read from the capture buffer
 // (every MAD the CM sends is copied there in test builds) and decoded field by field.
 
-use crate::logic::wire::{conn::Req, decode_mad, sidr::SidrReq, CmMessage, MAD_LEN as WIRE_MAD_LEN};
+use crate::logic::wire::{
+    conn::Req, decode_mad, sidr::SidrReq, CmMessage, MAD_LEN as WIRE_MAD_LEN,
+};
 use core::sync::atomic::{AtomicU32, AtomicU64};
 
 /// A device looked up by name, with its CM state; the ib_core reference is dropped on drop.
@@ -252,7 +257,10 @@ impl TestDev {
     fn get(name: &'static core::ffi::CStr) -> Option<Self> {
         // SAFETY: Plain lookup by name; the reference is released in `drop`.
         let ib = unsafe {
-            bindings::ib_device_get_by_name(name.as_ptr().cast(), bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN)
+            bindings::ib_device_get_by_name(
+                name.as_ptr().cast(),
+                bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN,
+            )
         };
         if ib.is_null() {
             return None;
@@ -341,11 +349,21 @@ fn test_req(service_id: u64, comm_id: u32, av: &TestAv) -> Req {
 
 /// Sends `msg` from rxe1 to rxe0 and waits up to 3 s for rxe0's CM to send a MAD of
 /// attribute `answer` with transaction ID `tid`; returns it.
-fn exchange(from: &TestDev, av: &TestAv, msg: &CmMessage, tid: u64, answer: u16) -> Option<[u8; WIRE_MAD_LEN]> {
+fn exchange(
+    from: &TestDev,
+    av: &TestAv,
+    msg: &CmMessage,
+    tid: u64,
+    answer: u16,
+) -> Option<[u8; WIRE_MAD_LEN]> {
     let mut out = [0u8; WIRE_MAD_LEN];
     // SAFETY: `out` is 256 writable bytes; an out-of-range index only returns the count.
     let start = unsafe { bindings::ibcm_glue_capture_get(u32::MAX, out.as_mut_ptr()) };
-    let dest = crate::send::Dest::Av { attr: av.0.get(), remote_qpn: 1, pkey_index: 0 };
+    let dest = crate::send::Dest::Av {
+        attr: av.0.get(),
+        remote_qpn: 1,
+        pkey_index: 0,
+    };
     // SAFETY: `av` lives across the call.
     if unsafe { crate::send::send(&from.cm, 1, dest, msg, tid, 0, false) }.is_err() {
         return None;
@@ -404,7 +422,13 @@ extern "C" fn sidr_without_listener_gets_unsupported(_test: *mut bindings::kunit
         service_id: UNKNOWN_SID,
         private_data: [7; crate::logic::wire::sidr::SIDR_REQ_PRIVATE_DATA],
     };
-    let mad = exchange(&d1, &av, &CmMessage::SidrReq(sidr), 0x0000_CAFE_0000_0002, 0x18);
+    let mad = exchange(
+        &d1,
+        &av,
+        &CmMessage::SidrReq(sidr),
+        0x0000_CAFE_0000_0002,
+        0x18,
+    );
     expect!(mad.is_some());
     let Some(mad) = mad else { return };
     match decode_mad(&mad) {
@@ -449,15 +473,24 @@ extern "C" fn rejects_share_a_reply_ah(_test: *mut bindings::kunit) {
     };
     d0.cm.clear_reply_ahs();
     let req = |comm| CmMessage::Req(test_req(UNKNOWN_SID, comm, &av));
-    expect_rej_unknown(exchange(&d1, &av, &req(0x5151_0001), 0x0000_CAFE_0000_0011, 0x12), 0x5151_0001);
+    expect_rej_unknown(
+        exchange(&d1, &av, &req(0x5151_0001), 0x0000_CAFE_0000_0011, 0x12),
+        0x5151_0001,
+    );
     let first = cached(&d0.cm);
     expect!(first.len() == 1);
-    expect_rej_unknown(exchange(&d1, &av, &req(0x5151_0002), 0x0000_CAFE_0000_0012, 0x12), 0x5151_0002);
+    expect_rej_unknown(
+        exchange(&d1, &av, &req(0x5151_0002), 0x0000_CAFE_0000_0012, 0x12),
+        0x5151_0002,
+    );
     let second = cached(&d0.cm);
     expect!(second.len() == 1 && first.first() == second.first());
     // SAFETY: Plain sleep in process context.
     unsafe { bindings::msleep(crate::reply_ah::TTL_MS + 200) };
-    expect_rej_unknown(exchange(&d1, &av, &req(0x5151_0003), 0x0000_CAFE_0000_0013, 0x12), 0x5151_0003);
+    expect_rej_unknown(
+        exchange(&d1, &av, &req(0x5151_0003), 0x0000_CAFE_0000_0013, 0x12),
+        0x5151_0003,
+    );
     let third = cached(&d0.cm);
     expect!(third.len() == 1 && third.first() != first.first());
     d0.cm.clear_reply_ahs();
@@ -474,7 +507,10 @@ static SEEN_MISC: AtomicU64 = AtomicU64::new(0);
 static SEEN_FLAGS: AtomicU32 = AtomicU32::new(0);
 
 /// Records what a REQ event carries and refuses it with -EINVAL (the CM then sends REJ 28).
-extern "C" fn recording_handler(id: *mut bindings::ib_cm_id, ev: *const bindings::ib_cm_event) -> ffi::c_int {
+extern "C" fn recording_handler(
+    id: *mut bindings::ib_cm_id,
+    ev: *const bindings::ib_cm_event,
+) -> ffi::c_int {
     // SAFETY: The CM passes a live id and event for the duration of the call.
     unsafe {
         if (*ev).event != bindings::ib_cm_event_type_IB_CM_REQ_RECEIVED {
@@ -513,7 +549,12 @@ extern "C" fn req_with_listener_is_dispatched(_test: *mut bindings::kunit) {
     let Some((d0, d1, av)) = two_devices() else {
         return;
     };
-    let listener = require!(insert_listen(&d0.cm, Some(recording_handler), LISTEN_SID, false));
+    let listener = require!(insert_listen(
+        &d0.cm,
+        Some(recording_handler),
+        LISTEN_SID,
+        false
+    ));
     d0.cm.clear_reply_ahs();
     SEEN_EVENTS.store(0, Ordering::SeqCst);
     let req = test_req(LISTEN_SID, 0x5566_7788, &av);
@@ -591,9 +632,18 @@ static mut CASES: [bindings::kunit_case; 10] = [
     case(c"assign_allocator", assign_allocator),
     case(c"destroy_waits_for_handlers", destroy_waits_for_handlers),
     case(c"listener_footprint", listener_footprint),
-    case(c"req_without_listener_gets_rej", req_without_listener_gets_rej),
-    case(c"sidr_without_listener_gets_unsupported", sidr_without_listener_gets_unsupported),
-    case(c"req_with_listener_is_dispatched", req_with_listener_is_dispatched),
+    case(
+        c"req_without_listener_gets_rej",
+        req_without_listener_gets_rej,
+    ),
+    case(
+        c"sidr_without_listener_gets_unsupported",
+        sidr_without_listener_gets_unsupported,
+    ),
+    case(
+        c"req_with_listener_is_dispatched",
+        req_with_listener_is_dispatched,
+    ),
     case(c"rejects_share_a_reply_ah", rejects_share_a_reply_ah),
     // SAFETY: The zeroed terminator KUnit looks for.
     unsafe { core::mem::zeroed() },

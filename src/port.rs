@@ -76,7 +76,11 @@ impl CmPort {
     /// Reads a counter; `group` 4 is our `cm_rx_dropped` group.
     pub(crate) fn read(&self, group: usize, index: usize) -> u64 {
         if group == 4 {
-            return if index == 0 { self.malformed.load(Ordering::Relaxed) } else { 0 };
+            return if index == 0 {
+                self.malformed.load(Ordering::Relaxed)
+            } else {
+                0
+            };
         }
         self.counters
             .get(group)
@@ -102,9 +106,12 @@ pub(crate) unsafe extern "C" fn ibcm_rs_counter(
     let Ok(dev) = (unsafe { CmDevice::get_any(ib_dev) }) else {
         return 0;
     };
-    let value = dev
-        .port(port_num)
-        .map_or(0, |p| p.read(usize::try_from(group).unwrap_or(usize::MAX), usize::try_from(index).unwrap_or(usize::MAX)));
+    let value = dev.port(port_num).map_or(0, |p| {
+        p.read(
+            usize::try_from(group).unwrap_or(usize::MAX),
+            usize::try_from(index).unwrap_or(usize::MAX),
+        )
+    });
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 

@@ -132,7 +132,9 @@ struct RecvWork {
 #[no_mangle]
 pub(crate) unsafe extern "C" fn ibcm_rs_recv_work(work: *mut bindings::work_struct) {
     // SAFETY: `work` is the `work` field of a `RecvWork` leaked by `ibcm_rs_recv`.
-    let this = unsafe { kernel::container_of!(work.cast::<Opaque<bindings::work_struct>>(), RecvWork, work) };
+    let this = unsafe {
+        kernel::container_of!(work.cast::<Opaque<bindings::work_struct>>(), RecvWork, work)
+    };
     // SAFETY: The box was leaked with `KBox::into_raw` and is taken back once.
     let this = unsafe { KBox::from_raw(this.cast_mut()) };
     process(&this.dev, this.port_num, &this.wc);
@@ -161,7 +163,9 @@ pub(crate) unsafe extern "C" fn ibcm_rs_recv(
     let Some(port) = dev.port(port_num) else {
         return;
     };
-    let attr = MadHeader::decode(wc.mad()).ok().and_then(|h| AttrId::from_wire(h.attr_id));
+    let attr = MadHeader::decode(wc.mad())
+        .ok()
+        .and_then(|h| AttrId::from_wire(h.attr_id));
     let Some(attr) = attr else {
         port.count_malformed();
         warn_malformed(&dev, port_num, c_str!("unknown attribute or short MAD"));
@@ -212,7 +216,9 @@ fn process(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc) {
         Ok((hdr, CmMessage::SidrReq(sidr))) => handle_sidr_req(dev, port_num, wc, &hdr, &sidr),
         Ok((hdr, CmMessage::Rep(rep))) => conn::rep_rtu::on_rep(port_num, wc, &hdr, &rep),
         Ok((hdr, CmMessage::Rtu(rtu))) => conn::rep_rtu::on_rtu(port_num, wc, &hdr, &rtu),
-        Ok((hdr, CmMessage::Dreq(dreq))) => conn::dreq_drep::on_dreq(dev, port_num, wc, &hdr, &dreq),
+        Ok((hdr, CmMessage::Dreq(dreq))) => {
+            conn::dreq_drep::on_dreq(dev, port_num, wc, &hdr, &dreq)
+        }
         Ok((hdr, CmMessage::Drep(drep))) => conn::dreq_drep::on_drep(port_num, wc, &hdr, &drep),
         Ok((hdr, CmMessage::Rej(rej))) => conn::rej_mra::on_rej(dev, port_num, wc, &hdr, &rej),
         Ok((hdr, CmMessage::Mra(mra))) => conn::rej_mra::on_mra(port_num, wc, &hdr, &mra),
@@ -249,10 +255,19 @@ fn bth_pkey(dev: &CmDevice, port_num: u32, wc: &RecvWc) -> u16 {
     let mut pkey = 0u16;
     // SAFETY: Live device and completion; `pkey` is a valid output.
     let ret = unsafe {
-        bindings::ib_get_cached_pkey(dev.ib_dev(), port_num, i32::from((*wc.wc()).pkey_index), &mut pkey)
+        bindings::ib_get_cached_pkey(
+            dev.ib_dev(),
+            port_num,
+            i32::from((*wc.wc()).pkey_index),
+            &mut pkey,
+        )
     };
     if ret != 0 {
-        warn_malformed(dev, port_num, c_str!("no cached P_Key for the request's pkey index"));
+        warn_malformed(
+            dev,
+            port_num,
+            c_str!("no cached P_Key for the request's pkey index"),
+        );
         return 0;
     }
     pkey
@@ -311,7 +326,18 @@ fn issue_rej(dev: &CmDevice, port_num: u32, wc: &RecvWc, tid: u64, reason: u16) 
 fn respond(dev: &CmDevice, port_num: u32, wc: &RecvWc, tid: u64, msg: &CmMessage) {
     // SAFETY: `wc` outlives the call, which runs in the device's receive work.
     let _ = unsafe {
-        send::send(dev, port_num, Dest::Response { wc: wc.wc(), grh: wc.grh() }, msg, tid, 0, false)
+        send::send(
+            dev,
+            port_num,
+            Dest::Response {
+                wc: wc.wc(),
+                grh: wc.grh(),
+            },
+            msg,
+            tid,
+            0,
+            false,
+        )
     };
 }
 
@@ -330,8 +356,16 @@ fn on_known_req(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, see
             if !id.get_user() {
                 return count_duplicate(dev, port_num, AttrId::Req);
             }
-            let recv = conn::Recv { port_num, attr: AttrId::Req, tid: hdr.tid, wc };
-            let mut ctx = conn::Ctx { recv: Some(recv), ..conn::Ctx::default() };
+            let recv = conn::Recv {
+                port_num,
+                attr: AttrId::Req,
+                tid: hdr.tid,
+                wc,
+            };
+            let mut ctx = conn::Ctx {
+                recv: Some(recv),
+                ..conn::Ctx::default()
+            };
             let out = conn::run(&id, Input::RecvDupReq, &mut ctx, |_, _| {}, |_, _| {});
             let _ = conn::finish(&id, out, ctx.recv.as_ref());
         }
@@ -368,8 +402,14 @@ const REJ_INVALID_GID: u16 = 12;
 /// REQ (`cm_req_handler`).
 fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, req: &Req) {
     let sid = ServiceId::new(req.service_id);
-    let key = ReqKey { ca_guid: req.local_ca_guid, comm_id: req.local_comm_id };
-    let qp = QpKey { ca_guid: req.local_ca_guid, qpn: req.local_qpn };
+    let key = ReqKey {
+        ca_guid: req.local_ca_guid,
+        comm_id: req.local_comm_id,
+    };
+    let qp = QpKey {
+        ca_guid: req.local_ca_guid,
+        qpn: req.local_qpn,
+    };
     let (seen, listener) = {
         let inner = dev.inner.lock();
         match seen_req(&inner, &key, &qp) {
@@ -381,7 +421,13 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
         return on_known_req(dev, port_num, wc, hdr, seen);
     }
     let Some(listener) = listener else {
-        return issue_rej(dev, port_num, wc, hdr.tid, req_event::REJ_INVALID_SERVICE_ID);
+        return issue_rej(
+            dev,
+            port_num,
+            wc,
+            hdr.tid,
+            req_event::REJ_INVALID_SERVICE_ID,
+        );
     };
     let listener = ListenerPin(listener);
     // SAFETY: `wc` outlives the call, which runs in the device's receive work.
@@ -430,7 +476,13 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
                 let ok = bindings::rdma_query_gid(dev.ib_dev(), port_num, 0, &mut gid) == 0;
                 (ok, *gid.raw.as_ref())
             };
-            let rej = req_event::rej_of_req(0, req.local_comm_id, REJ_INVALID_GID, if have { &ari } else { &[] }, &[]);
+            let rej = req_event::rej_of_req(
+                0,
+                req.local_comm_id,
+                REJ_INVALID_GID,
+                if have { &ari } else { &[] },
+                &[],
+            );
             return respond(dev, port_num, wc, hdr.tid, &CmMessage::Rej(rej));
         }
     };
@@ -443,9 +495,10 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
             }
         }
     }
-    let (Ok(reservation), Ok(qp_reservation)) =
-        (RemoteReservation::<ReqKey>::new(GFP_KERNEL), RemoteReservation::<QpKey>::new(GFP_KERNEL))
-    else {
+    let (Ok(reservation), Ok(qp_reservation)) = (
+        RemoteReservation::<ReqKey>::new(GFP_KERNEL),
+        RemoteReservation::<QpKey>::new(GFP_KERNEL),
+    ) else {
         return;
     };
     let sgid_attr = av.sgid_attr();
@@ -494,7 +547,11 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
     p.bth_pkey = bth_pkey(dev, port_num, wc);
     p.port = u8::try_from(port_num).unwrap_or(0);
     p.primary_path = primary_ptr;
-    p.alternate_path = if alternate.is_some() { alt_ptr } else { core::ptr::null_mut() };
+    p.alternate_path = if alternate.is_some() {
+        alt_ptr
+    } else {
+        core::ptr::null_mut()
+    };
     // The id's address holds this attribute while the id lives.
     p.ppath_sgid_attr = sgid_attr;
     p.remote_ca_guid = params.remote_ca_guid.to_be();
@@ -540,10 +597,19 @@ fn hand_over(id: Arc<CmId>, ev: KBox<Event>, publish: bool) {
 }
 
 /// SIDR_REQ (`cm_sidr_req_handler`).
-fn handle_sidr_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, sidr: &SidrReq) {
+fn handle_sidr_req(
+    dev: &Arc<CmDevice>,
+    port_num: u32,
+    wc: &RecvWc,
+    hdr: &MadHeader,
+    sidr: &SidrReq,
+) {
     let sid = ServiceId::new(sidr.service_id);
     // SAFETY: `wc` is valid while it lives.
-    let key = SidrKey { request_id: sidr.request_id, slid: unsafe { (*wc.wc()).slid } };
+    let key = SidrKey {
+        request_id: sidr.request_id,
+        slid: unsafe { (*wc.wc()).slid },
+    };
     let (dup, listener) = {
         let inner = dev.inner.lock();
         if inner.remote_sidrs.contains(&key) {
@@ -587,7 +653,10 @@ fn handle_sidr_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHea
         service_id: sid,
         remote_id: sidr.request_id,
         av: Some(av),
-        conn: Conn { tid: hdr.tid, ..Conn::default() },
+        conn: Conn {
+            tid: hdr.tid,
+            ..Conn::default()
+        },
         remote: Some(RemoteKey::Sidr(key)),
     };
     let Ok(id) = CmId::build(dev.clone(), init) else {

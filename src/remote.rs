@@ -64,7 +64,9 @@ pub(crate) struct RemoteTable<K: Ord> {
 impl<K: Ord + Copy> RemoteTable<K> {
     /// An empty table.
     pub(crate) fn new() -> Self {
-        Self { tree: RBTree::new() }
+        Self {
+            tree: RBTree::new(),
+        }
     }
 
     /// Whether a request with this key is being handled.

@@ -65,14 +65,19 @@ impl ReplyAh {
         let mut attr = core::mem::MaybeUninit::<bindings::rdma_ah_attr>::uninit();
         let mut ah = core::ptr::null_mut();
         // SAFETY: Valid agent, completion and header (caller); both outputs are ours.
-        let ret = unsafe { bindings::ibcm_glue_reply_addr_init(agent, wc, grh, attr.as_mut_ptr(), &mut ah) };
+        let ret = unsafe {
+            bindings::ibcm_glue_reply_addr_init(agent, wc, grh, attr.as_mut_ptr(), &mut ah)
+        };
         if ret != 0 {
             return Err(Error::from_errno(ret));
         }
         // INVARIANT: On success the helper initialised `attr` and created `ah` from it. An
         // `rdma_ah_attr` holds no pointer to itself, so it may move.
         // SAFETY: Initialised by the helper.
-        Ok(Self { attr: unsafe { attr.assume_init() }, ah })
+        Ok(Self {
+            attr: unsafe { attr.assume_init() },
+            ah,
+        })
     }
 
     /// The handle, for a send buffer (valid while this object lives).
@@ -145,20 +150,31 @@ pub(crate) struct ReplyAhCache {
 impl ReplyAhCache {
     /// An empty cache whose handles live `ttl` jiffies.
     pub(crate) const fn new(ttl: usize) -> Self {
-        Self { slots: [const { None }; SLOTS], next: 0, ttl }
+        Self {
+            slots: [const { None }; SLOTS],
+            next: 0,
+            ttl,
+        }
     }
 
     /// The live handle for `key` on `port_num` at jiffies `now`, if any.
     pub(crate) fn get(&self, port_num: u32, key: &Key, now: usize) -> Option<Arc<ReplyAh>> {
         self.slots.iter().flatten().find_map(|s| {
-            (s.fresh(now, self.ttl) && s.port_num == port_num && same(&s.key, key)).then(|| s.ah.clone())
+            (s.fresh(now, self.ttl) && s.port_num == port_num && same(&s.key, key))
+                .then(|| s.ah.clone())
         })
     }
 
     /// Stores a new handle created at `now`, replacing an expired slot, a free one, or the
     /// oldest insertion; returns the replaced handle so that the caller drops it after
     /// unlocking.
-    pub(crate) fn insert(&mut self, port_num: u32, key: Key, now: usize, ah: Arc<ReplyAh>) -> Option<Arc<ReplyAh>> {
+    pub(crate) fn insert(
+        &mut self,
+        port_num: u32,
+        key: Key,
+        now: usize,
+        ah: Arc<ReplyAh>,
+    ) -> Option<Arc<ReplyAh>> {
         let ttl = self.ttl;
         let reusable = |s: &Option<Slot>| !matches!(s, Some(s) if s.fresh(now, ttl));
         let i = match self.slots.iter().position(reusable) {
@@ -169,7 +185,14 @@ impl ReplyAhCache {
                 i
             }
         };
-        self.slots[i].replace(Slot { port_num, key, born: now, ah }).map(|s| s.ah)
+        self.slots[i]
+            .replace(Slot {
+                port_num,
+                key,
+                born: now,
+                ah,
+            })
+            .map(|s| s.ah)
     }
 
     /// The address of each slot's handle object (0 for an empty slot), for the white-box

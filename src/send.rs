@@ -71,7 +71,10 @@ impl SendAh {
                 // SAFETY: Reads the `Arc` out of `this`, which is never dropped: the
                 // reference moves into the buffer.
                 let shared = unsafe { core::ptr::read(shared) };
-                (shared.ah(), Arc::into_raw(shared).cast_mut().cast::<ffi::c_void>())
+                (
+                    shared.ah(),
+                    Arc::into_raw(shared).cast_mut().cast::<ffi::c_void>(),
+                )
             }
         };
         // SAFETY: `buf` is ours (caller).
@@ -148,7 +151,11 @@ pub(crate) unsafe fn send(
             // SAFETY: `wc` is valid (caller).
             (ah, QP1, unsafe { (*wc).pkey_index })
         }
-        Dest::Av { attr, remote_qpn, pkey_index } => {
+        Dest::Av {
+            attr,
+            remote_qpn,
+            pkey_index,
+        } => {
             // SAFETY: `agent` is registered; `attr` is valid (caller).
             let ah = unsafe { bindings::ibcm_glue_ah_from_attr(agent, attr) };
             if let Some(e) = ptr_error(ah, ENOMEM) {
@@ -157,7 +164,11 @@ pub(crate) unsafe fn send(
             (SendAh::Own(ah), remote_qpn, pkey_index)
         }
     };
-    let gfp = if gfp_atomic { bindings::GFP_ATOMIC } else { bindings::GFP_KERNEL };
+    let gfp = if gfp_atomic {
+        bindings::GFP_ATOMIC
+    } else {
+        bindings::GFP_KERNEL
+    };
     // SAFETY: `agent` is registered; sizes are the CM's fixed MAD layout.
     let buf = unsafe {
         bindings::ib_create_send_mad(
@@ -257,8 +268,16 @@ pub(crate) fn send_for_id(
         core::ptr::copy_nonoverlapping(mad.as_ptr(), (*buf).mad.cast::<u8>(), MAD_LEN);
         ah.into_buf(buf);
         (*buf).context[1] = owner.cast_mut().cast();
-        (*buf).timeout_ms = if timeout_ms == 0 { 0 } else { i32::try_from(timeout_ms).unwrap_or(i32::MAX) };
-        (*buf).retries = if timeout_ms == 0 { 0 } else { i32::from(retries) };
+        (*buf).timeout_ms = if timeout_ms == 0 {
+            0
+        } else {
+            i32::try_from(timeout_ms).unwrap_or(i32::MAX)
+        };
+        (*buf).retries = if timeout_ms == 0 {
+            0
+        } else {
+            i32::from(retries)
+        };
     }
     // SAFETY: `buf` is ready; on failure it is still ours.
     let ret = unsafe { bindings::ib_post_send_mad(buf, core::ptr::null_mut()) };
@@ -295,7 +314,12 @@ pub(crate) unsafe extern "C" fn ibcm_rs_send_done(
     // SAFETY: `buf` is ours until freed below; its `mad` holds the MAD we built.
     let (attr, retries, owner, status) = unsafe {
         let mad = core::slice::from_raw_parts((*buf).mad.cast::<u8>(), MAD_LEN);
-        (u16::from_be_bytes([mad[16], mad[17]]), (*buf).retries, (*buf).context[1], (*send_wc).status)
+        (
+            u16::from_be_bytes([mad[16], mad[17]]),
+            (*buf).retries,
+            (*buf).context[1],
+            (*send_wc).status,
+        )
     };
     let attr = AttrId::from_wire(attr);
     if let (Some(port), Some(attr)) = (dev.port(port_num), attr) {

@@ -8,7 +8,14 @@
 //! whose id is gone has nothing left to do (cm.c lets it fire and finds no id). A device going
 //! down arms no timer, as in cm.c.
 
-use crate::{bindings, cm_id::{CmId, CmIdInner}, conn, event::Event, logic::{state::Input, timeout}, recv};
+use crate::{
+    bindings,
+    cm_id::{CmId, CmIdInner},
+    conn,
+    event::Event,
+    logic::{state::Input, timeout},
+    recv,
+};
 use kernel::{
     new_work,
     prelude::*,

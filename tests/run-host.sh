@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# Host layer: `cargo test` of the pure-logic files. Prints `HOST <passed> <failed>` last.
+# Host layer: `cargo test` of the pure-logic files, plus `rustfmt --check` of every Rust file
+# (the module's crate and the host crate) with the kernel's .rustfmt.toml. Prints
+# `HOST <passed> <failed>` last.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+source "$top/scripts/lib.sh"
 mkdir -p "$top/out"
 log=$top/out/host-tests.log
 (cd "$top/tests/host" && cargo test --offline 2>&1 || cargo test 2>&1) | tee "$log" | grep -E '^test |test result|error' >&2
@@ -12,5 +15,17 @@ failed=$(grep -oE '([0-9]+) failed' "$log" | awk '{s+=$1} END {print s+0}')
 if ((rc != 0 && failed == 0)); then
 	echo "host: error: cargo test failed to build or run (log: $log)" >&2
 	failed=1
+fi
+# Formatting: kernel rustfmt settings (the extracted kernel source has them; the setting that
+# matters, edition 2021, is also passed directly so the check works before the kernel exists).
+cfg=()
+src=$IBCM_CACHE/src/linux-$(kernel_pkg_version)/.rustfmt.toml
+[[ -f $src ]] && cfg=(--config-path "$src")
+if rustfmt "${cfg[@]}" --edition 2021 --check "$top/src/ib_cm_rs.rs" "$top/tests/host/lib.rs" >"$top/out/rustfmt.log" 2>&1; then
+	echo "test rustfmt_check ... ok" >&2
+	passed=$((passed + 1))
+else
+	echo "test rustfmt_check ... FAILED (see $top/out/rustfmt.log)" >&2
+	failed=$((failed + 1))
 fi
 echo "HOST $passed $failed"

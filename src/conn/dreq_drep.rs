@@ -25,9 +25,17 @@ pub(crate) fn send_dreq(id: &Arc<CmId>, pd: &[u8]) -> Result {
     if pd.len() > DREQ_PRIVATE_DATA {
         return Err(EINVAL);
     }
-    let mut d = Dreq { local_comm_id: 0, remote_comm_id: 0, remote_qpn_eecn: 0, private_data: [0; DREQ_PRIVATE_DATA] };
+    let mut d = Dreq {
+        local_comm_id: 0,
+        remote_comm_id: 0,
+        remote_qpn_eecn: 0,
+        private_data: [0; DREQ_PRIVATE_DATA],
+    };
     d.private_data[..pd.len()].copy_from_slice(pd);
-    let ctx = Ctx { msg: Some(CmMessage::Dreq(d)), ..Ctx::default() };
+    let ctx = Ctx {
+        msg: Some(CmMessage::Dreq(d)),
+        ..Ctx::default()
+    };
     api(id, Input::SendDreq, ctx, |_, _| {}, |_, _| {})
 }
 
@@ -37,16 +45,30 @@ pub(crate) fn send_drep(id: &Arc<CmId>, pd: &[u8]) -> Result {
     if pd.len() > RTU_PRIVATE_DATA {
         return Err(EINVAL);
     }
-    let mut d = CommIdsAndData { local_comm_id: 0, remote_comm_id: 0, private_data: [0; RTU_PRIVATE_DATA] };
+    let mut d = CommIdsAndData {
+        local_comm_id: 0,
+        remote_comm_id: 0,
+        private_data: [0; RTU_PRIVATE_DATA],
+    };
     d.private_data[..pd.len()].copy_from_slice(pd);
     let keep = StoredPd::copy(pd)?;
-    let ctx = Ctx { msg: Some(CmMessage::Drep(d)), keep_pd: Some(keep), ..Ctx::default() };
+    let ctx = Ctx {
+        msg: Some(CmMessage::Drep(d)),
+        keep_pd: Some(keep),
+        ..Ctx::default()
+    };
     api(id, Input::SendDrep, ctx, |_, _| {}, |_, _| {})
 }
 
 /// A DREQ (`cm_dreq_handler`). A DREQ for no id is answered with a DREP and counted as a
 /// duplicate (`cm_issue_drep`); one whose QPN is not the id's local QPN is dropped.
-pub(crate) fn on_dreq(dev: &crate::device::CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, dreq: &Dreq) {
+pub(crate) fn on_dreq(
+    dev: &crate::device::CmDevice,
+    port_num: u32,
+    wc: &RecvWc,
+    hdr: &MadHeader,
+    dreq: &Dreq,
+) {
     let Some(id) = comm_id::acquire(dreq.remote_comm_id, dreq.local_comm_id) else {
         if let Some(port) = dev.port(port_num) {
             port.count(Counter::RxDuplicates, AttrId::Dreq.counter_index(), 1);
@@ -58,7 +80,18 @@ pub(crate) fn on_dreq(dev: &crate::device::CmDevice, port_num: u32, wc: &RecvWc,
         };
         // SAFETY: `wc` outlives the call, which runs in the device's receive work.
         let _ = unsafe {
-            send::send(dev, port_num, send::Dest::Response { wc: wc.wc(), grh: wc.grh() }, &CmMessage::Drep(drep), hdr.tid, 0, false)
+            send::send(
+                dev,
+                port_num,
+                send::Dest::Response {
+                    wc: wc.wc(),
+                    grh: wc.grh(),
+                },
+                &CmMessage::Drep(drep),
+                hdr.tid,
+                0,
+                false,
+            )
         };
         return;
     };
@@ -66,11 +99,35 @@ pub(crate) fn on_dreq(dev: &crate::device::CmDevice, port_num: u32, wc: &RecvWc,
         id.put_user();
         return;
     }
-    deliver_recv(&id, Input::RecvDreq, Recv { port_num, attr: AttrId::Dreq, tid: hdr.tid, wc }, 12, |_| {});
+    deliver_recv(
+        &id,
+        Input::RecvDreq,
+        Recv {
+            port_num,
+            attr: AttrId::Dreq,
+            tid: hdr.tid,
+            wc,
+        },
+        12,
+        |_| {},
+    );
 }
 
 /// A DREP (`cm_drep_handler`).
 pub(crate) fn on_drep(port_num: u32, wc: &RecvWc, hdr: &MadHeader, drep: &CommIdsAndData) {
-    let Some(id) = comm_id::acquire(drep.remote_comm_id, drep.local_comm_id) else { return };
-    deliver_recv(&id, Input::RecvDrep, Recv { port_num, attr: AttrId::Drep, tid: hdr.tid, wc }, 8, |_| {});
+    let Some(id) = comm_id::acquire(drep.remote_comm_id, drep.local_comm_id) else {
+        return;
+    };
+    deliver_recv(
+        &id,
+        Input::RecvDrep,
+        Recv {
+            port_num,
+            attr: AttrId::Drep,
+            tid: hdr.tid,
+            wc,
+        },
+        8,
+        |_| {},
+    );
 }

@@ -98,7 +98,13 @@ pub(crate) struct Outcome {
 
 impl Default for Outcome {
     fn default() -> Self {
-        Outcome { result: Ok(()), deliver: None, response: None, unlinked: Unlinked::default(), refused: None }
+        Outcome {
+            result: Ok(()),
+            deliver: None,
+            response: None,
+            unlinked: Unlinked::default(),
+            refused: None,
+        }
     }
 }
 
@@ -192,7 +198,10 @@ pub(crate) fn finish(id: &Arc<CmId>, mut out: Outcome, recv: Option<&Recv<'_>>) 
 
 /// An input from a timer or a completion (the caller holds a use) with its event.
 pub(crate) fn input_with_event(id: &Arc<CmId>, input: Input, event: KBox<Event>) {
-    let mut ctx = Ctx { event: Some(event), ..Ctx::default() };
+    let mut ctx = Ctx {
+        event: Some(event),
+        ..Ctx::default()
+    };
     let out = run(id, input, &mut ctx, |_, _| {}, |_, _| {});
     let _ = finish(id, out, None);
 }
@@ -224,7 +233,12 @@ pub(crate) fn deliver_recv_ctx(
     };
     ev.set_private_data(pd_offset);
     fill(&mut ev);
-    let mut ctx = Ctx { event: Some(ev), recv: Some(recv), mra_timeout, ..Ctx::default() };
+    let mut ctx = Ctx {
+        event: Some(ev),
+        recv: Some(recv),
+        mra_timeout,
+        ..Ctx::default()
+    };
     let out = run(id, input, &mut ctx, |_, _| {}, |_, _| {});
     let _ = finish(id, out, ctx.recv.as_ref());
 }
@@ -235,7 +249,11 @@ pub(crate) fn deliver_recv_ctx(
 /// # Safety
 ///
 /// If `ptr` is not NULL, it must be valid for `len` bytes for `'a`.
-pub(crate) unsafe fn c_bytes<'a>(ptr: *const kernel::ffi::c_void, len: u8, max: usize) -> Result<&'a [u8]> {
+pub(crate) unsafe fn c_bytes<'a>(
+    ptr: *const kernel::ffi::c_void,
+    len: u8,
+    max: usize,
+) -> Result<&'a [u8]> {
     if ptr.is_null() {
         return Ok(&[]);
     }
@@ -356,15 +374,16 @@ fn act(
 /// comm ID as stored in `ib_cm_id.local_id`.
 fn form_tid(id: &CmId, g: &CmIdInner) -> u64 {
     let low = u64::from(id.local_id().to_be());
-    let hi = g
-        .av
-        .as_ref()
-        .and_then(|av| id.dev.port(av.port_num))
-        .map(|p| p.agent())
-        .filter(|a| !a.is_null())
-        // SAFETY: A registered agent (the device is not removed while we hold a send gate...
-        // and the agent pointer is cleared before it is unregistered).
-        .map_or(0, |a| u64::from(unsafe { bindings::ibcm_glue_mad_agent_hi_tid(a) }));
+    let hi =
+        g.av.as_ref()
+            .and_then(|av| id.dev.port(av.port_num))
+            .map(|p| p.agent())
+            .filter(|a| !a.is_null())
+            // SAFETY: A registered agent (the device is not removed while we hold a send gate...
+            // and the agent pointer is cleared before it is unregistered).
+            .map_or(0, |a| {
+                u64::from(unsafe { bindings::ibcm_glue_mad_agent_hi_tid(a) })
+            });
     (hi << 32) | low
 }
 
@@ -405,7 +424,10 @@ fn send_out(
             out.response = Some(resend(id, g, o));
             return Ok(());
         }
-        Out::Rej { msg: kind, zero_local_id } => {
+        Out::Rej {
+            msg: kind,
+            zero_local_id,
+        } => {
             let mut rej = match ctx.msg.take() {
                 Some(CmMessage::Rej(r)) => r,
                 _ => default_rej(id),
@@ -418,7 +440,12 @@ fn send_out(
         Out::Dreq => {
             let mut d = match ctx.msg.take() {
                 Some(CmMessage::Dreq(d)) => d,
-                _ => Dreq { local_comm_id: 0, remote_comm_id: 0, remote_qpn_eecn: 0, private_data: [0; 220] },
+                _ => Dreq {
+                    local_comm_id: 0,
+                    remote_comm_id: 0,
+                    remote_qpn_eecn: 0,
+                    private_data: [0; 220],
+                },
             };
             d.local_comm_id = local;
             d.remote_comm_id = remote;
@@ -428,7 +455,11 @@ fn send_out(
         Out::Drep => {
             let mut d = match ctx.msg.take() {
                 Some(CmMessage::Drep(d)) => d,
-                _ => CommIdsAndData { local_comm_id: 0, remote_comm_id: 0, private_data: [0; 224] },
+                _ => CommIdsAndData {
+                    local_comm_id: 0,
+                    remote_comm_id: 0,
+                    private_data: [0; 224],
+                },
             };
             d.local_comm_id = local;
             d.remote_comm_id = remote;
@@ -483,7 +514,15 @@ fn send_out(
     };
     let timeout_ms = if o.tracked() { g.conn.timeout_ms } else { 0 };
     let av = g.av.as_deref().ok_or(EINVAL)?;
-    let buf = send::send_for_id(id, av, &msg, tid, attr_mod, timeout_ms, g.conn.max_cm_retries)?;
+    let buf = send::send_for_id(
+        id,
+        av,
+        &msg,
+        tid,
+        attr_mod,
+        timeout_ms,
+        g.conn.max_cm_retries,
+    )?;
     if o.tracked() {
         g.msg = buf;
         g.msg_state = next;
@@ -501,10 +540,18 @@ fn resend(id: &CmId, g: &CmIdInner, o: Out) -> CmMessage {
     let pd = StoredPd::bytes(&g.stored_pd);
     match o {
         Out::ResendRtu | Out::ResendDrep => {
-            let mut d = CommIdsAndData { local_comm_id: local, remote_comm_id: remote, private_data: [0; 224] };
+            let mut d = CommIdsAndData {
+                local_comm_id: local,
+                remote_comm_id: remote,
+                private_data: [0; 224],
+            };
             let n = pd.len().min(224);
             d.private_data[..n].copy_from_slice(&pd[..n]);
-            if o == Out::ResendRtu { CmMessage::Rtu(d) } else { CmMessage::Drep(d) }
+            if o == Out::ResendRtu {
+                CmMessage::Rtu(d)
+            } else {
+                CmMessage::Drep(d)
+            }
         }
         Out::ResendMra(kind) => {
             let mut m = Mra {
@@ -538,7 +585,10 @@ fn respond(id: &CmId, r: &Recv<'_>, msg: &CmMessage) {
         send::send(
             &id.dev,
             r.port_num,
-            send::Dest::Response { wc: r.wc.wc(), grh: r.wc.grh() },
+            send::Dest::Response {
+                wc: r.wc.wc(),
+                grh: r.wc.grh(),
+            },
             msg,
             r.tid,
             0,
@@ -552,12 +602,21 @@ fn respond(id: &CmId, r: &Recv<'_>, msg: &CmMessage) {
 pub(crate) fn destroy_actions(id: &Arc<CmId>, err: i32) {
     let xrc_tgt = id.inner.lock().conn.qp_type == bindings::ib_qp_type_IB_QPT_XRC_TGT;
     let enomem = err == -(bindings::ENOMEM as i32);
-    let mut ctx = Ctx { destroying: true, ..Ctx::default() };
+    let mut ctx = Ctx {
+        destroying: true,
+        ..Ctx::default()
+    };
     {
         let mut g = id.inner.lock();
         g.destroyed = true;
     }
-    let mut out = run(id, Input::Destroy { enomem, xrc_tgt }, &mut ctx, |_, _| {}, |_, _| {});
+    let mut out = run(
+        id,
+        Input::Destroy { enomem, xrc_tgt },
+        &mut ctx,
+        |_, _| {},
+        |_, _| {},
+    );
     let leftover = {
         let mut g = id.inner.lock();
         id.set_state(State::Idle.raw());
@@ -608,12 +667,19 @@ pub(crate) fn notify(id: &Arc<CmId>, event: bindings::ib_event_type) -> Result {
     match event {
         bindings::ib_event_type_IB_EVENT_COMM_EST => {
             let work = EstablishWork::new(id)?;
-            let ctx = Ctx { est_work: Some(work), ..Ctx::default() };
+            let ctx = Ctx {
+                est_work: Some(work),
+                ..Ctx::default()
+            };
             api(id, Input::NotifyEstablished, ctx, |_, _| {}, |_, _| {})
         }
-        bindings::ib_event_type_IB_EVENT_PATH_MIG => {
-            api(id, Input::NotifyPathMig, Ctx::default(), |_, _| {}, |_, _| {})
-        }
+        bindings::ib_event_type_IB_EVENT_PATH_MIG => api(
+            id,
+            Input::NotifyPathMig,
+            Ctx::default(),
+            |_, _| {},
+            |_, _| {},
+        ),
         _ => Err(EINVAL),
     }
 }

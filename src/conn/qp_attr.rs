@@ -31,7 +31,11 @@ const _: () = {
 };
 
 /// `ib_cm_init_qp_attr()` on a live id; `attr.qp_state` selects the target state.
-pub(crate) fn init_qp_attr(id: &CmId, attr: &mut bindings::ib_qp_attr, out_mask: &mut i32) -> Result {
+pub(crate) fn init_qp_attr(
+    id: &CmId,
+    attr: &mut bindings::ib_qp_attr,
+    out_mask: &mut i32,
+) -> Result {
     let target = match attr.qp_state {
         bindings::ib_qp_state_IB_QPS_INIT => Target::Init,
         bindings::ib_qp_state_IB_QPS_RTR => Target::Rtr,
@@ -77,7 +81,9 @@ pub(crate) fn init_qp_attr(id: &CmId, attr: &mut bindings::ib_qp_attr, out_mask:
                     && av.dlid_datapath != 0xffff
                 {
                     // SAFETY: `ib` is the member of an IB address.
-                    unsafe { attr.ah_attr.__bindgen_anon_1.ib.as_mut().dlid = av.dlid_datapath.into() };
+                    unsafe {
+                        attr.ah_attr.__bindgen_anon_1.ib.as_mut().dlid = av.dlid_datapath.into()
+                    };
                 }
             }
             attr.path_mtu = c.path_mtu;

@@ -36,7 +36,10 @@ pub(crate) fn send_rej(id: &Arc<CmId>, reason: u16, ari: &[u8], pd: &[u8]) -> Re
     rej.ari_length = n as u8;
     let n = pd.len().min(REJ_PRIVATE_DATA);
     rej.private_data[..n].copy_from_slice(&pd[..n]);
-    let ctx = Ctx { msg: Some(CmMessage::Rej(rej)), ..Ctx::default() };
+    let ctx = Ctx {
+        msg: Some(CmMessage::Rej(rej)),
+        ..Ctx::default()
+    };
     api(id, Input::SendRej, ctx, |_, _| {}, |_, _| {})
 }
 
@@ -58,13 +61,22 @@ pub(crate) fn send_mra(id: &Arc<CmId>, service_timeout: u8, pd: &[u8]) -> Result
     let delay = service_timeout & 0x80 != 0;
     // The stored copy is kept whether or not a MAD goes out now.
     let mut keep = Some(keep);
-    let ctx = Ctx { msg: Some(CmMessage::Mra(m)), ..Ctx::default() };
-    api(id, Input::SendMra { delay }, ctx, |_, _| {}, |_, g| {
-        g.conn.service_timeout = service_timeout;
-        if let Some(k) = keep.take() {
-            g.stored_pd = k;
-        }
-    })
+    let ctx = Ctx {
+        msg: Some(CmMessage::Mra(m)),
+        ..Ctx::default()
+    };
+    api(
+        id,
+        Input::SendMra { delay },
+        ctx,
+        |_, _| {},
+        |_, g| {
+            g.conn.service_timeout = service_timeout;
+            if let Some(k) = keep.take() {
+                g.stored_pd = k;
+            }
+        },
+    )
 }
 
 /// A REJ (`cm_rej_handler`).
@@ -73,7 +85,10 @@ pub(crate) fn on_rej(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
         // The peer timed out our REP: found by its CA GUID (the ARI) and its comm ID.
         let mut guid = [0u8; 8];
         guid.copy_from_slice(&rej.ari[..8]);
-        let key = ReqKey { ca_guid: u64::from_be_bytes(guid), comm_id: rej.local_comm_id };
+        let key = ReqKey {
+            ca_guid: u64::from_be_bytes(guid),
+            comm_id: rej.local_comm_id,
+        };
         let found = dev.inner.lock().remote_reqs.get(&key);
         found.filter(|id| id.get_user())
     } else if rej.message_rejected == MsgKind::Req.wire() {
@@ -84,27 +99,45 @@ pub(crate) fn on_rej(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
     let Some(id) = id else { return };
     let stale = rej.reason == super::REJ_STALE_CONN;
     let (reason, ari_length) = (rej.reason, rej.ari_length);
-    deliver_recv(&id, Input::RecvRej { stale }, Recv { port_num, attr: AttrId::Rej, tid: hdr.tid, wc }, 84, |ev| {
-        let ari = ev.payload_ptr(12);
-        // SAFETY: `rej_rcvd` is the union member of REJ_RECEIVED.
-        let p = unsafe { ev.ev.param.rej_rcvd.as_mut() };
-        p.reason = reason.into();
-        p.ari = ari;
-        // Clamped to the ARI field's 72 bytes (cm.c passes the 7-bit length unclamped).
-        p.ari_length = ari_length.min(72);
-    });
+    deliver_recv(
+        &id,
+        Input::RecvRej { stale },
+        Recv {
+            port_num,
+            attr: AttrId::Rej,
+            tid: hdr.tid,
+            wc,
+        },
+        84,
+        |ev| {
+            let ari = ev.payload_ptr(12);
+            // SAFETY: `rej_rcvd` is the union member of REJ_RECEIVED.
+            let p = unsafe { ev.ev.param.rej_rcvd.as_mut() };
+            p.reason = reason.into();
+            p.ari = ari;
+            // Clamped to the ARI field's 72 bytes (cm.c passes the 7-bit length unclamped).
+            p.ari_length = ari_length.min(72);
+        },
+    );
 }
 
 /// An MRA (`cm_mra_handler`).
 pub(crate) fn on_mra(port_num: u32, wc: &RecvWc, hdr: &MadHeader, mra: &Mra) {
-    let Some(kind) = MsgKind::from_wire(mra.message_mraed) else { return };
+    let Some(kind) = MsgKind::from_wire(mra.message_mraed) else {
+        return;
+    };
     let id = match kind {
         MsgKind::Req => comm_id::acquire(mra.remote_comm_id, 0),
         _ => comm_id::acquire(mra.remote_comm_id, mra.local_comm_id),
     };
     let Some(id) = id else { return };
     let t = mra.service_timeout;
-    let recv = Recv { port_num, attr: AttrId::Mra, tid: hdr.tid, wc };
+    let recv = Recv {
+        port_num,
+        attr: AttrId::Mra,
+        tid: hdr.tid,
+        wc,
+    };
     super::deliver_recv_ctx(&id, Input::RecvMra { mraed: kind }, recv, 10, t, |ev| {
         // SAFETY: `mra_rcvd` is the union member of MRA_RECEIVED.
         unsafe { ev.ev.param.mra_rcvd.as_mut() }.service_timeout = t;

@@ -29,11 +29,16 @@ use kernel::{prelude::*, sync::Arc};
 /// `param` must be valid, with its private data.
 pub(crate) unsafe fn send_rep(id: &Arc<CmId>, param: &bindings::ib_cm_rep_param) -> Result {
     // SAFETY: Caller contract.
-    let pd = unsafe { super::c_bytes(param.private_data, param.private_data_len, REP_PRIVATE_DATA) }?;
+    let pd =
+        unsafe { super::c_bytes(param.private_data, param.private_data_len, REP_PRIVATE_DATA) }?;
     let xrc_tgt = id.inner.lock().conn.qp_type == bindings::ib_qp_type_IB_QPT_XRC_TGT;
     // SAFETY: The device is live while the id is.
-    let (guid, ack_delay) =
-        unsafe { ((*id.dev.ib_dev()).node_guid, bindings::ibcm_glue_ack_delay(id.dev.ib_dev())) };
+    let (guid, ack_delay) = unsafe {
+        (
+            (*id.dev.ib_dev()).node_guid,
+            bindings::ibcm_glue_ack_delay(id.dev.ib_dev()),
+        )
+    };
     let qpn = param.qp_num & 0x00FF_FFFF;
     let mut rep = Rep {
         local_comm_id: 0,
@@ -54,13 +59,23 @@ pub(crate) unsafe fn send_rep(id: &Arc<CmId>, param: &bindings::ib_cm_rep_param)
         private_data: [0; REP_PRIVATE_DATA],
     };
     rep.private_data[..pd.len()].copy_from_slice(pd);
-    let ctx = Ctx { msg: Some(CmMessage::Rep(rep)), attr_mod: param.ece.attr_mod, ..Ctx::default() };
-    api(id, Input::SendRep, ctx, |_, _| {}, |_, g| {
-        g.conn.initiator_depth = param.initiator_depth;
-        g.conn.responder_resources = param.responder_resources;
-        g.conn.rq_psn = param.starting_psn & 0x00FF_FFFF;
-        g.conn.local_qpn = qpn;
-    })
+    let ctx = Ctx {
+        msg: Some(CmMessage::Rep(rep)),
+        attr_mod: param.ece.attr_mod,
+        ..Ctx::default()
+    };
+    api(
+        id,
+        Input::SendRep,
+        ctx,
+        |_, _| {},
+        |_, g| {
+            g.conn.initiator_depth = param.initiator_depth;
+            g.conn.responder_resources = param.responder_resources;
+            g.conn.rq_psn = param.starting_psn & 0x00FF_FFFF;
+            g.conn.local_qpn = qpn;
+        },
+    )
 }
 
 /// `ib_send_cm_rtu()`.
@@ -68,16 +83,28 @@ pub(crate) fn send_rtu(id: &Arc<CmId>, pd: &[u8]) -> Result {
     if pd.len() > RTU_PRIVATE_DATA {
         return Err(EINVAL);
     }
-    let mut rtu = CommIdsAndData { local_comm_id: 0, remote_comm_id: 0, private_data: [0; RTU_PRIVATE_DATA] };
+    let mut rtu = CommIdsAndData {
+        local_comm_id: 0,
+        remote_comm_id: 0,
+        private_data: [0; RTU_PRIVATE_DATA],
+    };
     rtu.private_data[..pd.len()].copy_from_slice(pd);
     let keep = StoredPd::copy(pd)?;
-    let ctx = Ctx { msg: Some(CmMessage::Rtu(rtu)), keep_pd: Some(keep), ..Ctx::default() };
+    let ctx = Ctx {
+        msg: Some(CmMessage::Rtu(rtu)),
+        keep_pd: Some(keep),
+        ..Ctx::default()
+    };
     api(id, Input::SendRtu, ctx, |_, _| {}, |_, _| {})
 }
 
 /// The peer's QPN in a REP (`cm_rep_get_qpn`: XRC initiators read the EECN field).
 fn rep_qpn(rep: &Rep, qp_type: u32) -> u32 {
-    if qp_type == bindings::ib_qp_type_IB_QPT_XRC_INI { rep.local_eecn } else { rep.local_qpn }
+    if qp_type == bindings::ib_qp_type_IB_QPT_XRC_INI {
+        rep.local_eecn
+    } else {
+        rep.local_qpn
+    }
 }
 
 /// [`crate::logic::state::Action::InsertRemote`]: registers the REP's keys; a key already
@@ -86,8 +113,14 @@ fn rep_qpn(rep: &Rep, qp_type: u32) -> u32 {
 pub(crate) fn insert_remote(id: &Arc<CmId>, g: &mut CmIdInner, ctx: &mut Ctx<'_>) -> Result {
     let rep = ctx.rep.ok_or(EINVAL)?;
     let (res, qres) = ctx.reservations.take().ok_or(ENOMEM)?;
-    let key = ReqKey { ca_guid: rep.local_ca_guid, comm_id: rep.local_comm_id };
-    let qp = QpKey { ca_guid: rep.local_ca_guid, qpn: rep_qpn(rep, g.conn.qp_type) };
+    let key = ReqKey {
+        ca_guid: rep.local_ca_guid,
+        comm_id: rep.local_comm_id,
+    };
+    let qp = QpKey {
+        ca_guid: rep.local_ca_guid,
+        qpn: rep_qpn(rep, g.conn.qp_type),
+    };
     let mut dev = id.dev.inner.lock();
     if dev.remote_reqs.contains(&key) {
         drop(dev);
@@ -154,11 +187,19 @@ fn rep_event(wc: &RecvWc, rep: &Rep, qp_type: u32, attr_mod: u32) -> Result<KBox
 
 /// A REP (`cm_rep_handler`).
 pub(crate) fn on_rep(port_num: u32, wc: &RecvWc, hdr: &MadHeader, rep: &Rep) {
-    let recv = Recv { port_num, attr: AttrId::Rep, tid: hdr.tid, wc };
+    let recv = Recv {
+        port_num,
+        attr: AttrId::Rep,
+        tid: hdr.tid,
+        wc,
+    };
     let Some(id) = comm_id::acquire(rep.remote_comm_id, 0) else {
         // `cm_dup_rep_handler`: the id already took a REP from this peer.
         if let Some(id) = comm_id::acquire(rep.remote_comm_id, rep.local_comm_id) {
-            let mut ctx = Ctx { recv: Some(recv), ..Ctx::default() };
+            let mut ctx = Ctx {
+                recv: Some(recv),
+                ..Ctx::default()
+            };
             let out = run(&id, Input::RecvDupRep, &mut ctx, |_, _| {}, |_, _| {});
             let _ = finish(&id, out, ctx.recv.as_ref());
         }
@@ -197,7 +238,18 @@ pub(crate) fn on_rep(port_num: u32, wc: &RecvWc, hdr: &MadHeader, rep: &Rep) {
         };
         // SAFETY: `wc` outlives the call, which runs in the device's receive work.
         let _ = unsafe {
-            send::send(&id.dev, port_num, send::Dest::Response { wc: wc.wc(), grh: wc.grh() }, &CmMessage::Rej(rej), hdr.tid, 0, false)
+            send::send(
+                &id.dev,
+                port_num,
+                send::Dest::Response {
+                    wc: wc.wc(),
+                    grh: wc.grh(),
+                },
+                &CmMessage::Rej(rej),
+                hdr.tid,
+                0,
+                false,
+            )
         };
         let _ = super::dreq_drep::send_dreq(&old, &[]);
     }
@@ -205,6 +257,19 @@ pub(crate) fn on_rep(port_num: u32, wc: &RecvWc, hdr: &MadHeader, rep: &Rep) {
 
 /// An RTU (`cm_rtu_handler`).
 pub(crate) fn on_rtu(port_num: u32, wc: &RecvWc, hdr: &MadHeader, rtu: &CommIdsAndData) {
-    let Some(id) = comm_id::acquire(rtu.remote_comm_id, rtu.local_comm_id) else { return };
-    super::deliver_recv(&id, Input::RecvRtu, Recv { port_num, attr: AttrId::Rtu, tid: hdr.tid, wc }, 8, |_| {});
+    let Some(id) = comm_id::acquire(rtu.remote_comm_id, rtu.local_comm_id) else {
+        return;
+    };
+    super::deliver_recv(
+        &id,
+        Input::RecvRtu,
+        Recv {
+            port_num,
+            attr: AttrId::Rtu,
+            tid: hdr.tid,
+            wc,
+        },
+        8,
+        |_| {},
+    );
 }

@@ -12,7 +12,10 @@ use crate::{
         service_id::ServiceId,
         state::Input,
         timeout,
-        wire::{conn::{Path, Req, REQ_PRIVATE_DATA}, CmMessage},
+        wire::{
+            conn::{Path, Req, REQ_PRIVATE_DATA},
+            CmMessage,
+        },
     },
 };
 use kernel::{prelude::*, sync::Arc};
@@ -25,7 +28,11 @@ const LID_PERMISSIVE: u16 = 0xFFFF;
 /// # Safety
 ///
 /// `path` must be valid; `inbound` NULL or valid.
-unsafe fn req_path(path: *mut bindings::sa_path_rec, inbound: *mut bindings::sa_path_rec, ack_delay: u8) -> Path {
+unsafe fn req_path(
+    path: *mut bindings::sa_path_rec,
+    inbound: *mut bindings::sa_path_rec,
+    ack_delay: u8,
+) -> Path {
     // SAFETY: `path` is valid (caller).
     let p = unsafe { &*path };
     let (mut slid, mut dlid, mut ext) = (0u32, 0u32, false);
@@ -40,7 +47,11 @@ unsafe fn req_path(path: *mut bindings::sa_path_rec, inbound: *mut bindings::sa_
     }
     let (local_lid, remote_lid) = if p.hop_limit <= 1 {
         // CAST: cm.c keeps the low 16 bits of the path's LIDs (`htons(ntohl(lid))`).
-        if ext { (0, 0) } else { (slid as u16, dlid as u16) }
+        if ext {
+            (0, 0)
+        } else {
+            (slid as u16, dlid as u16)
+        }
     } else if !inbound.is_null() {
         // SAFETY: `inbound` is valid (caller).
         let mut il = (0u32, 0u32, false);
@@ -80,7 +91,8 @@ pub(crate) unsafe fn send_req(id: &Arc<CmId>, param: &bindings::ib_cm_req_param)
         return Err(EINVAL);
     }
     // SAFETY: Caller contract.
-    let pd = unsafe { super::c_bytes(param.private_data, param.private_data_len, REQ_PRIVATE_DATA) }?;
+    let pd =
+        unsafe { super::c_bytes(param.private_data, param.private_data_len, REQ_PRIVATE_DATA) }?;
     // SAFETY: Non-NULL paths are valid (caller).
     let (pri, alt) = unsafe { (&*param.primary_path, param.alternate_path.as_ref()) };
     if let Some(alt) = alt {
@@ -100,7 +112,12 @@ pub(crate) unsafe fn send_req(id: &Arc<CmId>, param: &bindings::ib_cm_req_param)
         None => None,
     };
     // SAFETY: The device is live while the id is.
-    let (guid, ack_delay) = unsafe { ((*dev.ib_dev()).node_guid, bindings::ibcm_glue_ack_delay(dev.ib_dev())) };
+    let (guid, ack_delay) = unsafe {
+        (
+            (*dev.ib_dev()).node_guid,
+            bindings::ibcm_glue_ack_delay(dev.ib_dev()),
+        )
+    };
     let xrc = qpt == bindings::ib_qp_type_IB_QPT_XRC_INI;
     let mut req = Req {
         local_comm_id: 0,
@@ -114,7 +131,13 @@ pub(crate) unsafe fn send_req(id: &Arc<CmId>, param: &bindings::ib_cm_req_param)
         initiator_depth: param.initiator_depth,
         remote_eecn: 0,
         remote_cm_response_timeout: param.remote_cm_response_timeout & 0x1F,
-        transport_service_type: if qpt == bindings::ib_qp_type_IB_QPT_UC { 1 } else if xrc { 3 } else { 0 },
+        transport_service_type: if qpt == bindings::ib_qp_type_IB_QPT_UC {
+            1
+        } else if xrc {
+            3
+        } else {
+            0
+        },
         end_to_end_flow_control: param.flow_control != 0,
         starting_psn: param.starting_psn & 0x00FF_FFFF,
         local_cm_response_timeout: param.local_cm_response_timeout & 0x1F,
@@ -137,7 +160,11 @@ pub(crate) unsafe fn send_req(id: &Arc<CmId>, param: &bindings::ib_cm_req_param)
         private_data: [0; REQ_PRIVATE_DATA],
     };
     req.private_data[..pd.len()].copy_from_slice(pd);
-    let ctx = Ctx { msg: Some(CmMessage::Req(req)), attr_mod: param.ece.attr_mod, ..Ctx::default() };
+    let ctx = Ctx {
+        msg: Some(CmMessage::Req(req)),
+        attr_mod: param.ece.attr_mod,
+        ..Ctx::default()
+    };
     let sid = ServiceId::from_be(param.service_id);
     let wait = timeout::req_wait_ms(pri.packet_life_time, param.remote_cm_response_timeout);
     let mut avs = Some((av, alt_av));

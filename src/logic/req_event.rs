@@ -114,8 +114,16 @@ fn path_from(req: &Req, p: &Path, opa: bool) -> PathRecord {
         packet_life_time: super::timeout::life_from_ack(p.local_ack_timeout),
         service_id: req.service_id,
         opa,
-        dlid: if opa { opa_lid(&p.local_gid) } else { u32::from(p.local_lid) },
-        slid: if opa { opa_lid(&p.remote_gid) } else { u32::from(p.remote_lid) },
+        dlid: if opa {
+            opa_lid(&p.local_gid)
+        } else {
+            u32::from(p.local_lid)
+        },
+        slid: if opa {
+            opa_lid(&p.remote_gid)
+        } else {
+            u32::from(p.remote_lid)
+        },
     }
 }
 
@@ -138,7 +146,9 @@ pub(crate) fn req_paths(req: &Req, port: &RecvPort) -> (PathRecord, Option<PathR
     if !opa {
         primary.dlid = port.wc_slid;
     }
-    let alternate = req.has_alt_path().then(|| path_from(req, &req.alternate, opa));
+    let alternate = req
+        .has_alt_path()
+        .then(|| path_from(req, &req.alternate, opa));
     (primary, alternate)
 }
 
@@ -341,15 +351,30 @@ mod tests {
         Req::decode(&p)
     }
 
-    const ROCE: RecvPort = RecvPort { roce: true, opa: false, wc_slid: 0, wc_sl: 0, wc_dlid_path_bits: 0 };
-    const IB: RecvPort = RecvPort { roce: false, opa: false, wc_slid: 0x1234, wc_sl: 0x1B, wc_dlid_path_bits: 5 };
+    const ROCE: RecvPort = RecvPort {
+        roce: true,
+        opa: false,
+        wc_slid: 0,
+        wc_sl: 0,
+        wc_dlid_path_bits: 0,
+    };
+    const IB: RecvPort = RecvPort {
+        roce: false,
+        opa: false,
+        wc_slid: 0x1234,
+        wc_sl: 0x1B,
+        wc_dlid_path_bits: 5,
+    };
 
     #[test]
     fn primary_path_swaps_gids_and_decrements_life_time() {
         let r = req();
         let (p, alt) = req_paths(&r, &ROCE);
         assert_eq!((p.dgid[0], p.sgid[0]), (0xAB, 0xCD));
-        assert_eq!((p.pkey, p.mtu, p.reversible, p.packet_life_time), (0xFFFF, 3, 1, 16));
+        assert_eq!(
+            (p.pkey, p.mtu, p.reversible, p.packet_life_time),
+            (0xFFFF, 3, 1, 16)
+        );
         assert_eq!(p.service_id, 0x0106_1C06);
         assert_eq!((p.slid, p.dlid, p.opa), (0x22, 0, false));
         assert!(alt.is_none());
@@ -380,7 +405,10 @@ mod tests {
         // Local LID and SL from the completion (SL cut to 4 bits), remote LID its path bits.
         assert_eq!((p.dlid, p.slid, p.sl), (0x1234, 5, 0xB));
         let alt = alt.expect("alternate");
-        assert_eq!((alt.dlid, alt.slid, alt.sl, alt.dgid[0]), (0x1234, 5, 0xB, 0xEE));
+        assert_eq!(
+            (alt.dlid, alt.slid, alt.sl, alt.dgid[0]),
+            (0x1234, 5, 0xB, 0xEE)
+        );
         // Subnet-local paths and RoCE keep what the REQ says.
         r.primary.subnet_local = true;
         assert_eq!(req_paths(&r, &IB).0.slid, 0xFFFF);
@@ -407,7 +435,10 @@ mod tests {
         let (p, alt) = req_paths(&r, &port);
         assert_eq!((p.opa, p.dlid, p.slid), (true, 0x0001_0203, 0x0004_0506));
         let alt = alt.expect("alternate");
-        assert_eq!((alt.opa, alt.dlid, alt.slid), (true, 0x0007_0809, 0x000A_0B0C));
+        assert_eq!(
+            (alt.opa, alt.dlid, alt.slid),
+            (true, 0x0007_0809, 0x000A_0B0C)
+        );
         assert!(wants_ib_sgid(&p, &port));
         // Not an OPA port: plain IB records, and the sgid stays.
         let (p, _) = req_paths(&r, &IB);
@@ -419,8 +450,14 @@ mod tests {
     fn params_swap_depth_and_timeouts() {
         let p = req_params(&req(), 0xABCD);
         assert_eq!((p.responder_resources, p.initiator_depth), (7, 4));
-        assert_eq!((p.local_cm_response_timeout, p.remote_cm_response_timeout), (20, 18));
-        assert_eq!((p.remote_qpn, p.qp_type, p.retry_count, p.rnr_retry_count), (0x11, QPT_RC, 6, 7));
+        assert_eq!(
+            (p.local_cm_response_timeout, p.remote_cm_response_timeout),
+            (20, 18)
+        );
+        assert_eq!(
+            (p.remote_qpn, p.qp_type, p.retry_count, p.rnr_retry_count),
+            (0x11, QPT_RC, 6, 7)
+        );
         assert!(p.flow_control);
         assert_eq!((p.ece_vendor_id, p.ece_attr_mod), (0xAABBCC, 0xABCD));
         assert_eq!(p.remote_ca_guid, 0x0102_0304_0506_0708);
@@ -429,7 +466,13 @@ mod tests {
     #[test]
     fn qp_types_as_c() {
         let mut r = req();
-        for (t, x, want) in [(0, 0, QPT_RC), (1, 0, QPT_UC), (3, 1, QPT_XRC_TGT), (3, 0, 0), (2, 0, 0)] {
+        for (t, x, want) in [
+            (0, 0, QPT_RC),
+            (1, 0, QPT_UC),
+            (3, 1, QPT_XRC_TGT),
+            (3, 0, 0),
+            (2, 0, 0),
+        ] {
             r.transport_service_type = t;
             r.extended_transport_type = x;
             assert_eq!(qp_type(&r), want, "{t} {x}");
@@ -442,8 +485,14 @@ mod tests {
         p[0..4].copy_from_slice(&0x1111_2222u32.to_be_bytes());
         p[4..8].copy_from_slice(&[0, 0xAA, 0xBB, 0xCC]);
         let rej = issued_rej(&p, REJ_INVALID_SERVICE_ID);
-        assert_eq!((rej.local_comm_id, rej.remote_comm_id), (0x00AA_BBCC, 0x1111_2222));
-        assert_eq!((rej.reason, rej.message_rejected, rej.ari_length), (8, MSG_REQ, 0));
+        assert_eq!(
+            (rej.local_comm_id, rej.remote_comm_id),
+            (0x00AA_BBCC, 0x1111_2222)
+        );
+        assert_eq!(
+            (rej.reason, rej.message_rejected, rej.ari_length),
+            (8, MSG_REQ, 0)
+        );
         assert_eq!(issued_rej(&p, REJ_STALE_CONN).reason, 10);
     }
 
@@ -466,6 +515,9 @@ mod tests {
             info: &[],
             private_data: &[],
         });
-        assert_eq!((rep.vendor_id_h, rep.vendor_id_l, rep.qpn, rep.info_length), (0xCD, 0xEF, 0x42, 0));
+        assert_eq!(
+            (rep.vendor_id_h, rep.vendor_id_l, rep.qpn, rep.info_length),
+            (0xCD, 0xEF, 0x42, 0)
+        );
     }
 }

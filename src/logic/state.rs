@@ -106,8 +106,14 @@ pub(crate) enum Lap {
 
 impl Lap {
     /// Every LAP state, in ABI order.
-    pub(crate) const ALL: [Lap; 6] =
-        [Lap::Uninit, Lap::Idle, Lap::Sent, Lap::Rcvd, Lap::MraLapSent, Lap::MraLapRcvd];
+    pub(crate) const ALL: [Lap; 6] = [
+        Lap::Uninit,
+        Lap::Idle,
+        Lap::Sent,
+        Lap::Rcvd,
+        Lap::MraLapSent,
+        Lap::MraLapRcvd,
+    ];
 
     /// The LAP state of an ABI value.
     pub(crate) fn from_raw(v: u32) -> Option<Lap> {
@@ -402,16 +408,33 @@ use Action::*;
 use State::*;
 
 fn to(next: State, lap: Lap, actions: &[Action], on_fail: OnFail) -> Result<Step, Refusal> {
-    Ok(Step { next, lap, actions: Actions::of(actions), on_fail })
+    Ok(Step {
+        next,
+        lap,
+        actions: Actions::of(actions),
+        on_fail,
+    })
 }
 
 /// The form of a REJ an id sends from `state` (`cm_format_rej`).
 fn rej_from(state: State) -> Out {
     match state {
-        ReqRcvd => Out::Rej { msg: MsgKind::Req, zero_local_id: true },
-        MraReqSent => Out::Rej { msg: MsgKind::Req, zero_local_id: false },
-        RepRcvd | MraRepSent => Out::Rej { msg: MsgKind::Rep, zero_local_id: false },
-        _ => Out::Rej { msg: MsgKind::Other, zero_local_id: false },
+        ReqRcvd => Out::Rej {
+            msg: MsgKind::Req,
+            zero_local_id: true,
+        },
+        MraReqSent => Out::Rej {
+            msg: MsgKind::Req,
+            zero_local_id: false,
+        },
+        RepRcvd | MraRepSent => Out::Rej {
+            msg: MsgKind::Rep,
+            zero_local_id: false,
+        },
+        _ => Out::Rej {
+            msg: MsgKind::Other,
+            zero_local_id: false,
+        },
     }
 }
 
@@ -446,7 +469,12 @@ pub(crate) fn step(state: State, lap: Lap, input: Input) -> Result<Step, Refusal
             ReqSent | MraReqRcvd | ReqRcvd | MraReqSent | RepRcvd | MraRepSent => {
                 to(Idle, lap, &[ResetRemote, Send(rej_from(state))], Proceed)
             }
-            RepSent | MraRepRcvd => to(Timewait, lap, &[EnterTimewait, Send(rej_from(state))], Proceed),
+            RepSent | MraRepRcvd => to(
+                Timewait,
+                lap,
+                &[EnterTimewait, Send(rej_from(state))],
+                Proceed,
+            ),
             _ => Err(Refusal::Invalid),
         },
         Input::SendMra { delay } => {
@@ -480,7 +508,12 @@ pub(crate) fn step(state: State, lap: Lap, input: Input) -> Result<Step, Refusal
             _ => Err(Refusal::Invalid),
         },
         Input::UserEstablished => match state {
-            Established => to(Established, lap, &[Cancel, Deliver(Event::UserEstablished)], Keep),
+            Established => to(
+                Established,
+                lap,
+                &[Cancel, Deliver(Event::UserEstablished)],
+                Keep,
+            ),
             _ => Err(Refusal::Ignore),
         },
         Input::Destroy { enomem, xrc_tgt } => destroy(state, lap, enomem, xrc_tgt),
@@ -495,34 +528,73 @@ pub(crate) fn step(state: State, lap: Lap, input: Input) -> Result<Step, Refusal
         },
         Input::RecvDupRep => match state {
             Established => to(state, lap, &[CountDuplicate, Send(Out::ResendRtu)], Keep),
-            MraRepSent => to(state, lap, &[CountDuplicate, Send(Out::ResendMra(MsgKind::Rep))], Keep),
+            MraRepSent => to(
+                state,
+                lap,
+                &[CountDuplicate, Send(Out::ResendMra(MsgKind::Rep))],
+                Keep,
+            ),
             _ => Err(Refusal::Duplicate),
         },
         Input::RecvDupReq => match state {
-            MraReqSent => to(state, lap, &[CountDuplicate, Send(Out::ResendMra(MsgKind::Req))], Keep),
-            Timewait => to(state, lap, &[CountDuplicate, Send(Out::ResendRejStale)], Keep),
+            MraReqSent => to(
+                state,
+                lap,
+                &[CountDuplicate, Send(Out::ResendMra(MsgKind::Req))],
+                Keep,
+            ),
+            Timewait => to(
+                state,
+                lap,
+                &[CountDuplicate, Send(Out::ResendRejStale)],
+                Keep,
+            ),
             _ => Err(Refusal::Duplicate),
         },
         Input::RecvRtu => match state {
-            RepSent | MraRepRcvd => to(Established, lap, &[Cancel, Deliver(Event::RtuReceived)], Keep),
+            RepSent | MraRepRcvd => to(
+                Established,
+                lap,
+                &[Cancel, Deliver(Event::RtuReceived)],
+                Keep,
+            ),
             _ => Err(Refusal::Duplicate),
         },
         Input::RecvDreq => match state {
-            RepSent | DreqSent | MraRepRcvd => {
-                to(DreqRcvd, lap, &[Cancel, SaveTid, Deliver(Event::DreqReceived)], Keep)
-            }
-            Established if matches!(lap, Lap::Sent | Lap::MraLapRcvd) => {
-                to(DreqRcvd, lap, &[Cancel, SaveTid, Deliver(Event::DreqReceived)], Keep)
-            }
-            Established => to(DreqRcvd, lap, &[SaveTid, Deliver(Event::DreqReceived)], Keep),
-            Timewait => to(Timewait, lap, &[CountDuplicate, Send(Out::ResendDrep)], Keep),
+            RepSent | DreqSent | MraRepRcvd => to(
+                DreqRcvd,
+                lap,
+                &[Cancel, SaveTid, Deliver(Event::DreqReceived)],
+                Keep,
+            ),
+            Established if matches!(lap, Lap::Sent | Lap::MraLapRcvd) => to(
+                DreqRcvd,
+                lap,
+                &[Cancel, SaveTid, Deliver(Event::DreqReceived)],
+                Keep,
+            ),
+            Established => to(
+                DreqRcvd,
+                lap,
+                &[SaveTid, Deliver(Event::DreqReceived)],
+                Keep,
+            ),
+            Timewait => to(
+                Timewait,
+                lap,
+                &[CountDuplicate, Send(Out::ResendDrep)],
+                Keep,
+            ),
             DreqRcvd => Err(Refusal::Duplicate),
             _ => Err(Refusal::Ignore),
         },
         Input::RecvDrep => match state {
-            DreqSent | DreqRcvd => {
-                to(Timewait, lap, &[EnterTimewait, Cancel, Deliver(Event::DrepReceived)], Keep)
-            }
+            DreqSent | DreqRcvd => to(
+                Timewait,
+                lap,
+                &[EnterTimewait, Cancel, Deliver(Event::DrepReceived)],
+                Keep,
+            ),
             _ => Err(Refusal::Ignore),
         },
         Input::RecvRej { stale } => {
@@ -530,11 +602,15 @@ pub(crate) fn step(state: State, lap: Lap, input: Input) -> Result<Step, Refusal
             let left = if stale { Timewait } else { Idle };
             let ev = Deliver(Event::RejReceived);
             match state {
-                ReqSent | MraReqRcvd | RepSent | MraRepRcvd => to(left, lap, &[Cancel, leave, ev], Keep),
+                ReqSent | MraReqRcvd | RepSent | MraRepRcvd => {
+                    to(left, lap, &[Cancel, leave, ev], Keep)
+                }
                 ReqRcvd | MraReqSent => to(left, lap, &[leave, ev], Keep),
                 DreqSent => to(Timewait, lap, &[Cancel, EnterTimewait, ev], Keep),
                 RepRcvd | MraRepSent => to(Timewait, lap, &[EnterTimewait, ev], Keep),
-                Established if lap == Lap::Sent => to(Timewait, lap, &[Cancel, EnterTimewait, ev], Keep),
+                Established if lap == Lap::Sent => {
+                    to(Timewait, lap, &[Cancel, EnterTimewait, ev], Keep)
+                }
                 Established if lap == Lap::Uninit => to(Timewait, lap, &[EnterTimewait, ev], Keep),
                 _ => Err(Refusal::Ignore),
             }
@@ -560,7 +636,12 @@ pub(crate) fn step(state: State, lap: Lap, input: Input) -> Result<Step, Refusal
         Input::SendFailed { .. } => match state {
             ReqSent | MraReqRcvd => to(Idle, lap, &[ResetRemote, Deliver(Event::ReqError)], Keep),
             RepSent | MraRepRcvd => to(Idle, lap, &[ResetRemote, Deliver(Event::RepError)], Keep),
-            DreqSent => to(Timewait, lap, &[EnterTimewait, Deliver(Event::DreqError)], Keep),
+            DreqSent => to(
+                Timewait,
+                lap,
+                &[EnterTimewait, Deliver(Event::DreqError)],
+                Keep,
+            ),
             SidrReqSent => to(Idle, lap, &[Deliver(Event::SidrReqError)], Keep),
             _ => Err(Refusal::Ignore),
         },
@@ -575,7 +656,10 @@ pub(crate) fn step(state: State, lap: Lap, input: Input) -> Result<Step, Refusal
 /// The listener case is the listen table's business and only resets the state here.
 fn destroy(state: State, lap: Lap, enomem: bool, xrc_tgt: bool) -> Result<Step, Refusal> {
     use OnFail::Proceed;
-    let timeout_rej = Send(Out::Rej { msg: MsgKind::Other, zero_local_id: false });
+    let timeout_rej = Send(Out::Rej {
+        msg: MsgKind::Other,
+        zero_local_id: false,
+    });
     match state {
         Idle | Listen | Timewait => to(Idle, lap, &[], Proceed),
         SidrReqSent => to(Idle, lap, &[Cancel], Proceed),
@@ -586,10 +670,20 @@ fn destroy(state: State, lap: Lap, enomem: bool, xrc_tgt: bool) -> Result<Step, 
         ReqRcvd | MraReqSent | RepRcvd | MraRepSent => {
             to(Idle, lap, &[ResetRemote, Send(rej_from(state))], Proceed)
         }
-        RepSent | MraRepRcvd => to(Idle, lap, &[Cancel, EnterTimewait, Send(rej_from(state))], Proceed),
+        RepSent | MraRepRcvd => to(
+            Idle,
+            lap,
+            &[Cancel, EnterTimewait, Send(rej_from(state))],
+            Proceed,
+        ),
         Established if xrc_tgt => to(Idle, lap, &[], Proceed),
         // The DREQ goes out, is cancelled at once, and the id passes through timewait.
-        Established => to(Idle, lap, &[Send(Out::Dreq), Cancel, EnterTimewait], Proceed),
+        Established => to(
+            Idle,
+            lap,
+            &[Send(Out::Dreq), Cancel, EnterTimewait],
+            Proceed,
+        ),
         DreqSent => to(Idle, lap, &[Cancel, EnterTimewait], Proceed),
         DreqRcvd => to(Idle, lap, &[EnterTimewait, Send(Out::Drep)], Proceed),
     }

@@ -64,7 +64,11 @@ fn allocator_is_unique_monotonic_and_in_range() {
     let mut skipped = 0u32;
     for seed in 1..100u64 {
         let mut rng = Rng::new(seed);
-        let start = if seed % 2 == 0 { ASSIGN.get() } else { ASSIGN_LAST.get() - 300 };
+        let start = if seed % 2 == 0 {
+            ASSIGN.get()
+        } else {
+            ASSIGN_LAST.get() - 300
+        };
         let mut alloc = AssignAllocator::starting_at(ServiceId::new(start));
         let mut live: BTreeSet<u64> = BTreeSet::new();
         for _ in 0..40 {
@@ -82,7 +86,10 @@ fn allocator_is_unique_monotonic_and_in_range() {
                     Ok(s) => {
                         let s = s.get();
                         assert!(!exhausted, "seed {seed}: allocation after exhaustion");
-                        assert!(s >= ASSIGN.get() && s <= ASSIGN_LAST.get(), "seed {seed}: {s:#x}");
+                        assert!(
+                            s >= ASSIGN.get() && s <= ASSIGN_LAST.get(),
+                            "seed {seed}: {s:#x}"
+                        );
                         assert!(s > prev, "seed {seed}: {s:#x} not above {prev:#x}");
                         assert!(
                             (prev + 1..s).all(|v| live.contains(&v)),
@@ -113,7 +120,10 @@ fn allocator_is_unique_monotonic_and_in_range() {
             }
         }
     }
-    assert!(skipped > 0, "no sequence made the allocator step over a live ID");
+    assert!(
+        skipped > 0,
+        "no sequence made the allocator step over a live ID"
+    );
 }
 
 // The sharing rule (`on_collision`) is tested through its outcomes, as sequences of listen,

@@ -33,15 +33,24 @@ fn inputs() -> Vec<Input> {
         Input::RecvDrep,
         Input::RecvRej { stale: false },
         Input::RecvRej { stale: true },
-        Input::RecvMra { mraed: MsgKind::Req },
-        Input::RecvMra { mraed: MsgKind::Rep },
-        Input::RecvMra { mraed: MsgKind::Other },
+        Input::RecvMra {
+            mraed: MsgKind::Req,
+        },
+        Input::RecvMra {
+            mraed: MsgKind::Rep,
+        },
+        Input::RecvMra {
+            mraed: MsgKind::Other,
+        },
         Input::RecvSidrRep,
         Input::TimewaitExpired,
     ];
     for e in [false, true] {
         for x in [false, true] {
-            v.push(Input::Destroy { enomem: e, xrc_tgt: x });
+            v.push(Input::Destroy {
+                enomem: e,
+                xrc_tgt: x,
+            });
         }
     }
     for s in State::ALL {
@@ -54,7 +63,13 @@ fn inputs() -> Vec<Input> {
 /// (LAP state UNINIT), or the refusal.
 fn expected(state: State, input: Input) -> Result<State, Refusal> {
     use Refusal::*;
-    let api = |ok: &[State], next: State| if ok.contains(&state) { Ok(next) } else { Err(Invalid) };
+    let api = |ok: &[State], next: State| {
+        if ok.contains(&state) {
+            Ok(next)
+        } else {
+            Err(Invalid)
+        }
+    };
     match input {
         Input::SendReq => api(&[Idle], ReqSent),
         Input::SendRep => api(&[ReqRcvd, MraReqSent], RepSent),
@@ -79,7 +94,13 @@ fn expected(state: State, input: Input) -> Result<State, Refusal> {
             _ => Err(Invalid),
         },
         Input::NotifyPathMig => api(&[Established], Established),
-        Input::UserEstablished => if state == Established { Ok(Established) } else { Err(Ignore) },
+        Input::UserEstablished => {
+            if state == Established {
+                Ok(Established)
+            } else {
+                Err(Ignore)
+            }
+        }
         Input::Destroy { .. } => Ok(Idle),
         Input::RecvRep => match state {
             ReqSent | MraReqRcvd => Ok(RepRcvd),
@@ -120,14 +141,26 @@ fn expected(state: State, input: Input) -> Result<State, Refusal> {
             (MraReqRcvd | MraRepRcvd, _) => Err(Duplicate),
             _ => Err(Ignore),
         },
-        Input::RecvSidrRep => if state == SidrReqSent { Ok(Idle) } else { Err(Ignore) },
+        Input::RecvSidrRep => {
+            if state == SidrReqSent {
+                Ok(Idle)
+            } else {
+                Err(Ignore)
+            }
+        }
         Input::SendFailed { sent_in } if sent_in != state => Err(Ignore),
         Input::SendFailed { .. } => match state {
             ReqSent | MraReqRcvd | RepSent | MraRepRcvd | SidrReqSent => Ok(Idle),
             DreqSent => Ok(Timewait),
             _ => Err(Ignore),
         },
-        Input::TimewaitExpired => if state == Timewait { Ok(Idle) } else { Err(Ignore) },
+        Input::TimewaitExpired => {
+            if state == Timewait {
+                Ok(Idle)
+            } else {
+                Err(Ignore)
+            }
+        }
     }
 }
 
@@ -150,33 +183,93 @@ fn actions(s: State, i: Input) -> Vec<Action> {
 
 #[test]
 fn the_events_delivered_are_cm_c_s() {
-    let ev = |s, i| actions(s, i).into_iter().find_map(|a| match a {
-        Action::Deliver(e) => Some(e),
-        _ => None,
-    });
+    let ev = |s, i| {
+        actions(s, i).into_iter().find_map(|a| match a {
+            Action::Deliver(e) => Some(e),
+            _ => None,
+        })
+    };
     assert_eq!(ev(ReqSent, Input::RecvRep), Some(Event::RepReceived));
     assert_eq!(ev(RepSent, Input::RecvRtu), Some(Event::RtuReceived));
     assert_eq!(ev(Established, Input::RecvDreq), Some(Event::DreqReceived));
     assert_eq!(ev(DreqSent, Input::RecvDrep), Some(Event::DrepReceived));
-    assert_eq!(ev(Timewait, Input::TimewaitExpired), Some(Event::TimewaitExit));
-    assert_eq!(ev(ReqSent, Input::RecvMra { mraed: MsgKind::Req }), Some(Event::MraReceived));
-    assert_eq!(ev(RepRcvd, Input::RecvRej { stale: false }), Some(Event::RejReceived));
-    assert_eq!(ev(SidrReqSent, Input::RecvSidrRep), Some(Event::SidrRepReceived));
-    assert_eq!(ev(ReqSent, Input::SendFailed { sent_in: ReqSent }), Some(Event::ReqError));
-    assert_eq!(ev(MraRepRcvd, Input::SendFailed { sent_in: MraRepRcvd }), Some(Event::RepError));
-    assert_eq!(ev(DreqSent, Input::SendFailed { sent_in: DreqSent }), Some(Event::DreqError));
-    assert_eq!(ev(SidrReqSent, Input::SendFailed { sent_in: SidrReqSent }), Some(Event::SidrReqError));
-    assert_eq!(ev(Established, Input::UserEstablished), Some(Event::UserEstablished));
+    assert_eq!(
+        ev(Timewait, Input::TimewaitExpired),
+        Some(Event::TimewaitExit)
+    );
+    assert_eq!(
+        ev(
+            ReqSent,
+            Input::RecvMra {
+                mraed: MsgKind::Req
+            }
+        ),
+        Some(Event::MraReceived)
+    );
+    assert_eq!(
+        ev(RepRcvd, Input::RecvRej { stale: false }),
+        Some(Event::RejReceived)
+    );
+    assert_eq!(
+        ev(SidrReqSent, Input::RecvSidrRep),
+        Some(Event::SidrRepReceived)
+    );
+    assert_eq!(
+        ev(ReqSent, Input::SendFailed { sent_in: ReqSent }),
+        Some(Event::ReqError)
+    );
+    assert_eq!(
+        ev(
+            MraRepRcvd,
+            Input::SendFailed {
+                sent_in: MraRepRcvd
+            }
+        ),
+        Some(Event::RepError)
+    );
+    assert_eq!(
+        ev(DreqSent, Input::SendFailed { sent_in: DreqSent }),
+        Some(Event::DreqError)
+    );
+    assert_eq!(
+        ev(
+            SidrReqSent,
+            Input::SendFailed {
+                sent_in: SidrReqSent
+            }
+        ),
+        Some(Event::SidrReqError)
+    );
+    assert_eq!(
+        ev(Established, Input::UserEstablished),
+        Some(Event::UserEstablished)
+    );
     // The ABI values of enum ib_cm_event_type.
     assert_eq!(
-        [Event::ReqError, Event::RepError, Event::DreqReceived, Event::SidrRepReceived].map(Event::raw),
+        [
+            Event::ReqError,
+            Event::RepError,
+            Event::DreqReceived,
+            Event::SidrRepReceived
+        ]
+        .map(Event::raw),
         [0, 2, 7, 17]
     );
     // API calls never deliver events.
     for s in State::ALL {
-        for i in [Input::SendReq, Input::SendRep, Input::SendRtu, Input::SendDreq, Input::SendDrep, Input::SendRej] {
+        for i in [
+            Input::SendReq,
+            Input::SendRep,
+            Input::SendRtu,
+            Input::SendDreq,
+            Input::SendDrep,
+            Input::SendRej,
+        ] {
             if let Ok(st) = step(s, Lap::Uninit, i) {
-                assert!(!st.actions.iter().any(|a| matches!(a, Action::Deliver(_))), "{s:?} {i:?}");
+                assert!(
+                    !st.actions.iter().any(|a| matches!(a, Action::Deliver(_))),
+                    "{s:?} {i:?}"
+                );
             }
         }
     }
@@ -184,37 +277,107 @@ fn the_events_delivered_are_cm_c_s() {
 
 #[test]
 fn destroy_sends_what_cm_destroy_id_sends() {
-    let d = Input::Destroy { enomem: false, xrc_tgt: false };
+    let d = Input::Destroy {
+        enomem: false,
+        xrc_tgt: false,
+    };
     let sends = |s| -> Vec<Out> {
-        actions(s, d).into_iter().filter_map(|a| if let Action::Send(o) = a { Some(o) } else { None }).collect()
+        actions(s, d)
+            .into_iter()
+            .filter_map(|a| {
+                if let Action::Send(o) = a {
+                    Some(o)
+                } else {
+                    None
+                }
+            })
+            .collect()
     };
     // REQ_SENT: cancel, then REJ TIMEOUT (message OTHER, our comm ID).
     assert_eq!(actions(ReqSent, d)[0], Action::Cancel);
-    assert_eq!(sends(ReqSent), [Out::Rej { msg: MsgKind::Other, zero_local_id: false }]);
-    assert_eq!(sends(ReqRcvd), [Out::Rej { msg: MsgKind::Req, zero_local_id: true }]);
-    assert_eq!(sends(MraReqSent), [Out::Rej { msg: MsgKind::Req, zero_local_id: false }]);
-    assert_eq!(sends(RepRcvd), [Out::Rej { msg: MsgKind::Rep, zero_local_id: false }]);
-    assert_eq!(sends(RepSent), [Out::Rej { msg: MsgKind::Other, zero_local_id: false }]);
+    assert_eq!(
+        sends(ReqSent),
+        [Out::Rej {
+            msg: MsgKind::Other,
+            zero_local_id: false
+        }]
+    );
+    assert_eq!(
+        sends(ReqRcvd),
+        [Out::Rej {
+            msg: MsgKind::Req,
+            zero_local_id: true
+        }]
+    );
+    assert_eq!(
+        sends(MraReqSent),
+        [Out::Rej {
+            msg: MsgKind::Req,
+            zero_local_id: false
+        }]
+    );
+    assert_eq!(
+        sends(RepRcvd),
+        [Out::Rej {
+            msg: MsgKind::Rep,
+            zero_local_id: false
+        }]
+    );
+    assert_eq!(
+        sends(RepSent),
+        [Out::Rej {
+            msg: MsgKind::Other,
+            zero_local_id: false
+        }]
+    );
     assert!(actions(RepSent, d).contains(&Action::EnterTimewait));
     assert_eq!(sends(Established), [Out::Dreq]);
-    assert_eq!(actions(Established, d), [Action::Send(Out::Dreq), Action::Cancel, Action::EnterTimewait]);
+    assert_eq!(
+        actions(Established, d),
+        [
+            Action::Send(Out::Dreq),
+            Action::Cancel,
+            Action::EnterTimewait
+        ]
+    );
     assert_eq!(sends(DreqRcvd), [Out::Drep]);
     assert_eq!(sends(SidrReqRcvd), [Out::SidrRep]);
     assert_eq!(actions(SidrReqSent, d), [Action::Cancel]);
     assert!(sends(Timewait).is_empty() && sends(Idle).is_empty() && sends(DreqSent).is_empty());
     // -ENOMEM from a REQ handler: no REJ, so the peer retries.
-    assert_eq!(actions(ReqRcvd, Input::Destroy { enomem: true, xrc_tgt: false }), [Action::ResetRemote]);
+    assert_eq!(
+        actions(
+            ReqRcvd,
+            Input::Destroy {
+                enomem: true,
+                xrc_tgt: false
+            }
+        ),
+        [Action::ResetRemote]
+    );
     // An established XRC target goes to IDLE silently.
-    assert!(actions(Established, Input::Destroy { enomem: false, xrc_tgt: true }).is_empty());
+    assert!(actions(
+        Established,
+        Input::Destroy {
+            enomem: false,
+            xrc_tgt: true
+        }
+    )
+    .is_empty());
 }
 
 #[test]
 fn failure_policies_follow_cm_c() {
     let pol = |s, i| step(s, Lap::Uninit, i).unwrap().on_fail;
     // The state changes only once the MAD is posted.
-    for (s, i) in [(Idle, Input::SendReq), (ReqRcvd, Input::SendRep), (RepRcvd, Input::SendRtu),
-                   (ReqRcvd, Input::SendMra { delay: false }), (SidrReqRcvd, Input::SendSidrRep),
-                   (Idle, Input::SendSidrReq)] {
+    for (s, i) in [
+        (Idle, Input::SendReq),
+        (ReqRcvd, Input::SendRep),
+        (RepRcvd, Input::SendRtu),
+        (ReqRcvd, Input::SendMra { delay: false }),
+        (SidrReqRcvd, Input::SendSidrRep),
+        (Idle, Input::SendSidrReq),
+    ] {
         assert_eq!(pol(s, i), OnFail::Keep, "{s:?} {i:?}");
     }
     // REJ and DREP change state first; a DREQ that cannot be posted enters timewait.
@@ -230,20 +393,51 @@ fn lap_states_gate_what_cm_c_gates() {
     // MRA after a LAP received: ESTABLISHED stays, LAP state MRA_LAP_SENT.
     let st = step(Established, Lap::Rcvd, Input::SendMra { delay: false }).unwrap();
     assert_eq!((st.next, st.lap), (Established, Lap::MraLapSent));
-    assert_eq!(step(Established, Lap::Uninit, Input::SendMra { delay: false }), Err(Refusal::Invalid));
+    assert_eq!(
+        step(Established, Lap::Uninit, Input::SendMra { delay: false }),
+        Err(Refusal::Invalid)
+    );
     // Path migration only from UNINIT or IDLE.
-    assert_eq!(step(Established, Lap::Uninit, Input::NotifyPathMig).unwrap().lap, Lap::Idle);
-    assert_eq!(step(Established, Lap::Rcvd, Input::NotifyPathMig), Err(Refusal::Invalid));
+    assert_eq!(
+        step(Established, Lap::Uninit, Input::NotifyPathMig)
+            .unwrap()
+            .lap,
+        Lap::Idle
+    );
+    assert_eq!(
+        step(Established, Lap::Rcvd, Input::NotifyPathMig),
+        Err(Refusal::Invalid)
+    );
     // A REJ in ESTABLISHED counts only with LAP UNINIT or SENT.
-    assert_eq!(step(Established, Lap::Idle, Input::RecvRej { stale: false }), Err(Refusal::Ignore));
+    assert_eq!(
+        step(Established, Lap::Idle, Input::RecvRej { stale: false }),
+        Err(Refusal::Ignore)
+    );
     assert!(step(Established, Lap::Sent, Input::RecvRej { stale: false }).is_ok());
     // A second MRA for our LAP is a duplicate.
-    assert_eq!(step(Established, Lap::MraLapRcvd, Input::RecvMra { mraed: MsgKind::Other }), Err(Refusal::Duplicate));
+    assert_eq!(
+        step(
+            Established,
+            Lap::MraLapRcvd,
+            Input::RecvMra {
+                mraed: MsgKind::Other
+            }
+        ),
+        Err(Refusal::Duplicate)
+    );
 }
 
 #[test]
 fn timeouts_are_cm_c_s() {
-    assert_eq!((timeout::conv_ms(0), timeout::conv_ms(8), timeout::conv_ms(9), timeout::conv_ms(20)), (1, 1, 2, 4096));
+    assert_eq!(
+        (
+            timeout::conv_ms(0),
+            timeout::conv_ms(8),
+            timeout::conv_ms(9),
+            timeout::conv_ms(20)
+        ),
+        (1, 1, 2, 4096)
+    );
     // The rxe worked example: ACK delay 15, packet life 16 -> 17; timewait conv(17) = 512 ms;
     // REQ wait 2 * 256 + 4096 = 4608 ms.
     assert_eq!(timeout::ack_timeout(15, 16), 17);
@@ -261,26 +455,61 @@ fn timeouts_are_cm_c_s() {
 #[test]
 fn qp_attr_masks_are_cm_c_s() {
     use qp_attr::mask::*;
-    let f = |state, qp_type| Facts { state, lap: Lap::Uninit, qp_type, alt_dlid: false, alt_port: false };
-    assert_eq!(qp_attr::plan(Target::Init, &f(ReqSent, QpType::Rc)), Some(STATE | ACCESS_FLAGS | PKEY_INDEX | PORT));
+    let f = |state, qp_type| Facts {
+        state,
+        lap: Lap::Uninit,
+        qp_type,
+        alt_dlid: false,
+        alt_port: false,
+    };
+    assert_eq!(
+        qp_attr::plan(Target::Init, &f(ReqSent, QpType::Rc)),
+        Some(STATE | ACCESS_FLAGS | PKEY_INDEX | PORT)
+    );
     assert_eq!(qp_attr::plan(Target::Init, &f(Idle, QpType::Rc)), None);
     assert_eq!(qp_attr::plan(Target::Rtr, &f(ReqSent, QpType::Rc)), None);
     let rtr = STATE | AV | PATH_MTU | DEST_QPN | RQ_PSN;
-    assert_eq!(qp_attr::plan(Target::Rtr, &f(ReqRcvd, QpType::Rc)), Some(rtr | MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER));
-    assert_eq!(qp_attr::plan(Target::Rtr, &f(RepRcvd, QpType::Uc)), Some(rtr));
-    assert_eq!(qp_attr::plan(Target::Rtr, &f(RepRcvd, QpType::XrcTgt)), Some(rtr | MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER));
-    assert_eq!(qp_attr::plan(Target::Rtr, &f(RepRcvd, QpType::XrcIni)), Some(rtr));
-    assert_eq!(qp_attr::plan(Target::Rts, &f(Established, QpType::Rc)),
-               Some(STATE | SQ_PSN | RETRY_CNT | RNR_RETRY | MAX_QP_RD_ATOMIC | TIMEOUT));
-    assert_eq!(qp_attr::plan(Target::Rts, &f(Established, QpType::XrcTgt)), Some(STATE | SQ_PSN | TIMEOUT));
-    assert_eq!(qp_attr::plan(Target::Rts, &f(Established, QpType::Uc)), Some(STATE | SQ_PSN));
+    assert_eq!(
+        qp_attr::plan(Target::Rtr, &f(ReqRcvd, QpType::Rc)),
+        Some(rtr | MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER)
+    );
+    assert_eq!(
+        qp_attr::plan(Target::Rtr, &f(RepRcvd, QpType::Uc)),
+        Some(rtr)
+    );
+    assert_eq!(
+        qp_attr::plan(Target::Rtr, &f(RepRcvd, QpType::XrcTgt)),
+        Some(rtr | MAX_DEST_RD_ATOMIC | MIN_RNR_TIMER)
+    );
+    assert_eq!(
+        qp_attr::plan(Target::Rtr, &f(RepRcvd, QpType::XrcIni)),
+        Some(rtr)
+    );
+    assert_eq!(
+        qp_attr::plan(Target::Rts, &f(Established, QpType::Rc)),
+        Some(STATE | SQ_PSN | RETRY_CNT | RNR_RETRY | MAX_QP_RD_ATOMIC | TIMEOUT)
+    );
+    assert_eq!(
+        qp_attr::plan(Target::Rts, &f(Established, QpType::XrcTgt)),
+        Some(STATE | SQ_PSN | TIMEOUT)
+    );
+    assert_eq!(
+        qp_attr::plan(Target::Rts, &f(Established, QpType::Uc)),
+        Some(STATE | SQ_PSN)
+    );
     assert_eq!(qp_attr::plan(Target::Rts, &f(DreqSent, QpType::Rc)), None);
     let mut alt = f(RepRcvd, QpType::Uc);
     alt.alt_dlid = true;
-    assert_eq!(qp_attr::plan(Target::Rts, &alt), Some(STATE | SQ_PSN | PATH_MIG_STATE));
+    assert_eq!(
+        qp_attr::plan(Target::Rts, &alt),
+        Some(STATE | SQ_PSN | PATH_MIG_STATE)
+    );
     assert_eq!(qp_attr::plan(Target::Rtr, &alt), Some(rtr));
     alt.alt_port = true;
     assert_eq!(qp_attr::plan(Target::Rtr, &alt), Some(rtr | ALT_PATH));
     alt.lap = Lap::Idle;
-    assert_eq!(qp_attr::plan(Target::Rts, &alt), Some(ALT_PATH | PATH_MIG_STATE));
+    assert_eq!(
+        qp_attr::plan(Target::Rts, &alt),
+        Some(ALT_PATH | PATH_MIG_STATE)
+    );
 }

@@ -5,11 +5,11 @@
 //! vectors of the 11 messages, and the hand-written reserved-bit masks the round trip checks
 //! against, are in `golden.rs`.
 
+use crate::golden::defined_mask;
 use crate::logic::wire::{
     conn::*, decode_mad, encode_mad, lap::*, sidr::*, AttrId, CmMessage, MadHeader, WireError,
     MAD_HDR_LEN, MAD_LEN, PAYLOAD_LEN,
 };
-use crate::golden::defined_mask;
 use crate::properties::Rng;
 
 fn payload() -> [u8; PAYLOAD_LEN] {
@@ -150,7 +150,10 @@ fn golden_rej_and_ari_clamp() {
     assert_eq!(m.message_rejected, MSG_REQ);
     assert_eq!(m.ari_length, 16);
     assert_eq!(m.reason, 8);
-    assert_eq!((m.ari[0], m.private_data[0], m.private_data[147]), (0xAA, 0xBB, 0xCC));
+    assert_eq!(
+        (m.ari[0], m.private_data[0], m.private_data[147]),
+        (0xAA, 0xBB, 0xCC)
+    );
     let mut out = payload();
     m.encode(&mut out);
     assert_eq!(out, p);
@@ -168,7 +171,15 @@ fn golden_mra_rtu_dreq_drep() {
     p[9] = 24 << 3;
     p[10] = 0x77;
     let m = Mra::decode(&p);
-    assert_eq!((m.local_comm_id, m.remote_comm_id, m.message_mraed, m.service_timeout), (1, 2, 1, 24));
+    assert_eq!(
+        (
+            m.local_comm_id,
+            m.remote_comm_id,
+            m.message_mraed,
+            m.service_timeout
+        ),
+        (1, 2, 1, 24)
+    );
     assert_eq!(m.private_data[0], 0x77);
     let mut out = payload();
     m.encode(&mut out);
@@ -178,9 +189,15 @@ fn golden_mra_rtu_dreq_drep() {
     p[0..8].copy_from_slice(&[0, 0, 0, 9, 0, 0, 0, 10]);
     p[8] = 0x42;
     let r = Rtu::decode(&p);
-    assert_eq!((r.local_comm_id, r.remote_comm_id, r.private_data[0]), (9, 10, 0x42));
+    assert_eq!(
+        (r.local_comm_id, r.remote_comm_id, r.private_data[0]),
+        (9, 10, 0x42)
+    );
     let d = Drep::decode(&p);
-    assert_eq!((d.local_comm_id, d.remote_comm_id, d.private_data[0]), (9, 10, 0x42));
+    assert_eq!(
+        (d.local_comm_id, d.remote_comm_id, d.private_data[0]),
+        (9, 10, 0x42)
+    );
 
     let mut p = payload();
     p[0..8].copy_from_slice(&[0, 0, 0, 9, 0, 0, 0, 10]);
@@ -209,9 +226,19 @@ fn golden_rep_vendor_id_is_split() {
     p[28..36].copy_from_slice(&0xAABB_CCDD_EEFF_0011u64.to_be_bytes());
     let m = Rep::decode(&p);
     assert_eq!(m.vendor_id, 0xAB_CDEF);
-    assert_eq!((m.local_qpn, m.local_eecn, m.starting_psn), (0x22, 0x33, 0x010203));
+    assert_eq!(
+        (m.local_qpn, m.local_eecn, m.starting_psn),
+        (0x22, 0x33, 0x010203)
+    );
     assert_eq!((m.responder_resources, m.initiator_depth), (3, 4));
-    assert_eq!((m.target_ack_delay, m.failover_accepted, m.end_to_end_flow_control), (15, 2, true));
+    assert_eq!(
+        (
+            m.target_ack_delay,
+            m.failover_accepted,
+            m.end_to_end_flow_control
+        ),
+        (15, 2, true)
+    );
     assert_eq!((m.rnr_retry_count, m.srq), (7, true));
     assert_eq!(m.local_ca_guid, 0xAABB_CCDD_EEFF_0011);
     let mut out = payload();
@@ -227,7 +254,10 @@ fn golden_sidr() {
     p[8..16].copy_from_slice(&0x0000_0000_0111_0001u64.to_be_bytes());
     p[16] = 0x01;
     let q = SidrReq::decode(&p);
-    assert_eq!((q.request_id, q.pkey, q.service_id, q.private_data[0]), (0x1234_5678, 0xFFFF, 0x0111_0001, 1));
+    assert_eq!(
+        (q.request_id, q.pkey, q.service_id, q.private_data[0]),
+        (0x1234_5678, 0xFFFF, 0x0111_0001, 1)
+    );
     let mut out = payload();
     q.encode(&mut out);
     assert_eq!(out, p);
@@ -244,9 +274,15 @@ fn golden_sidr() {
     p[24] = 0x5C;
     p[96] = 0x6D;
     let r = SidrRep::decode(&p);
-    assert_eq!((r.request_id, r.status, r.info_length), (0x1234_5678, 1, 72));
+    assert_eq!(
+        (r.request_id, r.status, r.info_length),
+        (0x1234_5678, 1, 72)
+    );
     assert_eq!((r.vendor_id_h, r.qpn, r.vendor_id_l), (0xAB, 0x42, 0xCD));
-    assert_eq!((r.service_id, r.qkey, r.info[0], r.private_data[0]), (0x0111_0001, 0x1111_2222, 0x5C, 0x6D));
+    assert_eq!(
+        (r.service_id, r.qkey, r.info[0], r.private_data[0]),
+        (0x0111_0001, 0x1111_2222, 0x5C, 0x6D)
+    );
 }
 
 #[test]
@@ -264,11 +300,28 @@ fn golden_lap_apr() {
     p[63] = 12 << 3; // ACK timeout
     p[64] = 0xEE;
     let l = Lap::decode(&p);
-    assert_eq!((l.remote_qpn_eecn, l.remote_cm_response_timeout), (0x77, 19));
+    assert_eq!(
+        (l.remote_qpn_eecn, l.remote_cm_response_timeout),
+        (0x77, 19)
+    );
     assert_eq!(l.alternate.local_lid, 5);
     assert_eq!(l.alternate.flow_label, 0xFEDCB);
-    assert_eq!((l.alternate.traffic_class, l.alternate.hop_limit, l.alternate.packet_rate), (0x10, 0x20, 21));
-    assert_eq!((l.alternate.sl, l.alternate.subnet_local, l.alternate.local_ack_timeout), (3, true, 12));
+    assert_eq!(
+        (
+            l.alternate.traffic_class,
+            l.alternate.hop_limit,
+            l.alternate.packet_rate
+        ),
+        (0x10, 0x20, 21)
+    );
+    assert_eq!(
+        (
+            l.alternate.sl,
+            l.alternate.subnet_local,
+            l.alternate.local_ack_timeout
+        ),
+        (3, true, 12)
+    );
     assert_eq!(l.private_data[0], 0xEE);
     let mut out = payload();
     l.encode(&mut out);
@@ -284,10 +337,22 @@ fn golden_lap_apr() {
 #[test]
 fn decode_mad_checks_the_header() {
     let p = payload();
-    assert!(matches!(decode_mad(&mad_with(0x10, &p)), Ok((_, CmMessage::Req(_)))));
-    assert_eq!(decode_mad(&mad_with(0x10, &p)[..255]).unwrap_err(), WireError::Truncated);
-    assert_eq!(decode_mad(&mad_with(0x1B, &p)).unwrap_err(), WireError::UnknownAttribute);
-    assert_eq!(decode_mad(&mad_with(0x0F, &p)).unwrap_err(), WireError::UnknownAttribute);
+    assert!(matches!(
+        decode_mad(&mad_with(0x10, &p)),
+        Ok((_, CmMessage::Req(_)))
+    ));
+    assert_eq!(
+        decode_mad(&mad_with(0x10, &p)[..255]).unwrap_err(),
+        WireError::Truncated
+    );
+    assert_eq!(
+        decode_mad(&mad_with(0x1B, &p)).unwrap_err(),
+        WireError::UnknownAttribute
+    );
+    assert_eq!(
+        decode_mad(&mad_with(0x0F, &p)).unwrap_err(),
+        WireError::UnknownAttribute
+    );
     let mut m = mad_with(0x10, &p);
     m[2] = 1;
     assert_eq!(decode_mad(&m).unwrap_err(), WireError::WrongClassVersion);
@@ -308,7 +373,11 @@ fn every_truncation_of_every_message_is_refused() {
     for attr in 0x10..=0x1Au16 {
         let m = mad_with(attr, &p);
         for len in 0..MAD_LEN {
-            assert_eq!(decode_mad(&m[..len]).unwrap_err(), WireError::Truncated, "attr {attr:#x} len {len}");
+            assert_eq!(
+                decode_mad(&m[..len]).unwrap_err(),
+                WireError::Truncated,
+                "attr {attr:#x} len {len}"
+            );
         }
     }
 }
@@ -353,7 +422,11 @@ fn round_trip_random_payloads() {
                 for i in 0..PAYLOAD_LEN {
                     assert_eq!(out[i], p[i] & mask[i], "seed {seed} {attr:?} byte {i}");
                 }
-                assert_eq!(CmMessage::decode(attr, &out).unwrap(), m, "seed {seed} {attr:?}");
+                assert_eq!(
+                    CmMessage::decode(attr, &out).unwrap(),
+                    m,
+                    "seed {seed} {attr:?}"
+                );
             }
         }
     }
@@ -400,7 +473,11 @@ pub(crate) fn fuzz(iterations: u64, seed: u64) {
                 assert!(len >= MAD_LEN, "iteration {i}: accepted {len} bytes");
                 let mut out = [0u8; MAD_LEN];
                 encode_mad(&msg, hdr.tid, hdr.attr_mod, &mut out);
-                assert_eq!(decode_mad(&out).unwrap().1, msg, "iteration {i} seed {seed}");
+                assert_eq!(
+                    decode_mad(&out).unwrap().1,
+                    msg,
+                    "iteration {i} seed {seed}"
+                );
             }
             Err(WireError::Truncated) => assert!(len < MAD_LEN, "iteration {i}"),
             Err(_) => {}
@@ -410,7 +487,13 @@ pub(crate) fn fuzz(iterations: u64, seed: u64) {
 
 #[test]
 fn fuzz_smoke() {
-    let iterations = std::env::var("IBCM_FUZZ_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
-    let seed = std::env::var("IBCM_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0x1BC0);
+    let iterations = std::env::var("IBCM_FUZZ_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    let seed = std::env::var("IBCM_FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x1BC0);
     fuzz(iterations, seed);
 }

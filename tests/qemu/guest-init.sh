@@ -26,6 +26,8 @@ for arg in $(cat /proc/cmdline); do
 	ibcm.mode=*) MODE=${arg#ibcm.mode=} ;;
 	ibcm.role=*) ROLE=${arg#ibcm.role=} ;;
 	ibcm.prof=*) PROF=$(echo "${arg#ibcm.prof=}" | tr , ' ') ;;
+	ibcm.bench_n=*) BENCH_N=${arg#ibcm.bench_n=} ;;
+	ibcm.bench_rounds=*) BENCH_ROUNDS=${arg#ibcm.bench_rounds=} ;;
 	esac
 done
 
@@ -83,7 +85,10 @@ ping -c 1 -W 2 -I veth1 10.0.0.1 >/dev/null 2>&1
 
 # --- the CM under test; the rs test build runs its white-box KUnit suite at insmod ---
 klog "IBCM-KTAP-BEGIN load-$CM"
-if ! ins /lib/modules/$CM/ib_cm.ko; then
+cmdir=$CM
+# The benchmark measures the production build (no KUnit suites compiled in).
+[ "$MODE" = connbench ] && [ "$CM" = rs ] && cmdir=rs-prod
+if ! ins /lib/modules/$cmdir/ib_cm.ko; then
 	klog "IBCM-KTAP-END load-$CM"
 	fatal load_ib_cm "insmod ib_cm ($CM) failed"
 fi
@@ -94,6 +99,12 @@ if [ "$MODE" = demo ]; then
 	say "kernel $(uname -r); CM module: $(grep '^ib_cm ' /proc/modules | cut -d' ' -f1-3)"
 	say "module info: $(modinfo /lib/modules/rs/ib_cm.ko 2>/dev/null | grep -E '^(license|description)' | tr -s ' \t\n' ' ')"
 	say "RDMA devices: $(rdma link show | tr '\n' ';')"
+fi
+
+# --- `make bench`: the connection benchmark (tests/qemu/guest-connbench.sh), then done ---
+if [ "$MODE" = connbench ]; then
+	. /connbench.sh
+	finish
 fi
 
 # --- black-box conformance suite (the same module against either CM) ---

@@ -42,7 +42,7 @@ for t in ib_cm_conformance ib_cm_conn_conformance ib_cm_test_ulp; do
 done
 
 # Userspace: real binaries (busybox's own `ip` cannot create veth) and their libraries.
-bins=(/usr/bin/rping /usr/bin/ucmatose /usr/bin/udaddy /usr/bin/ibv_devices /usr/bin/rdma /usr/sbin/ip "$tool")
+bins=(/usr/bin/rping /usr/bin/ucmatose /usr/bin/udaddy /usr/bin/cmtime /usr/bin/ibv_devices /usr/bin/rdma /usr/sbin/ip "$tool")
 libs=()
 for b in "${bins[@]}"; do
 	[[ -x $b ]] || die "$b missing (rdmacm-utils, ibverbs-utils, iproute2)"
@@ -66,6 +66,7 @@ cp /etc/libibverbs.d/rxe.driver "$root/etc/libibverbs.d/"
 
 cp "$here/guest-init.sh" "$root/init"
 cp "$here/guest-pair.sh" "$root/pair.sh"
+cp "$here/guest-connbench.sh" "$root/connbench.sh"
 [[ -x $tool ]] || die "cm_umad not built ($tool)"
 cp "$tool" "$root/usr/bin/cm_umad"
 chmod +x "$root/init"

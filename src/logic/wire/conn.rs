@@ -58,9 +58,17 @@ struct PathLayout {
 }
 
 /// REQ: rate at +39, traffic class +40, hop limit +41.
-const REQ_PATH: PathLayout = PathLayout { rate: 39, traffic_class: 40, hop_limit: 41 };
+const REQ_PATH: PathLayout = PathLayout {
+    rate: 39,
+    traffic_class: 40,
+    hop_limit: 41,
+};
 /// LAP: traffic class at +39, hop limit +40, rate +41.
-const LAP_PATH: PathLayout = PathLayout { rate: 41, traffic_class: 39, hop_limit: 40 };
+const LAP_PATH: PathLayout = PathLayout {
+    rate: 41,
+    traffic_class: 39,
+    hop_limit: 40,
+};
 
 impl Path {
     fn decode(p: &[u8], o: usize, l: PathLayout) -> Self {

@@ -9,7 +9,11 @@ pub(crate) fn get(buf: &[u8], byte: usize, bit: u32, width: u32) -> u64 {
     let span = (bit + width).div_ceil(8);
     let mut v: u64 = 0;
     for i in 0..span {
-        let b = usize::try_from(i).ok().and_then(|i| buf.get(byte + i)).copied().unwrap_or(0);
+        let b = usize::try_from(i)
+            .ok()
+            .and_then(|i| buf.get(byte + i))
+            .copied()
+            .unwrap_or(0);
         v = (v << 8) | u64::from(b);
     }
     (v >> (span * 8 - bit - width)) & mask(width)
@@ -22,7 +26,11 @@ pub(crate) fn set(buf: &mut [u8], byte: usize, bit: u32, width: u32, value: u64)
     let m = mask(width) << shift;
     let mut v: u64 = 0;
     for i in 0..span {
-        let b = usize::try_from(i).ok().and_then(|i| buf.get(byte + i)).copied().unwrap_or(0);
+        let b = usize::try_from(i)
+            .ok()
+            .and_then(|i| buf.get(byte + i))
+            .copied()
+            .unwrap_or(0);
         v = (v << 8) | u64::from(b);
     }
     v = (v & !m) | ((value << shift) & m);

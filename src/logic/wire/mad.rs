@@ -72,7 +72,16 @@ impl MadHeader {
 
     /// Encodes the header into the first 24 bytes of `out`.
     pub(crate) fn encode(&self, out: &mut [u8]) {
-        field::put(out, 0, &[self.base_version, self.mgmt_class, self.class_version, self.method]);
+        field::put(
+            out,
+            0,
+            &[
+                self.base_version,
+                self.mgmt_class,
+                self.class_version,
+                self.method,
+            ],
+        );
         field::put(out, 4, &self.status.to_be_bytes());
         field::put(out, 6, &self.class_specific.to_be_bytes());
         field::put(out, 8, &self.tid.to_be_bytes());

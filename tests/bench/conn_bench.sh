@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Connection setup/teardown benchmark: ours vs the in-tree C ib_cm, same image, same run.
+#
+# One guest per boot (release kernel: no lockdep/KASAN), two rxe devices, rdma_cm on top, and
+# unmodified `cmtime -c N` run ROUNDS times (the first is a warm-up); boots alternate C / ours
+# BOOTS times. Reported, as medians and ratios ours / C:
+#   - cmtime's per-connection connect and disconnect step times (wall time, us per connection);
+#   - the CM's own CPU per connection: ftrace's function profiler self time of the CM's entry
+#     points (MAD receive/send handlers, work functions, the exported calls), with rdma_cm's
+#     handlers profiled too so that their time is not counted as the CM's;
+#   - the guest's busy CPU per connection (/proc/stat), everything included.
+# A benchmark, not a test: nothing here passes or fails on speed.
+#
+#   tests/bench/conn_bench.sh [BOOTS] [N] [ROUNDS]
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+source "$top/scripts/lib.sh"
+boots=${1:-2}
+n=${2:-100}
+rounds=${3:-4}
+out=$("$top/tests/build.sh" release) || die "build failed"
+res=$top/out/bench
+mkdir -p "$res"
+: >"$res/conn-raw.txt"
+for b in $(seq 1 "$boots"); do
+	for cm in c rs; do
+		log "conn bench: boot $b, $cm CM"
+		KAPPEND="ibcm.bench_n=$n ibcm.bench_rounds=$rounds" "$top/tests/qemu/run.sh" \
+			"$out/bzImage" "$out/initramfs.cpio.gz" "$cm" connbench "$res/conn-$cm-$b.log" 1800 ||
+			log "conn bench: warning: boot $b ($cm) did not finish cleanly"
+		sed -n "s/.*IBCM-BENCH: \(.*\)/boot=$b \1/p" "$res/conn-$cm-$b.log" >>"$res/conn-raw.txt"
+	done
+done
+python3 - "$res/conn-raw.txt" <<'PY' | tee "$res/conn-results.txt"
+import statistics, sys
+rounds, prof, conns = [], {}, {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    kv = dict(x.split("=", 1) for x in f if "=" in x)
+    cm = f[1]
+    if "round" in kv and kv.get("round") != "0" and "connect_us" in kv:
+        try:
+            rounds.append((cm, float(kv["connect_us"]), float(kv["disconnect_us"]),
+                           float(kv["busy_ticks"]) * 10000 / float(kv["n"])))
+        except ValueError:
+            pass
+    elif "fn" in kv:
+        key = (cm, kv["boot"])
+        prof.setdefault(key, {})[kv["fn"]] = (kv["kind"], int(kv["hits"]), float(kv["us"]))
+    elif "profiled_connections" in kv:
+        conns[(cm, kv["boot"])] = int(kv["profiled_connections"])
+def med(cm, i):
+    v = [r[i] for r in rounds if r[0] == cm]
+    return statistics.median(v) if v else float("nan"), len(v)
+for i, what in ((1, "cmtime connect step, us per connection"), (2, "cmtime disconnect step, us per connection"),
+                (3, "guest busy CPU per connection, us")):
+    (c, nc), (r, nr) = med("c", i), med("rs", i)
+    print(f"{what}: C {c:.0f} (n={nc}), ib_cm-rs {r:.0f} (n={nr}), ours/C {r / c:.2f}")
+def cm_us(cm):
+    v = []
+    for (k, b), fns in prof.items():
+        if k != cm or not conns.get((k, b)):
+            continue
+        v.append(sum(us for kind, _, us in fns.values() if kind in ("cm", "api")) / conns[(k, b)])
+    return statistics.median(v) if v else float("nan"), len(v)
+(c, nc), (r, nr) = cm_us("c"), cm_us("rs")
+print(f"CM's own CPU per connection (ftrace self time of its entry points): C {c:.1f} us (boots={nc}), "
+      f"ib_cm-rs {r:.1f} us (boots={nr}), ours/C {r / c:.2f}")
+for cm in ("c", "rs"):
+    tot = {}
+    for (k, b), fns in prof.items():
+        if k == cm:
+            for fn, (kind, hits, us) in fns.items():
+                t = tot.setdefault(fn, [kind, 0, 0.0]); t[1] += hits; t[2] += us
+    n = sum(v for (k, _), v in conns.items() if k == cm) or 1
+    for fn, (kind, hits, us) in sorted(tot.items(), key=lambda x: -x[1][2]):
+        print(f"  {cm:2} {kind:3} {fn:28} {hits / n:6.2f} calls/conn {us / n:9.1f} us/conn")
+PY
