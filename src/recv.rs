@@ -606,9 +606,10 @@ fn handle_sidr_req(
 ) {
     let sid = ServiceId::new(sidr.service_id);
     // SAFETY: `wc` is valid while it lives.
+    let slid = unsafe { (*wc.wc()).slid };
     let key = SidrKey {
         request_id: sidr.request_id,
-        slid: unsafe { (*wc.wc()).slid },
+        slid,
     };
     let (dup, listener) = {
         let inner = dev.inner.lock();

@@ -74,10 +74,8 @@ impl ReplyAh {
         // INVARIANT: On success the helper initialised `attr` and created `ah` from it. An
         // `rdma_ah_attr` holds no pointer to itself, so it may move.
         // SAFETY: Initialised by the helper.
-        Ok(Self {
-            attr: unsafe { attr.assume_init() },
-            ah,
-        })
+        let attr = unsafe { attr.assume_init() };
+        Ok(Self { attr, ah })
     }
 
     /// The handle, for a send buffer (valid while this object lives).

@@ -359,7 +359,7 @@ fn act(
             // SAFETY: The CM workqueue lives until module exit.
             let queue = unsafe { kernel::workqueue::Queue::from_raw(wq) };
             // Queueing neither allocates nor sleeps.
-            let _ = queue.enqueue(work);
+            queue.enqueue(work);
         }
         Action::Migrate => {
             if let Some(alt) = g.alt_av.take() {
@@ -379,9 +379,9 @@ fn form_tid(id: &CmId, g: &CmIdInner) -> u64 {
             .and_then(|av| id.dev.port(av.port_num))
             .map(|p| p.agent())
             .filter(|a| !a.is_null())
-            // SAFETY: A registered agent (the device is not removed while we hold a send gate...
-            // and the agent pointer is cleared before it is unregistered).
             .map_or(0, |a| {
+                // SAFETY: A registered agent: the port's pointer is cleared before device
+                // removal unregisters it, and removal waits for the sends in flight.
                 u64::from(unsafe { bindings::ibcm_glue_mad_agent_hi_tid(a) })
             });
     (hi << 32) | low

@@ -81,9 +81,7 @@ pub(crate) fn init_qp_attr(
                     && av.dlid_datapath != 0xffff
                 {
                     // SAFETY: `ib` is the member of an IB address.
-                    unsafe {
-                        attr.ah_attr.__bindgen_anon_1.ib.as_mut().dlid = av.dlid_datapath.into()
-                    };
+                    unsafe { attr.ah_attr.__bindgen_anon_1.ib.as_mut().dlid = av.dlid_datapath };
                 }
             }
             attr.path_mtu = c.path_mtu;

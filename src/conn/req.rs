@@ -53,8 +53,8 @@ unsafe fn req_path(
             (slid as u16, dlid as u16)
         }
     } else if !inbound.is_null() {
-        // SAFETY: `inbound` is valid (caller).
         let mut il = (0u32, 0u32, false);
+        // SAFETY: `inbound` is valid (caller).
         unsafe { bindings::ibcm_glue_path_lids(inbound, &mut il.0, &mut il.1, &mut il.2) };
         // CAST: as above.
         (il.1 as u16, LID_PERMISSIVE)

@@ -83,7 +83,7 @@ pub(crate) unsafe fn send_sidr_req(
     };
     let sid = ServiceId::from_be(param.service_id);
     let timeout_ms = u32::try_from(param.timeout_ms).unwrap_or(0);
-    let retries = u8::try_from(param.max_cm_retries).unwrap_or(u8::MAX);
+    let retries = param.max_cm_retries;
     let mut av = Some(av);
     api(
         id,
