@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # QEMU layer: boots the same image twice, once with the in-tree C ib_cm and once with ours,
 # runs KUnit (white-box and conformance) and end-to-end checks; then runs the two-guest
-# interop (responder with ours, then with C); parses all the logs.
+# interop (responder with ours, then with C; wire checks, then the rdma-core tool matrix);
+# parses all the logs.
 # Prints the parsed results and `QEMU <passed> <failed>` last.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,7 +19,9 @@ for cm in c rs; do
 	logs+=("$out/guest-$cm.log")
 done
 # Interop over a wire: A (raw MADs, then the stock C stack) against B running ours, then B
-# running C (the test checks the wire, so both must pass).
+# running C (the test checks the wire, so both must pass). Each boot ends with the rdma-core
+# tool matrix (rping, ucmatose, udaddy both ways, C on A against B's CM): the B=c boot is the
+# harness reference of the B=rs one, in the same run.
 for bcm in rs c; do
 	log "qemu: two guests, responder runs the $bcm CM"
 	"$top/tests/qemu/run-pair.sh" "$out/bzImage" "$out/initramfs.cpio.gz" "$bcm" \

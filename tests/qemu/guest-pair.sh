@@ -6,6 +6,10 @@
 #           unmodified rping / udaddy.
 #   role b: the responder, with ibcm.cm=rs|c. First nothing listens; then the test ULP
 #           listens with ib_cm_insert_listen() and turns everything down.
+#   both, last: the rdma-core tool matrix. B loads rdma_cm and rdma_ucm on top of its CM, A the
+#           stock C stack, and the unmodified rping, ucmatose and udaddy run in both directions:
+#           B serves and A connects, then A serves and B connects; A reports one IBCM-E2E line
+#           per (tool, direction). ibcm.mode=interop boots for this matrix alone.
 # A drives B through a tiny command channel (busybox nc on port 9000).
 
 ROLE=$1
@@ -20,6 +24,97 @@ done
 /usr/bin/ip link set eth0 up || fatal pair_setup_$ROLE "no eth0"
 /usr/bin/ip addr add $MY_IP/24 dev eth0
 rdma link add rxe0 type rxe netdev eth0 || fatal pair_setup_$ROLE "rdma link add failed"
+
+# The interop runner, the same on both guests (A calls it directly, B through the channel):
+#   serve TOOL        start TOOL's server in the background; "ok" once it listens
+#   connect TOOL      run TOOL's client to the peer; "ok t=Ns" or "fail <why>"
+#   reap TOOL GRACE   wait up to GRACE s for the server to end (then kill it); "ok" or "fail <why>"
+# Every run is under `timeout`; a verdict needs exit status 0 and the tool's own success lines.
+cat >/tmp/e2e.conf <<CONF
+MY_IP=$MY_IP PEER_IP=$PEER_IP MY_CM=$CM
+CONF
+cat >/tmp/e2e.sh <<'E2E'
+#!/bin/sh
+. /tmp/e2e.conf
+args() { # args TOOL server|client: the options of the run (servers bind to this guest's address)
+	case $1.$2 in
+	rping.server) echo "-s -a $MY_IP -C 20 -v" ;;
+	rping.client) echo "-c -a $PEER_IP -C 20 -v" ;;
+	ucmatose.server) echo "-b $MY_IP -c 10 -C 5" ;;
+	ucmatose.client) echo "-s $PEER_IP -b $MY_IP -c 10 -C 5" ;;
+	udaddy.server) echo "-b $MY_IP -c 10 -C 5" ;;
+	udaddy.client) echo "-s $PEER_IP -b $MY_IP -c 10 -C 5" ;;
+	esac
+}
+# Seconds a client may take: C against C takes 3-11 s on a loaded two-core TCG host (rping
+# the longest). A server gets 20 s more, its client must connect first.
+limit() { case $1 in udaddy) echo 20 ;; *) echo 30 ;; esac; }
+gist() { # gist FILE: the first error lines of a run, else its last lines, on one line
+	re='error|fail|reject|unreach|timed? ?out|abort|refused|invalid|status -'
+	g=$({ grep -iE "$re" "$1" | head -2; grep -qiE "$re" "$1" || tail -2 "$1"; } | tr '\n' ' ' | head -c 200)
+	echo "${g:-(no output)}"
+}
+judge() { # judge TOOL RC FILE SECONDS: the verdict of one side
+	tool=$1 rc=$2 out=$3 t=$4
+	why=
+	if [ "$rc" != 0 ]; then
+		why="rc=$rc"
+	elif [ $tool = rping ]; then
+		n=$(grep -c 'ping data' "$out")
+		[ "$n" = 20 ] || why="$n of 20 pings"
+	else
+		grep -q 'test complete' "$out" || why="no 'test complete'"
+	fi
+	if [ -z "$why" ]; then echo "ok t=${t}s"; else echo "fail $why t=${t}s: $(gist "$out")"; fi
+}
+tool=$2
+case $1 in
+serve)
+	rm -f /tmp/srv-$tool.*
+	date +%s >/tmp/srv-$tool.start
+	( timeout $(( $(limit $tool) + 20 )) $tool $(args $tool server) >/tmp/srv-$tool.out 2>&1 &
+	  echo $! >/tmp/srv-$tool.pid
+	  wait $!
+	  echo $? >/tmp/srv-$tool.rc ) </dev/null >/dev/null 2>&1 &
+	# Listening means rdma_cm shows the server's id in state LISTEN (restrack over netlink).
+	i=0
+	while [ $i -lt 50 ]; do
+		if [ -f /tmp/srv-$tool.rc ]; then
+			echo "fail server exited at once, rc=$(cat /tmp/srv-$tool.rc): $(gist /tmp/srv-$tool.out)"
+			exit 0
+		fi
+		pid=$(cat /tmp/srv-$tool.pid 2>/dev/null)
+		if [ -n "$pid" ] && rdma res show cm_id 2>/dev/null | grep -qE "state LISTEN .*pid $pid( |\$)"; then
+			echo ok
+			exit 0
+		fi
+		sleep 0.1
+		i=$((i + 1))
+	done
+	echo "fail server not listening after 5 s: $(rdma res show cm_id 2>&1 | tr '\n' ' ' | head -c 200)" ;;
+connect)
+	s=$(date +%s)
+	timeout $(limit $tool) $tool $(args $tool client) >/tmp/cli-$tool.out 2>&1
+	rc=$?
+	judge $tool $rc /tmp/cli-$tool.out $(( $(date +%s) - s )) ;;
+reap)
+	grace=$3
+	i=0
+	while [ ! -f /tmp/srv-$tool.rc ] && [ $i -lt $((grace * 10)) ]; do sleep 0.1; i=$((i + 1)); done
+	killed=
+	if [ ! -f /tmp/srv-$tool.rc ]; then
+		kill "$(cat /tmp/srv-$tool.pid)" 2>/dev/null
+		killed="server still running ${grace} s after its client ended, killed; "
+		i=0
+		while [ ! -f /tmp/srv-$tool.rc ] && [ $i -lt 30 ]; do sleep 0.1; i=$((i + 1)); done
+	fi
+	t=$(( $(date +%s) - $(cat /tmp/srv-$tool.start) ))
+	r=$(judge $tool "$(cat /tmp/srv-$tool.rc 2>/dev/null || echo unknown)" /tmp/srv-$tool.out $t)
+	if [ -n "$killed" ]; then echo "fail $killed${r#* }"; else echo "$r"; fi ;;
+*) echo "fail unknown e2e command '$1'" ;;
+esac
+E2E
+chmod +x /tmp/e2e.sh
 
 check() { # check NAME FILE PATTERN... : every pattern must appear in FILE
 	name=$1 file=$2
@@ -44,6 +139,18 @@ if [ "$ROLE" = b ]; then
 read -r cmd
 case $cmd in
 ping) echo ok ;;
+cm) . /tmp/e2e.conf; echo "$MY_CM" ;;
+stack-load)
+	for m in iw_cm rdma_cm rdma_ucm; do
+		insmod /lib/modules/base/$m.ko 2>/tmp/stack.err || { echo "fail insmod $m: $(cat /tmp/stack.err)"; exit 0; }
+	done
+	echo ok ;;
+stack-unload)
+	for m in rdma_ucm rdma_cm iw_cm; do
+		rmmod $m 2>/dev/null || { echo "fail rmmod $m: $(cut -d' ' -f1,3 /proc/modules | tr '\n' ' ')"; exit 0; }
+	done
+	echo ok ;;
+e2e-*) /tmp/e2e.sh ${cmd#e2e-} ;;
 stat) awk '/^cpu /{print $2 + $3 + $4 + $7 + $8}' /proc/stat ;;
 ulp-load) insmod /lib/modules/test/ib_cm_test_ulp.ko dev=rxe0 >/dev/null 2>&1 && echo ok || echo fail ;;
 ulp-unload) rmmod ib_cm_test_ulp && echo ok || echo fail ;;
@@ -117,6 +224,10 @@ CMD
 		rmmod ib_cm
 		return 0
 	fi
+	if [ "$MODE" = interop ]; then
+		rmmod ib_cm && e2e "ok pair_unload_$CM" || e2e "not ok pair_unload_$CM # rmmod ib_cm failed"
+		return 0
+	fi
 	dmesg | grep -E 'ULP-' >/tmp/ulp.log
 	# The tool's REQ: every field as sent; rping's: rdma_cm's header carries A's address.
 	check ulp_req_fields_$CM /tmp/ulp.log "sid=0000000001061c06 listen=1 state=3 pkey=ffff bth_pkey=ffff qpn=000123 psn=abcdef port=1 ctx_null=1 alt=0 sgid_attr=1" \
@@ -154,9 +265,82 @@ cmd() {
 	done
 	return 1
 }
+ask() { # ask SECONDS COMMAND: B's answer, or why there is none, in bounded time
+	a=$(echo "$2" | timeout "$1" nc -w 5 $PEER_IP 9000 2>/dev/null)
+	echo "${a:-fail no answer from B within $1 s}"
+}
+
+# One case of the tool matrix: SERVER_GUEST serves TOOL and the other guest connects. The
+# server's verdict is collected after its client has ended: 10 s more after a good client,
+# 2 s after a failed one, then it is killed.
+interop() { # interop TOOL a|b
+	tool=$1 srv=$2
+	if [ $srv = b ]; then
+		scm=$PEER_CM ccm=c
+		s=$(ask 15 "e2e-serve $tool")
+		if [ "$s" = ok ]; then
+			c=$(/tmp/e2e.sh connect $tool)
+			case $c in ok*) g=10 ;; *) g=2 ;; esac
+			s=$(ask $((g + 10)) "e2e-reap $tool $g")
+		else
+			c="not run"
+		fi
+	else
+		scm=c ccm=$PEER_CM
+		s=$(/tmp/e2e.sh serve $tool)
+		if [ "$s" = ok ]; then
+			c=$(ask 45 "e2e-connect $tool")
+			case $c in ok*) g=10 ;; *) g=2 ;; esac
+			s=$(/tmp/e2e.sh reap $tool $g)
+		else
+			c="not run"
+		fi
+	fi
+	name=pair_${tool}_server_${scm}_client_${ccm}_srv_$srv
+	klog "IBCM-SAY: $name: server($scm): $s; client($ccm): $c"
+	case "$c|$s" in
+	ok*"|"ok*) e2e "ok $name" ;;
+	*) e2e "not ok $name # server($scm): $s; client($ccm): $c" ;;
+	esac
+}
+
+matrix() { # the rdma-core tool matrix: the stock C stack here, B's CM with rdma_cm there
+	PEER_CM=$(ask 10 cm)
+	case $PEER_CM in rs | c) ;; *) e2e "not ok pair_interop_peer # $PEER_CM"; return ;; esac
+	for m in ib_cm iw_cm rdma_cm rdma_ucm; do
+		[ $m = ib_cm ] && p=/lib/modules/c/ib_cm.ko || p=/lib/modules/base/$m.ko
+		ins $p || { e2e "not ok pair_interop_load_c_a # insmod $m"; return; }
+	done
+	r=$(ask 30 stack-load)
+	if [ "$r" != ok ]; then
+		e2e "not ok pair_interop_load_${PEER_CM}_b # $r"
+	else
+		for tool in rping ucmatose udaddy; do
+			interop $tool b
+			interop $tool a
+		done
+		# Nothing the tools did may keep a module reference, on either side.
+		r=$(ask 30 stack-unload)
+		if [ "$r" = ok ]; then e2e "ok pair_interop_unload_${PEER_CM}_b"; else e2e "not ok pair_interop_unload_${PEER_CM}_b # $r"; fi
+	fi
+	ok=1
+	for m in rdma_ucm rdma_cm iw_cm ib_cm; do rmmod $m 2>/dev/null || ok=0; done
+	if [ $ok = 1 ]; then
+		e2e "ok pair_interop_unload_c_a"
+	else
+		e2e "not ok pair_interop_unload_c_a # rmmod failed: $(cut -d' ' -f1,3 /proc/modules | tr '\n' ' ')"
+	fi
+}
+
 cmd ping || fatal pair_peer "peer not reachable"
 ping -c 1 -W 2 $PEER_IP >/dev/null 2>&1
 BCM=peer
+
+if [ "$MODE" = interop ]; then
+	matrix
+	cmd done
+	return 0
+fi
 
 field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" "$2" | head -1; }
 # B's busy CPU time, in USER_HZ ticks (10 ms), over the command channel.
@@ -269,5 +453,6 @@ klog "IBCM-SAY: storm: $(cat /tmp/storm.out)"
 sleep 1
 cm_umad rxe0 $PEER_IP req 0x0000000001061C06 >/tmp/req2.out 2>&1
 check storm_then_serves_next_req /tmp/req2.out "reason=8"
+matrix
 cmd done
 return 0
