@@ -13,14 +13,15 @@ mkdir -p "$out"
 kdir=$("$top/scripts/kernel.sh" kdir "$variant")
 read -r -a ktools <<<"$("$top/scripts/lib.sh" ktools)"
 
-log "build: ib_cm.ko (production build) against $kdir"
-make -s -C "$kdir" M="$top" "${ktools[@]}" modules >"$out/module-build-prod.log" 2>&1 ||
+# Both builds go through clippy (CLIPPY=1) with the kernel lint set: any warning fails.
+log "build: ib_cm.ko (production build, clippy) against $kdir"
+make -s -C "$kdir" M="$top" "${ktools[@]}" CLIPPY=1 modules >"$out/module-build-prod.log" 2>&1 ||
 	{ cat "$out/module-build-prod.log" >&2; die "module build failed"; }
 ! grep -E '^(warning|error)' "$out/module-build-prod.log" || die "module build has warnings"
 cp "$top/ib_cm.ko" "$out/ib_cm-prod.ko"
 
 log "build: ib_cm.ko (test build, IBCM_KUNIT=1) against $kdir"
-make -s -C "$kdir" M="$top" "${ktools[@]}" IBCM_KUNIT=1 modules >"$out/module-build.log" 2>&1 ||
+make -s -C "$kdir" M="$top" "${ktools[@]}" CLIPPY=1 IBCM_KUNIT=1 modules >"$out/module-build.log" 2>&1 ||
 	{ cat "$out/module-build.log" >&2; die "module build failed"; }
 ! grep -E '^(warning|error)' "$out/module-build.log" || die "module build has warnings"
 cp "$top/ib_cm.ko" "$out/ib_cm-kunit.ko"
