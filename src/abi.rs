@@ -230,7 +230,7 @@ pd_call! {
     /// `ib_send_cm_dreq()`.
     fn ibcm_rs_send_cm_dreq => conn::dreq_drep::send_dreq, crate::logic::wire::conn::DREQ_PRIVATE_DATA;
     /// `ib_send_cm_drep()`.
-    fn ibcm_rs_send_cm_drep => conn::dreq_drep::send_drep, crate::logic::wire::conn::RTU_PRIVATE_DATA;
+    fn ibcm_rs_send_cm_drep => conn::dreq_drep::send_drep, crate::logic::wire::conn::DREP_PRIVATE_DATA;
 }
 
 /// `ib_send_cm_rej()`: every state of cm.c's list (the REJ's form follows the state); the

@@ -202,6 +202,9 @@ pub(crate) struct Init {
     pub(crate) conn: Conn,
     /// Remote-table keys the caller will register.
     pub(crate) remote: Option<RemoteKey>,
+    /// The creator delivers the id's first event itself (passive ids): nobody else may
+    /// become its deliverer, even if a message finds the id before it is handed over.
+    pub(crate) delivering: bool,
 }
 
 impl CmId {
@@ -222,6 +225,7 @@ impl CmId {
             av: None,
             conn: Conn::default(),
             remote: None,
+            delivering: false,
         };
         let id = Self::build(dev, init)?;
         if publish {
@@ -260,7 +264,7 @@ impl CmId {
                     CmIdInner {
                         destroyed: false,
                         published: false,
-                        delivering: false,
+                        delivering: init.delivering,
                         events: EventQueue::default(),
                         msg: core::ptr::null_mut(),
                         msg_state: State::Idle,
@@ -293,10 +297,17 @@ impl CmId {
     }
 
     /// Makes the id reachable by its comm ID (`cm_finalize_id`).
+    ///
+    /// Called before anyone else holds the id (`ib_create_cm_id`, a passive id about to be
+    /// handed to its handler), so no destroy can run in between; the xarray store happens
+    /// outside the id lock, which `ib_cm_notify` takes in hard-IRQ context while `xa_lock`
+    /// is not IRQ-safe.
     pub(crate) fn publish(self: &Arc<Self>) {
-        let mut g = self.inner.lock();
-        if !g.published && !g.destroyed {
-            g.published = true;
+        let first = {
+            let mut g = self.inner.lock();
+            !core::mem::replace(&mut g.published, true)
+        };
+        if first {
             self.comm.id.publish(self);
         }
     }
@@ -492,6 +503,12 @@ impl CmId {
     /// Pins a listener found in the tree for one handler invocation. Called under the device
     /// lock, while the id is in the tree, so `users` is at least the bias.
     pub(crate) fn listener_get(&self) {
+        self.add_user();
+    }
+
+    /// Takes one more use for a holder of the id lock (a MAD about to be posted): the bias is
+    /// still held, destroy drops it only after its last locked step.
+    pub(crate) fn add_user(&self) {
         self.users.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -529,9 +546,11 @@ impl CmId {
             };
             drop(ev);
             if ret != 0 {
+                // No other thread may become the deliverer now (cm.c never lets `work_count`
+                // drop after a refusal): the id is dead to every input but the destroy below.
                 let leftover = {
                     let mut g = self.inner.lock();
-                    g.delivering = false;
+                    g.destroyed = true;
                     g.events.take()
                 };
                 drop(leftover);
@@ -641,6 +660,19 @@ impl CmId {
                 waited
             );
         }
+        // The addresses hold sgid attribute references of the device's GID table: release
+        // them now, as cm.c's `cm_destroy_av()` does, not when the last memory reference
+        // goes (that may be the comm table's, dropped after an RCU grace period).
+        let leftovers = {
+            let mut g = self.inner.lock();
+            (
+                g.av.take(),
+                g.alt_av.take(),
+                g.stored_pd.take(),
+                g.events.take(),
+            )
+        };
+        drop(leftovers);
     }
 
     /// Drops one share of a listener; returns `true` if others remain (the caller is done).

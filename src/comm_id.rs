@@ -27,6 +27,12 @@ pub(crate) fn barrier() {
     unsafe { bindings::ibcm_glue_rcu_barrier() }
 }
 
+/// Whether no comm ID is allocated (module exit: cm.c warns if the table is not empty).
+pub(crate) fn empty() -> bool {
+    // SAFETY: Reads the table's emptiness.
+    unsafe { bindings::ibcm_glue_comm_empty() }
+}
+
 /// A reserved local comm ID (the xarray index; the wire value is [`CommId::wire`]).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) struct CommId(u32);

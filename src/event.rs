@@ -49,6 +49,22 @@ impl Event {
         Ok(e)
     }
 
+    /// An empty event allocated without sleeping (`GFP_ATOMIC`), for a timer or completion
+    /// whose preallocation failed.
+    pub(crate) fn new_atomic() -> Result<KBox<Event>> {
+        // SAFETY: All-zero is a valid `ib_cm_event` and `sa_path_rec` (plain data, NULLs).
+        let (ev, paths) = unsafe { (core::mem::zeroed(), core::mem::zeroed()) };
+        Ok(KBox::new(
+            Event {
+                next: None,
+                ev,
+                paths,
+                mad: [0; MAD_LEN],
+            },
+            GFP_ATOMIC,
+        )?)
+    }
+
     /// A pointer to payload offset `offset` of the copied MAD.
     pub(crate) fn payload_ptr(&mut self, offset: usize) -> *mut ffi::c_void {
         match self.mad.get_mut(MAD_HDR_LEN + offset..) {

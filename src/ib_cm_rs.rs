@@ -61,5 +61,8 @@ impl Drop for IbCm {
         recv::destroy_wq();
         // Deferred comm-table references hold device state: let them go before the module.
         comm_id::barrier();
+        if !comm_id::empty() {
+            pr_warn!("ib_cm: module unloaded with local comm IDs still allocated\n");
+        }
     }
 }

@@ -13,7 +13,7 @@ use crate::{
     av::Av,
     bindings,
     cm_id::{CmId, Conn, Init},
-    conn,
+    comm_id, conn,
     device::CmDevice,
     event::Event,
     logic::{
@@ -353,9 +353,11 @@ fn on_known_req(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, see
         Seen::New => {}
         // `cm_dup_req_handler`: counted; an MRA_REQ_SENT id sends its MRA again.
         Seen::Duplicate(id) => {
-            if !id.get_user() {
-                return count_duplicate(dev, port_num, AttrId::Req);
-            }
+            // Only an id that is visible by comm ID (set up and handed over) answers, as
+            // cm.c's `cm_acquire_id` in `cm_match_req`; one still being set up ignores it.
+            let Some(id) = comm_id::acquire(id.local_id(), id.remote_id()) else {
+                return;
+            };
             let recv = conn::Recv {
                 port_num,
                 attr: AttrId::Req,
@@ -511,6 +513,7 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
         av: Some(av),
         conn: conn_of_req(req, hdr.tid),
         remote: Some(RemoteKey::Req(key, qp)),
+        delivering: true,
     };
     let Ok(id) = CmId::build(dev.clone(), init) else {
         return;
@@ -584,14 +587,11 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
 /// is published (REQ ids only) with its first event already being delivered, so nothing can
 /// overtake it (`cm_finalize_id` + `cm_queue_work_unlock`).
 fn hand_over(id: Arc<CmId>, ev: KBox<Event>, publish: bool) {
-    id.inner.lock().delivering = true;
     if publish {
         id.publish();
     }
-    // The delivery's use; the id is not visible to destroy yet, so it cannot fail.
-    if !id.get_user() {
-        return;
-    }
+    // The delivery's use: nobody else holds the id yet, so its bias is there.
+    id.add_user();
     let _handle = CmId::into_raw(id.clone());
     id.deliver(ev);
 }
@@ -659,6 +659,7 @@ fn handle_sidr_req(
             ..Conn::default()
         },
         remote: Some(RemoteKey::Sidr(key)),
+        delivering: true,
     };
     let Ok(id) = CmId::build(dev.clone(), init) else {
         return;
@@ -666,7 +667,13 @@ fn handle_sidr_req(
     let refused = dev.inner.lock().remote_sidrs.insert(key, &id, reservation);
     if refused.is_err() {
         drop(refused);
-        id.inner.lock().remote = None;
+        // Not in SIDR_REQ_RCVD as far as destroy is concerned: a retransmission gets no
+        // SIDR_REP REJECT (cm.c checks for duplicates before setting the state).
+        {
+            let mut g = id.inner.lock();
+            g.remote = None;
+            id.set_state(State::Idle.raw());
+        }
         id.destroy_with(-(bindings::ENOMEM as i32));
         return count_duplicate(dev, port_num, AttrId::SidrReq);
     }

@@ -3,9 +3,10 @@
 //!
 //! Stands for the `remote_id_table` (REQ: remote CA GUID + remote comm ID), the
 //! `remote_qp_table` (REQ: remote CA GUID + remote QPN) and the `remote_sidr_table` (SIDR_REQ:
-//! request ID + source LID) of cm.c, per device instead of global. An id is in its tables from
-//! the moment it is created for a request until it leaves REQ_RCVD / SIDR_REQ_RCVD (answer,
-//! refusal or destroy). A request whose comm ID key is present is a retransmission: counted in
+//! request ID + source LID) of cm.c, per device instead of global. A passive id is in its tables
+//! from the moment it is created for a request, an active id from the moment it accepts a REP,
+//! until it enters timewait, goes back to IDLE or is destroyed (a SIDR id: until its SIDR_REP
+//! is sent). A request whose comm ID key is present is a retransmission: counted in
 //! `cm_rx_duplicates` and dropped (cm.c does the same for an id in REQ_RCVD or
 //! SIDR_REQ_RCVD). A REQ with a new comm ID from a QP that already has one pending is stale and
 //! gets REJ STALE_CONN. Like the listener tree, the tables live inside the device lock.

@@ -220,17 +220,23 @@ pub(crate) fn send_for_id(
     id: &Arc<CmId>,
     av: &Av,
     msg: &CmMessage,
-    tid: u64,
+    tid: Option<u64>,
     attr_mod: u32,
     timeout_ms: u32,
     retries: u8,
-) -> Result<*mut bindings::ib_mad_send_buf> {
+) -> Result<(*mut bindings::ib_mad_send_buf, u64)> {
     let dev = &*id.dev;
     let _gate = dev.enter_send().ok_or(ENODEV)?;
     let agent = dev.port(av.port_num).map(|p| p.agent()).ok_or(EINVAL)?;
     if agent.is_null() {
         return Err(EINVAL);
     }
+    // `cm_form_tid`: the agent's high TID and the comm ID as `ib_cm_id.local_id` stores it.
+    let tid = tid.unwrap_or_else(|| {
+        // SAFETY: `agent` is registered while the gate is held.
+        let hi = unsafe { bindings::ibcm_glue_mad_agent_hi_tid(agent) };
+        (u64::from(hi) << 32) | u64::from(id.local_id().to_be())
+    });
     // SAFETY: `agent` is registered (gate held); `av.attr()` is initialised.
     let ah = unsafe { bindings::ibcm_glue_ah_from_attr(agent, av.attr()) };
     if let Some(e) = ptr_error(ah, ENOMEM) {
@@ -260,7 +266,7 @@ pub(crate) fn send_for_id(
     crate::kunit::capture(&mad);
     // The buffer's use: the caller's id is alive and not past destroy's wait (it holds the
     // id lock, and destroy drops its bias only after its last locked step).
-    id.listener_get();
+    id.add_user();
     let owner = Arc::into_raw(id.clone());
     // SAFETY: `buf` is a fresh send buffer whose `mad` holds a whole MAD; we own it until it
     // is posted, and `ah` and the id reference move into it.
@@ -291,7 +297,7 @@ pub(crate) fn send_for_id(
         id.put_user();
         return Err(Error::from_errno(ret));
     }
-    Ok(buf)
+    Ok((buf, tid))
 }
 
 /// Send completion (`cm_send_handler`): counts the message and its retries, then frees the

@@ -25,7 +25,10 @@ use kernel::{
 
 /// Arms the timewait timer for `conv(av.timeout)` ms. Called with the id lock held.
 pub(crate) fn arm(id: &Arc<CmId>, g: &mut CmIdInner) {
-    if g.timewait_armed || id.dev.inner.lock().going_down {
+    // Queued under the device lock, so device removal's `going_down` and flush are ordered
+    // with it (cm.c queues under `cm.lock`).
+    let dev = id.dev.inner.lock();
+    if g.timewait_armed || dev.going_down {
         return;
     }
     let ms = timeout::conv_ms(g.av.as_ref().map_or(0, |av| av.timeout));
@@ -78,11 +81,7 @@ pub(crate) unsafe extern "C" fn ibcm_rs_timewait(dw: *mut bindings::delayed_work
     if !id.get_user() {
         return;
     }
-    let Ok(event) = Event::new(0, &[]) else {
-        id.put_user();
-        return;
-    };
-    conn::input_with_event(&id, Input::TimewaitExpired, event);
+    conn::input_with_event(&id, Input::TimewaitExpired, Event::new(0, &[]).ok());
 }
 
 /// The USER_ESTABLISHED work queued by `ib_cm_notify(IB_EVENT_COMM_EST)`. It holds only
@@ -118,10 +117,6 @@ impl WorkItem for EstablishWork {
         if !id.get_user() {
             return;
         }
-        let Ok(event) = Event::new(0, &[]) else {
-            id.put_user();
-            return;
-        };
-        conn::input_with_event(&id, Input::UserEstablished, event);
+        conn::input_with_event(&id, Input::UserEstablished, Event::new(0, &[]).ok());
     }
 }

@@ -9,7 +9,7 @@ use crate::{
     logic::{
         state::Input,
         wire::{
-            conn::{CommIdsAndData, Dreq, DREQ_PRIVATE_DATA, RTU_PRIVATE_DATA},
+            conn::{CommIdsAndData, Dreq, DREP_PRIVATE_DATA, DREQ_PRIVATE_DATA},
             AttrId, CmMessage, MadHeader,
         },
     },
@@ -42,13 +42,13 @@ pub(crate) fn send_dreq(id: &Arc<CmId>, pd: &[u8]) -> Result {
 /// `ib_send_cm_drep()`: enters timewait, then sends (the state change stands if the send
 /// fails).
 pub(crate) fn send_drep(id: &Arc<CmId>, pd: &[u8]) -> Result {
-    if pd.len() > RTU_PRIVATE_DATA {
+    if pd.len() > DREP_PRIVATE_DATA {
         return Err(EINVAL);
     }
     let mut d = CommIdsAndData {
         local_comm_id: 0,
         remote_comm_id: 0,
-        private_data: [0; RTU_PRIVATE_DATA],
+        private_data: [0; DREP_PRIVATE_DATA],
     };
     d.private_data[..pd.len()].copy_from_slice(pd);
     let keep = StoredPd::copy(pd)?;
@@ -76,7 +76,7 @@ pub(crate) fn on_dreq(
         let drep = CommIdsAndData {
             local_comm_id: dreq.remote_comm_id,
             remote_comm_id: dreq.local_comm_id,
-            private_data: [0; RTU_PRIVATE_DATA],
+            private_data: [0; DREP_PRIVATE_DATA],
         };
         // SAFETY: `wc` outlives the call, which runs in the device's receive work.
         let _ = unsafe {

@@ -80,6 +80,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) keep_pd: Option<Option<KBox<StoredPd>>>,
     /// A REP's stale-connection check found this id holding the peer's QP.
     pub(crate) stale_old: Option<Arc<CmId>>,
+    /// The completion status a *_ERROR event reports.
+    pub(crate) send_status: Option<bindings::ib_wc_status>,
 }
 
 /// What is left to do once the lock is dropped.
@@ -197,9 +199,9 @@ pub(crate) fn finish(id: &Arc<CmId>, mut out: Outcome, recv: Option<&Recv<'_>>) 
 }
 
 /// An input from a timer or a completion (the caller holds a use) with its event.
-pub(crate) fn input_with_event(id: &Arc<CmId>, input: Input, event: KBox<Event>) {
+pub(crate) fn input_with_event(id: &Arc<CmId>, input: Input, event: Option<KBox<Event>>) {
     let mut ctx = Ctx {
-        event: Some(event),
+        event,
         ..Ctx::default()
     };
     let out = run(id, input, &mut ctx, |_, _| {}, |_, _| {});
@@ -344,22 +346,33 @@ fn act(
         }
         Action::Send(o) => send_out(id, g, o, next, ctx, out)?,
         Action::Deliver(e) => {
-            let mut ev = ctx.event.take().ok_or(ENOMEM)?;
+            // Preallocated by the caller; if that failed, the transition still happens and the
+            // event is allocated here without sleeping, so no id is left waiting forever.
+            let mut ev = match ctx.event.take() {
+                Some(ev) => ev,
+                None => Event::new_atomic()?,
+            };
             ev.ev.event = e.raw();
+            if let Some(status) = ctx.send_status {
+                // SAFETY: `send_status` is the union member of the *_ERROR events.
+                unsafe { *ev.ev.param.send_status.as_mut() = status };
+            }
             out.deliver = Some(ev);
         }
         Action::CountDuplicate => count_duplicate(id, ctx),
         Action::QueueEstablished => {
             let work = ctx.est_work.take().ok_or(ENOMEM)?;
             let wq = crate::recv::wq();
-            let gone = id.dev.inner.lock().going_down;
-            if wq.is_null() || gone {
+            // Queued under the device lock, ordered with removal (cm.c: under `cm.lock`).
+            let dev = id.dev.inner.lock();
+            if wq.is_null() || dev.going_down {
                 return Err(ENODEV);
             }
             // SAFETY: The CM workqueue lives until module exit.
             let queue = unsafe { kernel::workqueue::Queue::from_raw(wq) };
             // Queueing neither allocates nor sleeps.
             queue.enqueue(work);
+            drop(dev);
         }
         Action::Migrate => {
             if let Some(alt) = g.alt_av.take() {
@@ -368,23 +381,6 @@ fn act(
         }
     }
     Ok(())
-}
-
-/// The TID of a message that opens an exchange (`cm_form_tid`): the agent's high TID and the
-/// comm ID as stored in `ib_cm_id.local_id`.
-fn form_tid(id: &CmId, g: &CmIdInner) -> u64 {
-    let low = u64::from(id.local_id().to_be());
-    let hi =
-        g.av.as_ref()
-            .and_then(|av| id.dev.port(av.port_num))
-            .map(|p| p.agent())
-            .filter(|a| !a.is_null())
-            .map_or(0, |a| {
-                // SAFETY: A registered agent: the port's pointer is cleared before device
-                // removal unregisters it, and removal waits for the sends in flight.
-                u64::from(unsafe { bindings::ibcm_glue_mad_agent_hi_tid(a) })
-            });
-    (hi << 32) | low
 }
 
 /// The REJ an id sends by default (destroy): TIMEOUT with the node GUID as ARI from the
@@ -501,12 +497,17 @@ fn send_out(
             m
         }
     };
+    // Messages that open an exchange get a new TID (`cm_form_tid`, formed by the send under
+    // its gate); the others answer with the id's.
     let tid = match o {
-        Out::Req | Out::Dreq | Out::SidrReq => form_tid(id, g),
-        _ => g.conn.tid,
+        Out::Req | Out::Dreq | Out::SidrReq => None,
+        _ => Some(g.conn.tid),
     };
-    if o == Out::Req {
-        g.conn.tid = tid;
+    if o == Out::Drep {
+        // cm.c keeps a DREP's private data before sending it (the state changes anyway).
+        if let Some(pd) = ctx.keep_pd.take() {
+            g.stored_pd = pd;
+        }
     }
     let attr_mod = match o {
         Out::Req | Out::Rep | Out::SidrRep => ctx.attr_mod,
@@ -514,7 +515,7 @@ fn send_out(
     };
     let timeout_ms = if o.tracked() { g.conn.timeout_ms } else { 0 };
     let av = g.av.as_deref().ok_or(EINVAL)?;
-    let buf = send::send_for_id(
+    let (buf, tid) = send::send_for_id(
         id,
         av,
         &msg,
@@ -523,6 +524,9 @@ fn send_out(
         timeout_ms,
         g.conn.max_cm_retries,
     )?;
+    if o == Out::Req {
+        g.conn.tid = tid;
+    }
     if o.tracked() {
         g.msg = buf;
         g.msg_state = next;
@@ -653,13 +657,19 @@ pub(crate) fn send_done(id: &Arc<CmId>, tracked_in: Option<State>, status: bindi
         id.put_user();
         return;
     };
-    let Ok(mut ev) = Event::new(0, &[]) else {
-        id.put_user();
-        return;
+    let mut ctx = Ctx {
+        event: Event::new(0, &[]).ok(),
+        send_status: Some(status),
+        ..Ctx::default()
     };
-    // SAFETY: `send_status` is the union member of the *_ERROR events.
-    unsafe { *ev.ev.param.send_status.as_mut() = status };
-    input_with_event(id, Input::SendFailed { sent_in }, ev);
+    let out = run(
+        id,
+        Input::SendFailed { sent_in },
+        &mut ctx,
+        |_, _| {},
+        |_, _| {},
+    );
+    let _ = finish(id, out, None);
 }
 
 /// `ib_cm_notify()` (`cm_establish`, `cm_migrate`).

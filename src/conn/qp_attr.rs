@@ -116,6 +116,13 @@ pub(crate) fn init_qp_attr(
                     attr.path_mig_state = bindings::ib_mig_state_IB_MIG_REARM;
                 }
             } else {
+                // cm.c always writes the alternate fields here (zeros without an address):
+                // rdma_cm hands the attribute to ib_modify_qp() without initialising it.
+                attr.alt_port_num = 0;
+                attr.alt_pkey_index = 0;
+                attr.alt_timeout = 0;
+                // SAFETY: All-zero is a valid `rdma_ah_attr` (no sgid attribute).
+                attr.alt_ah_attr = unsafe { core::mem::zeroed() };
                 if let Some(alt) = g.alt_av.as_ref() {
                     attr.alt_port_num = alt.port_num;
                     attr.alt_pkey_index = alt.pkey_index;

@@ -90,7 +90,9 @@ pub(crate) fn on_rej(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
             comm_id: rej.local_comm_id,
         };
         let found = dev.inner.lock().remote_reqs.get(&key);
-        found.filter(|id| id.get_user())
+        // Through the comm-ID table, as cm.c's `cm_find_remote_id` + `cm_acquire_id`: an id
+        // still being set up (not yet handed to its handler) is not found.
+        found.and_then(|id| comm_id::acquire(id.local_id(), id.remote_id()))
     } else if rej.message_rejected == MsgKind::Req.wire() {
         comm_id::acquire(rej.remote_comm_id, 0)
     } else {

@@ -499,7 +499,8 @@ pub(crate) fn step(state: State, lap: Lap, input: Input) -> Result<Step, Refusal
             _ => Err(Refusal::Invalid),
         },
         Input::NotifyEstablished => match state {
-            RepSent | MraRepRcvd => to(Established, lap, &[QueueEstablished], Keep),
+            // cm.c sets ESTABLISHED first and then finds the device going down (-ENODEV).
+            RepSent | MraRepRcvd => to(Established, lap, &[QueueEstablished], OnFail::Proceed),
             Established => Err(Refusal::IsConn),
             _ => Err(Refusal::Invalid),
         },

@@ -19,6 +19,8 @@ pub(crate) const REP_PRIVATE_DATA: usize = 196;
 pub(crate) const RTU_PRIVATE_DATA: usize = 224;
 /// DREQ private data.
 pub(crate) const DREQ_PRIVATE_DATA: usize = 220;
+/// DREP private data (the RTU's layout and size).
+pub(crate) const DREP_PRIVATE_DATA: usize = 224;
 
 /// One path of a REQ (primary at 52, alternate at 96) or of a LAP (alternate at 20).
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
