@@ -16,7 +16,7 @@ notok() { echo "NOT OK  install: $1${2:+ # $2}" >&2; nfail=$((nfail + 1)); }
 check() {
 	local name=$1
 	shift
-	if "$@"; then ok "$name"; else notok "$name" "${WHY:-failed: $*}"; fi
+	if "$@" >&2; then ok "$name"; else notok "$name" "${WHY:-failed: $*}"; fi
 	WHY=
 }
 result() { echo "RESULT $npass $nfail"; }
