@@ -71,11 +71,17 @@ fuzz: deps
 bench: deps
 	@IBCM_PROF=$(PROF) $(TOP)/tests/bench/req_flood.sh $${ROUNDS:-2} $${N:-2000}
 
+# Installing needs the kernel named: the default KDIR is the project's test kernel.
+ifeq ($(MODULES_PREREQ),kernel)
+install:
+	@echo "error: make install needs the kernel to install for, e.g. sudo make install KDIR=/lib/modules/\$$(uname -r)/build" >&2; exit 1
+else
 install: modules
 	@$(TOP)/scripts/install.sh install $(KDIR)
+endif
 
 uninstall:
-	@$(TOP)/scripts/install.sh uninstall $(if $(KERNELRELEASE),,$(KDIR))
+	@$(TOP)/scripts/install.sh uninstall $(if $(KERNELRELEASE),,$(if $(MODULES_PREREQ),,$(KDIR)))
 
 install-test: deps
 	@$(TOP)/tests/run-install.sh $(VARIANT)

@@ -79,7 +79,7 @@ uninstall)
 	if [[ -n ${KERNELRELEASE:-} ]]; then
 		release=$KERNELRELEASE
 	else
-		[[ -n $kdir ]] || die "usage: $0 uninstall KDIR (or KERNELRELEASE=<release>)"
+		[[ -n $kdir ]] || die "make uninstall needs the kernel to uninstall from: KDIR=/lib/modules/<release>/build or KERNELRELEASE=<release>, e.g. KERNELRELEASE=\$(uname -r)"
 		release=$(release_of "$kdir")
 	fi
 	dir=$root/lib/modules/$release

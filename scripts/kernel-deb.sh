@@ -5,10 +5,11 @@
 # with the project's toolchain (LLVM=1, rustc-web, bindgen) by the kernel's bindeb-pkg.
 #
 #   scripts/kernel-deb.sh config [DIR]   configure only, into DIR (default: the build directory
-#                                        below), and verify the configuration
+#                                        of `build`, reused once configured), and verify it
 #   scripts/kernel-deb.sh verify DEBIAN_CONFIG NEW_CONFIG
 #                                        the check alone: Rust on, MODVERSIONS off, every RDMA/HCA
 #                                        option of Debian's config unchanged
+#   scripts/kernel-deb.sh dir            print that build directory
 #   scripts/kernel-deb.sh build          config + bindeb-pkg; packages in $IBCM_CACHE/kernel-deb/
 #   scripts/kernel-deb.sh add-rust-headers HEADERS_DEB KBUILD_DIR
 #                                        add rust/ (metadata, macros, bindgen parameters) to a
@@ -115,8 +116,14 @@ build_dir() {
 	echo "$IBCM_CACHE/build/$ver-deb-$hash"
 }
 
-configure() { # DIR
+# In the default (input-hashed) directory a finished configuration is reused, as
+# scripts/kernel.sh reuses a kernel build; its check runs every time.
+configure() { # DIR [reuse]
 	local dir=$1
+	if [[ ${2:-} == reuse && -f $dir/.ibcm-configured ]]; then
+		verify "$dir/.config.debian" "$dir/.config" "$src"
+		return
+	fi
 	[[ -f $debcfg_xz ]] || die "$debcfg_xz missing (package linux-config-6.12: scripts/deps.sh)"
 	command -v pahole >/dev/null || die "pahole missing (package dwarves: scripts/deps.sh): Debian's BTF would be dropped"
 	need_source
@@ -127,7 +134,8 @@ configure() { # DIR
 		"$src/scripts/kconfig/merge_config.sh" -m -O "$dir" "$dir/.config" "$frag"
 		kmake "$dir" olddefconfig
 	} >"$dir/config.log" 2>&1 || { tail -20 "$dir/config.log" >&2; die "configuration failed (log: $dir/config.log)"; }
-	verify "$dir/.config.debian" "$dir/.config" "$src"
+	verify "$dir/.config.debian" "$dir/.config" "$src" || return 1
+	touch "$dir/.ibcm-configured"
 }
 
 # 6.12's linux-headers package has no rust/: out-of-tree Rust modules (and so DKMS) cannot
@@ -158,15 +166,16 @@ add_rust_headers() { # HEADERS_DEB KBUILD_DIR
 }
 
 case ${1:-} in
+dir) build_dir ;;
 verify) verify "$2" "$3" "${4:-}" ;;
-config) configure "${2:-$(build_dir)}" ;;
+config) if [[ -n ${2:-} ]]; then configure "$2"; else configure "$(build_dir)" reuse; fi ;;
 add-rust-headers) add_rust_headers "$2" "$3" ;;
 build)
 	for c in dpkg-buildpackage rsync; do
 		command -v "$c" >/dev/null || die "$c missing (apt-get install --no-remove dpkg-dev rsync)"
 	done
 	dir=$(build_dir)
-	configure "$dir"
+	configure "$dir" reuse
 	outdir=$IBCM_CACHE/kernel-deb
 	log "kernel-deb: bindeb-pkg in $dir (hours on 2 cores; log: $dir/build.log)"
 	start=$(date +%s)
@@ -183,5 +192,5 @@ build)
 	log "kernel-deb: done in $(($(date +%s) - start)) s: $(ls "$outdir")"
 	echo "$outdir"
 	;;
-*) die "usage: $0 config [DIR] | verify DEBIAN_CONFIG NEW_CONFIG | build | add-rust-headers DEB KBUILD_DIR" ;;
+*) die "usage: $0 config [DIR] | dir | verify DEBIAN_CONFIG NEW_CONFIG | build | add-rust-headers DEB KBUILD_DIR" ;;
 esac

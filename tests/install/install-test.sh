@@ -30,6 +30,12 @@ WHY="before make install: resolves to '$(resolve)'" check install_before_resolve
 before_author=$(author)
 WHY="the in-tree module already has our author string" check install_authors_differ test "$before_author" != "$ours_author"
 
+# Without KDIR, make install refuses at once (the default KDIR is the project's test kernel).
+out_=$(make -s -C "$top" install INSTALL_MOD_PATH="$root" 2>&1)
+rc=$?
+WHY="rc $rc: $(tr '\n' ' ' <<<"$out_")" check make_install_without_kdir_refused \
+	bash -c '(($1 != 0)) && grep -q "needs the kernel to install for" <<<"$2" && test ! -e "$3"' _ "$rc" "$out_" "$mods/updates"
+
 start=$(date +%s)
 if make -s -C "$top" install KDIR="$kdir" INSTALL_MOD_PATH="$root" >"$out/make-install.log" 2>&1; then
 	ok "make_install_succeeds ($(($(date +%s) - start)) s)"

@@ -16,8 +16,11 @@ kdir=$1
 work=$(mktemp -d /tmp/ibcm-kdeb.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
+# The configuration lives in the input-hashed build directory of `make kernel-deb` (made once,
+# checked every time); the mutations below work on copies.
 start=$(date +%s)
-if out=$("$kdeb" config "$work/cfg" 2>&1); then
+cfgdir=$("$kdeb" dir)
+if out=$("$kdeb" config 2>&1); then
 	ok "kernel_deb_config_rust_and_debian_rdma_options ($(($(date +%s) - start)) s): $(grep 'config ok' <<<"$out" | sed 's/^kernel-deb: //')"
 else
 	notok kernel_deb_config_rust_and_debian_rdma_options "$(tail -5 <<<"$out" | tr '\n' ' ')"
@@ -25,7 +28,7 @@ fi
 grep 'warning' <<<"$out" | sed 's/^/        /' >&2
 
 # The check must refuse each of these breakages of the configured .config.
-deb=$work/cfg/.config.debian new=$work/cfg/.config
+deb=$cfgdir/.config.debian new=$cfgdir/.config
 mutate() { # NAME EXPECTED-MESSAGE SED-SCRIPT
 	local m=$work/mut-$1
 	[[ -f $new ]] || { notok "kernel_deb_verify_catches_$1" "no configured .config"; return; }
