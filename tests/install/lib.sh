@@ -37,8 +37,10 @@ debian_headers() {
 	dir=$IBCM_CACHE/debian-headers/$ver
 	if [[ ! -f $dir/.unpacked ]]; then
 		mkdir -p "$IBCM_CACHE/debs" "$dir" || return 1
+		# A machine whose package lists are older than linux-source-6.12 needs them refreshed.
 		(cd "$IBCM_CACHE/debs" && ls "$name"_*.deb >/dev/null 2>&1 ||
-			apt-get download -qq "$name=$ver" 2>/dev/null) || return 1
+			apt-get download -qq "$name=$ver" 2>/dev/null ||
+			{ apt-get update -qq && apt-get download -qq "$name=$ver" 2>/dev/null; }) || return 1
 		dpkg-deb -x "$(ls "$IBCM_CACHE/debs/$name"_*.deb | head -1)" "$dir" || return 1
 		touch "$dir/.unpacked"
 	fi
