@@ -8,15 +8,30 @@
 #   make fuzz       long run of the wire-codec fuzz driver (IBCM_FUZZ_ITERS, default 20M)
 #   make bench      REQ flood and connection (cmtime) benchmarks, ours vs the in-tree C ib_cm
 #   make bench-conn the connection benchmark only (release kernel)
+#   make install    (root) ib_cm.ko into /lib/modules/<release>/updates/ + depmod (INSTALL_MOD_PATH=)
+#   make uninstall  removes it again (KDIR= or KERNELRELEASE= names the kernel)
+#   make install-test  the INSTALL layer alone (preflight, install, DKMS, kernel-deb config)
+#   make dkms-check    dkms add/build/install/remove against the cached test kernel, in a temp tree
+#   make kernel-deb    Debian kernel packages (bindeb-pkg) from Debian's 6.12 config plus Rust
+#
+# KDIR=/path/to/kernel/build builds against that kernel (no test kernel is built); it is checked
+# first by scripts/check-kdir.sh (Rust, 6.12, no MODVERSIONS, the rdma ABI) and refused with one
+# message if ib_cm-rs cannot be built for it.
 #
 # VARIANT=debug (default: lockdep, DEBUG_ATOMIC_SLEEP, KASAN, kmemleak) or VARIANT=release.
 
 VARIANT ?= debug
 TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 KTOOLS = $(shell $(TOP)/scripts/lib.sh ktools)
-KDIR ?= $(shell $(TOP)/scripts/kernel.sh kdir $(VARIANT))
+# A KDIR given by the user (command line or environment) is used as it is; only the default,
+# the cached test kernel, is built on demand.
+ifeq ($(filter command line environment,$(origin KDIR)),)
+KDIR = $(shell $(TOP)/scripts/kernel.sh kdir $(VARIANT))
+MODULES_PREREQ := kernel
+endif
 
-.PHONY: all modules deps kernel clippy clean check host-test qemu-test run bench bench-conn fuzz
+.PHONY: all modules deps kernel clippy clean check host-test qemu-test run bench bench-conn fuzz \
+	install uninstall install-test dkms-check kernel-deb
 
 all: modules
 
@@ -26,8 +41,9 @@ deps:
 kernel: deps
 	@$(TOP)/scripts/kernel.sh kdir $(VARIANT) >/dev/null
 
-modules: kernel
+modules: $(MODULES_PREREQ)
 	@test -n "$(KDIR)" || { echo "error: no kernel build directory (KDIR)" >&2; exit 1; }
+	@RUSTC=/usr/bin/rustc $(TOP)/scripts/check-kdir.sh --quiet $(KDIR)
 	$(MAKE) -C $(KDIR) M=$(TOP) $(KTOOLS) $(if $(IBCM_KUNIT),IBCM_KUNIT=$(IBCM_KUNIT)) modules
 
 # Both builds (with and without the KUnit suites) must be clippy-clean.
@@ -60,6 +76,27 @@ bench: deps
 # Only the connection benchmark (cmtime through rdma_cm, ours vs C).
 bench-conn: deps
 	@$(TOP)/tests/bench/conn_bench.sh $${BOOTS:-2} $${CONNS:-100} $${CONN_ROUNDS:-4}
+
+# Installing needs the kernel named: the default KDIR is the project's test kernel.
+ifeq ($(MODULES_PREREQ),kernel)
+install:
+	@echo "error: make install needs the kernel to install for, e.g. sudo make install KDIR=/lib/modules/\$$(uname -r)/build" >&2; exit 1
+else
+install: modules
+	@$(TOP)/scripts/install.sh install $(KDIR)
+endif
+
+uninstall:
+	@$(TOP)/scripts/install.sh uninstall $(if $(KERNELRELEASE),,$(if $(MODULES_PREREQ),,$(KDIR)))
+
+install-test: deps
+	@$(TOP)/tests/run-install.sh $(VARIANT)
+
+dkms-check: deps
+	@$(TOP)/tests/install/dkms-check.sh $(VARIANT)
+
+kernel-deb: deps
+	@$(TOP)/scripts/kernel-deb.sh build
 
 clean:
 	@if [ -n "$$(ls $(TOP)/scripts 2>/dev/null)" ] && KD=$$($(TOP)/scripts/kernel.sh kdir $(VARIANT) 2>/dev/null); then \

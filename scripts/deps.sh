@@ -7,7 +7,7 @@ set -euo pipefail
 PKGS=(linux-source-6.12 rustc-web rust-web-src clang lld llvm libclang-dev bc flex
       bison libelf-dev libssl-dev cpio qemu-system-x86 busybox-static rdmacm-utils
       ibverbs-utils ibverbs-providers iproute2 perftest xz-utils make python3
-      rust-web-clippy gcc libc6-dev linux-libc-dev)
+      rust-web-clippy gcc libc6-dev linux-libc-dev dkms linux-config-6.12 dwarves)
 
 CACHE=${IBCM_CACHE:-/var/cache/ib_cm-rs}
 BINDGEN_VERSION=0.70.1
@@ -25,7 +25,7 @@ if ((${#missing[@]})); then
 	echo "deps: installing ${missing[*]}"
 	# linux-source-6.12 and rustc-web come from bookworm-security / bookworm-updates.
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq || die "apt-get update failed"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends --no-remove "${missing[@]}" \
 		|| die "apt-get install failed for: ${missing[*]}"
 fi
 

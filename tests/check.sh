@@ -9,7 +9,8 @@ start=$(date +%s)
 "$top/scripts/deps.sh" || { echo "0 passed, 1 failed"; exit 1; }
 read -r _ hp hf < <("$top/tests/run-host.sh" | tail -1)
 read -r _ qp qf < <("$top/tests/run-qemu.sh" "$variant" | tail -1)
-hp=${hp:-0} hf=${hf:-1} qp=${qp:-0} qf=${qf:-1}
-echo "host: $hp passed, $hf failed; qemu: $qp passed, $qf failed; $(( $(date +%s) - start ))s" >&2
-echo "$((hp + qp)) passed, $((hf + qf)) failed"
-(( hf + qf == 0 ))
+read -r _ ip if_ < <("$top/tests/run-install.sh" "$variant" | tail -1)
+hp=${hp:-0} hf=${hf:-1} qp=${qp:-0} qf=${qf:-1} ip=${ip:-0} if_=${if_:-1}
+echo "host: $hp passed, $hf failed; qemu: $qp passed, $qf failed; install: $ip passed, $if_ failed; $(( $(date +%s) - start ))s" >&2
+echo "$((hp + qp + ip)) passed, $((hf + qf + if_)) failed"
+(( hf + qf + if_ == 0 ))

@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Debian kernel packages that ib_cm-rs can be built for and loaded into: Debian's own 6.12
+# amd64 configuration plus Rust (scripts/kernel-deb.config), built from linux-source-6.12
+# with the project's toolchain (LLVM=1, rustc-web, bindgen) by the kernel's bindeb-pkg.
+#
+#   scripts/kernel-deb.sh config [DIR]   configure only, into DIR (default: the build directory
+#                                        of `build`, reused once configured), and verify it
+#   scripts/kernel-deb.sh verify DEBIAN_CONFIG NEW_CONFIG
+#                                        the check alone: Rust on, MODVERSIONS off, every RDMA/HCA
+#                                        option of Debian's config unchanged
+#   scripts/kernel-deb.sh dir            print that build directory
+#   scripts/kernel-deb.sh build          config + bindeb-pkg; packages in $IBCM_CACHE/kernel-deb/
+#   scripts/kernel-deb.sh add-rust-headers HEADERS_DEB KBUILD_DIR
+#                                        add rust/ (metadata, macros, bindgen parameters) to a
+#                                        linux-headers .deb, which 6.12 does not ship
+#
+# IBCM_DEB_COMPRESS (default xz) is the repacked headers package's compression.
+# The build takes hours on a small machine (Debian's config builds thousands of modules with
+# debug info); `make check` runs `config` only.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+
+frag=$here/kernel-deb.config
+debcfg_xz=/usr/src/linux-config-6.12/config.amd64_none_amd64.xz
+
+# The RDMA/HCA options: every symbol declared under drivers/infiniband/, every *INFINIBAND*,
+# *RDMA*, *IPOIB* symbol elsewhere (NVMe-oF, RDS, 9p, SMB Direct, ...) and the Ethernet/HCA
+# core drivers the RDMA drivers sit on.
+rdma_symbols() { # SRCTREE DEBIAN_CONFIG
+	{
+		find "$1/drivers/infiniband" -name 'Kconfig*' -exec sed -n 's/^\(menu\)\?config \([A-Z0-9_]*\).*/CONFIG_\2/p' {} +
+		grep -oE '^(# )?CONFIG_[A-Z0-9_]*(INFINIBAND|RDMA|IPOIB)[A-Z0-9_]*' "$2" | sed 's/^# //'
+		grep -oE '^(# )?CONFIG_(MLX4|MLX5)_[A-Z0-9_]*|^(# )?CONFIG_(MLXFW|ICE|I40E|IDPF|BNXT|QED|QEDE|MICROSOFT_MANA|CHELSIO_T4|BE2NET|ENIC|HNS3)\b' "$2" | sed 's/^# //'
+	} | sort -u
+}
+
+# "y", "m", a value, or "unset".
+value() { # CONFIG SYMBOL
+	local v
+	v=$(grep -m1 -E "^$2=" "$1" | cut -d= -f2-) || true
+	echo "${v:-unset}"
+}
+
+verify() { # DEBIAN_CONFIG NEW_CONFIG [SRCTREE]
+	local deb=$1 new=$2 srct=${3:-} bad=0 n=0 kept=0 s a b line
+	[[ -n $srct ]] || srct=$IBCM_CACHE/src/linux-$(kernel_pkg_version)
+	[[ $(value "$new" CONFIG_RUST) == y ]] || { echo "kernel-deb: CONFIG_RUST is not y after olddefconfig" >&2; bad=1; }
+	[[ $(value "$new" CONFIG_MODVERSIONS) == unset ]] || { echo "kernel-deb: CONFIG_MODVERSIONS is still set" >&2; bad=1; }
+	[[ $(value "$new" CONFIG_CC_IS_CLANG) == y ]] || { echo "kernel-deb: not configured for clang (LLVM=1)" >&2; bad=1; }
+	while IFS= read -r line; do
+		if [[ $line =~ ^(CONFIG_[A-Za-z0-9_]+)=(.*)$ ]]; then
+			grep -qxF "$line" "$new" || { echo "kernel-deb: fragment line '$line' did not survive (have: $(value "$new" "${BASH_REMATCH[1]}"))" >&2; bad=1; }
+		fi
+	done <"$frag"
+	# Debian's BTF (bpftrace, systemd's BPF programs) stays: Rust allows it with pahole >= 1.24.
+	if [[ $(value "$deb" CONFIG_DEBUG_INFO_BTF) == y && $(value "$new" CONFIG_DEBUG_INFO_BTF) != y ]]; then
+		echo "kernel-deb: Debian's CONFIG_DEBUG_INFO_BTF=y was dropped (pahole >= 1.24 missing? package dwarves)" >&2
+		bad=1
+	fi
+	while IFS= read -r s; do
+		n=$((n + 1))
+		a=$(value "$deb" "$s")
+		b=$(value "$new" "$s")
+		if [[ $a != "$b" ]]; then
+			echo "kernel-deb: $s: Debian has $a, this config has $b" >&2
+			bad=1
+		elif [[ $a == y || $a == m ]]; then
+			kept=$((kept + 1))
+		fi
+	done < <(rdma_symbols "$srct" "$deb")
+	# The drivers named in the issue: each a module, as Debian ships it.
+	for s in CONFIG_INFINIBAND CONFIG_MLX4_INFINIBAND CONFIG_MLX5_INFINIBAND CONFIG_INFINIBAND_IRDMA \
+		CONFIG_INFINIBAND_BNXT_RE CONFIG_RDMA_RXE CONFIG_INFINIBAND_IPOIB CONFIG_INFINIBAND_SRPT; do
+		[[ $(value "$new" "$s") == m ]] || { echo "kernel-deb: $s is $(value "$new" "$s"), not m" >&2; bad=1; }
+	done
+	((kept >= 40)) || { echo "kernel-deb: only $kept RDMA/HCA options set in $deb (wrong config file?)" >&2; bad=1; }
+	# clang 14 has no -mfunction-return=thunk-extern nor -fpatchable-function-entry: the
+	# return-thunk based CPU mitigations Debian's gcc build has are not available. Said, not fatal.
+	lost=$(for s in $(grep -oE '^CONFIG_(MITIGATION_[A-Z0-9_]+|CALL_PADDING|CALL_THUNKS)=y' "$deb" | cut -d= -f1); do
+		[[ $(value "$new" "$s") == y ]] || echo "${s#CONFIG_}"; done | tr '\n' ' ')
+	[[ -z $lost ]] || echo "kernel-deb: warning: not available with $(clang --version | head -1 | sed 's/ (.*//'): $lost(Debian's gcc build has them; a newer clang would)" >&2
+	((bad == 0)) || return 1
+	echo "kernel-deb: config ok: Rust on, MODVERSIONS off, $n RDMA/HCA options as Debian has them ($kept of them y/m)"
+}
+
+ver=$(kernel_pkg_version) || true
+src=$IBCM_CACHE/src/linux-$ver
+kmake() { make -C "$src" O="$1" "${KTOOLS[@]}" "${@:2}"; }
+
+# The extracted source, shared with scripts/kernel.sh (same place, marker and lock).
+need_source() {
+	[[ -n $ver ]] || die "linux-source-6.12 is not installed (run scripts/deps.sh)"
+	[[ -f $src/.ibcm-extracted ]] && return
+	mkdir -p "$IBCM_CACHE/src"
+	exec 9>"$IBCM_CACHE/.kernel.lock"
+	flock 9
+	if [[ ! -f $src/.ibcm-extracted ]]; then
+		log "kernel-deb: extracting $KTARBALL"
+		rm -rf "$src" "$src.tmp"
+		mkdir -p "$src.tmp"
+		tar -C "$src.tmp" -xf "$KTARBALL" || die "cannot extract $KTARBALL"
+		mv "$src.tmp"/linux-source-6.12 "$src" && rmdir "$src.tmp"
+		touch "$src/.ibcm-extracted"
+	fi
+	exec 9>&-
+}
+
+build_dir() {
+	local hash
+	hash=$( { xz -dc "$debcfg_xz"; cat "$frag"; /usr/bin/rustc --version; clang --version | head -1;
+		  "$BINDGEN_BIN" --version; } | sha256sum | cut -c1-12)
+	echo "$IBCM_CACHE/build/$ver-deb-$hash"
+}
+
+# In the default (input-hashed) directory a finished configuration is reused, as
+# scripts/kernel.sh reuses a kernel build; its check runs every time.
+configure() { # DIR [reuse]
+	local dir=$1
+	if [[ ${2:-} == reuse && -f $dir/.ibcm-configured ]]; then
+		verify "$dir/.config.debian" "$dir/.config" "$src"
+		return
+	fi
+	[[ -f $debcfg_xz ]] || die "$debcfg_xz missing (package linux-config-6.12: scripts/deps.sh)"
+	command -v pahole >/dev/null || die "pahole missing (package dwarves: scripts/deps.sh): Debian's BTF would be dropped"
+	need_source
+	mkdir -p "$dir"
+	xz -dc "$debcfg_xz" >"$dir/.config"
+	cp "$dir/.config" "$dir/.config.debian"
+	{
+		"$src/scripts/kconfig/merge_config.sh" -m -O "$dir" "$dir/.config" "$frag"
+		kmake "$dir" olddefconfig
+	} >"$dir/config.log" 2>&1 || { tail -20 "$dir/config.log" >&2; die "configuration failed (log: $dir/config.log)"; }
+	verify "$dir/.config.debian" "$dir/.config" "$src" || return 1
+	touch "$dir/.ibcm-configured"
+}
+
+# 6.12's linux-headers package has no rust/: out-of-tree Rust modules (and so DKMS) cannot
+# be built against it. Repack it with what an external Rust module build reads.
+add_rust_headers() { # HEADERS_DEB KBUILD_DIR
+	local deb=$1 kb=$2 tmp hdir f
+	tmp=$(mktemp -d)
+	dpkg-deb -R "$deb" "$tmp" || die "cannot unpack $deb"
+	hdir=$(find "$tmp/usr/src" -mindepth 1 -maxdepth 1 -type d -name 'linux-headers-*' | head -1)
+	[[ -n $hdir ]] || die "$deb has no /usr/src/linux-headers-* directory"
+	mkdir -p "$hdir/rust"
+	for f in "$kb"/rust/*.rmeta "$kb"/rust/libmacros.so; do
+		[[ -e $f ]] || die "$kb has no built $(basename "$f") (CONFIG_RUST build?)"
+		cp "$f" "$hdir/rust/"
+	done
+	cp "$(readlink -f "$kb/source" 2>/dev/null || echo "$kb")/rust/bindgen_parameters" "$hdir/rust/" ||
+		die "no rust/bindgen_parameters in the source tree"
+	[[ -e $hdir/scripts/target.json || ! -e $kb/scripts/target.json ]] || cp "$kb/scripts/target.json" "$hdir/scripts/"
+	# md5sums must list the new files for debsums/dpkg --verify.
+	if [[ -f $tmp/DEBIAN/md5sums ]]; then
+		(cd "$tmp" && find "${hdir#"$tmp"/}/rust" -type f -exec md5sum {} + >>DEBIAN/md5sums)
+		[[ ! -e $hdir/scripts/target.json ]] || (cd "$tmp" && md5sum "${hdir#"$tmp"/}/scripts/target.json" >>DEBIAN/md5sums)
+	fi
+	dpkg-deb --root-owner-group -Z"${IBCM_DEB_COMPRESS:-xz}" -b "$tmp" "$deb.new" >/dev/null || die "cannot repack $deb"
+	mv "$deb.new" "$deb"
+	rm -rf "$tmp"
+	echo "kernel-deb: added rust/ to $(basename "$deb")"
+}
+
+case ${1:-} in
+dir) build_dir ;;
+verify) verify "$2" "$3" "${4:-}" ;;
+config) if [[ -n ${2:-} ]]; then configure "$2"; else configure "$(build_dir)" reuse; fi ;;
+add-rust-headers) add_rust_headers "$2" "$3" ;;
+build)
+	for c in dpkg-buildpackage rsync; do
+		command -v "$c" >/dev/null || die "$c missing (apt-get install --no-remove dpkg-dev rsync)"
+	done
+	dir=$(build_dir)
+	configure "$dir" reuse
+	outdir=$IBCM_CACHE/kernel-deb
+	log "kernel-deb: bindeb-pkg in $dir (hours on 2 cores; log: $dir/build.log)"
+	start=$(date +%s)
+	# bindeb-pkg leaves the packages in the parent of the build directory.
+	make -C "$src" O="$dir" "${KTOOLS[@]}" -j"$(nproc)" KDEB_PKGVERSION="$ver+rust1" bindeb-pkg \
+		>"$dir/build.log" 2>&1 ||
+		{ tail -40 "$dir/build.log" >&2; die "bindeb-pkg failed (log: $dir/build.log)"; }
+	mkdir -p "$outdir"
+	shopt -s nullglob
+	debs=("$(dirname "$dir")"/linux-*"$ver+rust1"*.deb)
+	((${#debs[@]})) || die "bindeb-pkg produced no .deb (log: $dir/build.log)"
+	mv "${debs[@]}" "$outdir/"
+	for h in "$outdir"/linux-headers-*"$ver+rust1"*.deb; do add_rust_headers "$h" "$dir"; done
+	log "kernel-deb: done in $(($(date +%s) - start)) s: $(ls "$outdir")"
+	echo "$outdir"
+	;;
+*) die "usage: $0 config [DIR] | dir | verify DEBIAN_CONFIG NEW_CONFIG | build | add-rust-headers DEB KBUILD_DIR" ;;
+esac

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# `make dkms-check`: Debian's dkms against dkms.conf, for the cached test kernel, entirely in a
+# scratch directory: --sourcetree (instead of /usr/src), --dkmstree (instead of /var/lib/dkms)
+# and --installtree (instead of /lib/modules, pre-filled with the test kernel's own modules),
+# so the host is left as it was; `dkms remove --all` and the scratch directory's removal undo
+# the rest. add, build (--kernelsourcedir), install, status, the built module's modinfo,
+# modprobe resolution (updates/ wins over the in-tree ib_cm), Debian's own kernel skipped as
+# not applicable (BUILD_EXCLUSIVE_*), remove. Leaves the installed tree in
+# OUT/modroot-dkms for the guest check.
+#
+#   dkms-check.sh [VARIANT | KDIR OUT]     prints `RESULT <passed> <failed>` last
+set -uo pipefail
+source "$(dirname "$0")/lib.sh"
+top=$itop
+if (($# == 2)); then
+	kdir=$1 out=$2
+else
+	kdir=$("$top/scripts/kernel.sh" kdir "${1:-debug}") || { notok dkms_setup "no test kernel"; result; exit 1; }
+	out=$top/out/install
+fi
+mkdir -p "$out"
+rel=$(release_of "$kdir")
+arch=x86_64
+command -v dkms >/dev/null || { notok dkms_setup "dkms not installed (scripts/deps.sh)"; result; exit 1; }
+name=$(sed -n 's/^PACKAGE_NAME="\(.*\)"$/\1/p' "$top/dkms.conf")
+ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' "$top/dkms.conf")
+work=$(mktemp -d /tmp/ibcm-dkms.XXXXXX)
+root=$work/root
+mods=$root/lib/modules/$rel
+opts=(--sourcetree "$work/src" --dkmstree "$work/dkms" --installtree "$root/lib/modules")
+log=$out/dkms.log
+: >"$log"
+host_before=$(ls -d /var/lib/dkms/"$name" /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null)
+cleanup() {
+	dkms remove "$name/$ver" --all --no-depmod "${opts[@]}" >>"$log" 2>&1
+	rm -rf "$work"
+}
+trap cleanup EXIT
+run() { echo "+ $*" >>"$log"; "$@" >>"$log" 2>&1; }
+
+# The source as `git archive` would give it, plus uncommitted files: no build outputs.
+mkdir -p "$work/src/$name-$ver" "$work/dkms" "$root"
+(cd "$top" && git ls-files -co --exclude-standard -z | tar --null -T - -c 2>/dev/null) | tar -x -C "$work/src/$name-$ver"
+read -r -a ktools <<<"$("$top/scripts/lib.sh" ktools)"
+make -s -C "$kdir" "${ktools[@]}" INSTALL_MOD_PATH="$root" modules_install >>"$log" 2>&1 ||
+	notok dkms_setup_in_tree_modules "modules_install of the test kernel failed"
+
+WHY="dkms add failed (log: $log)" check dkms_add run dkms add -m "$name" -v "$ver" "${opts[@]}"
+start=$(date +%s)
+if run dkms build -m "$name" -v "$ver" -k "$rel" -a "$arch" --kernelsourcedir "$kdir" "${opts[@]}"; then
+	ok "dkms_build ($(($(date +%s) - start)) s)"
+else
+	notok dkms_build "see $log and $work/dkms/$name/$ver/build/make.log"
+	cat "$work/dkms/$name/$ver/build/make.log" >>"$log" 2>/dev/null
+fi
+built=$work/dkms/$name/$ver/$rel/$arch/module/ib_cm.ko
+WHY="no $built" check dkms_built_module_exists test -f "$built"
+WHY="author '$(modinfo -F author "$built" 2>/dev/null)'" check dkms_built_module_is_ib_cm_rs \
+	test "$(modinfo -F author "$built" 2>/dev/null)" = "The ib_cm-rs developers"
+WHY="vermagic '$(modinfo -F vermagic "$built" 2>/dev/null)'" check dkms_built_for_the_test_kernel \
+	bash -c '[[ $(modinfo -F vermagic "$1") == "$2 "* ]]' _ "$built" "$rel"
+WHY="make.log shows no kernel make with the ktools (LLVM=1, RUSTC=/usr/bin/rustc)" check dkms_make_uses_ktools \
+	grep -qF "M=$work/dkms/$name/$ver/build ARCH=x86_64 LLVM=1 RUSTC=/usr/bin/rustc" "$log"
+WHY="version '$(modinfo -F version "$built" 2>/dev/null)', dkms.conf says $ver" check dkms_module_version_is_package_version \
+	test "$(modinfo -F version "$built" 2>/dev/null)" = "$ver"
+
+if run dkms install -m "$name" -v "$ver" -k "$rel" -a "$arch" --kernelsourcedir "$kdir" --no-depmod "${opts[@]}"; then
+	ok dkms_install
+else
+	notok dkms_install "see $log"
+fi
+inst=$(cd "$mods" 2>/dev/null && ls updates/dkms/ib_cm.ko* updates/ib_cm.ko* 2>/dev/null | head -1)
+WHY="nothing under $mods/updates" check dkms_installs_under_updates test -n "$inst"
+depmod -a -b "$root" "$rel" >>"$log" 2>&1
+got=$(modinfo -b "$root" -k "$rel" -n ib_cm 2>/dev/null | sed "s|^$mods/||")
+WHY="modprobe would load '$got'" check dkms_module_wins_over_in_tree test "$got" = "$inst"
+WHY="the in-tree ib_cm.ko is gone or changed" check dkms_keeps_in_tree_module \
+	cmp -s "$mods/kernel/drivers/infiniband/core/ib_cm.ko" "$kdir/drivers/infiniband/core/ib_cm.ko"
+st=$(dkms status -m "$name" -v "$ver" "${opts[@]}" 2>&1)
+WHY="dkms status: $st" check dkms_status_installed grep -q "$name/$ver, $rel, $arch: installed" <<<"$st"
+rm -rf "$out/modroot-dkms"
+cp -a "$root" "$out/modroot-dkms"
+
+# Debian's own kernel (no Rust, MODVERSIONS): dkms must skip it as not applicable, not fail.
+if deb=$(debian_headers); then
+	drel=$(release_of "$deb")
+	dkms build -m "$name" -v "$ver" -k "$drel" -a "$arch" --kernelsourcedir "$deb" "${opts[@]}" >"$work/deb.out" 2>&1
+	rc=$?
+	cat "$work/deb.out" >>"$log"
+	WHY="exit $rc: $(tail -2 "$work/deb.out" | tr '\n' ' ')" check dkms_skips_debian_kernel_as_not_applicable \
+		bash -c '(($1 == 77)) && grep -q "BUILD_EXCLUSIVE" "$2"' _ "$rc" "$work/deb.out"
+else
+	notok dkms_skips_debian_kernel_as_not_applicable "could not fetch Debian's linux-headers package"
+fi
+
+WHY="dkms remove failed (log: $log)" check dkms_remove run dkms remove "$name/$ver" --all --no-depmod "${opts[@]}"
+WHY="still installed: $(cd "$mods" && ls updates/dkms 2>/dev/null)" check dkms_remove_uninstalls \
+	bash -c '! ls "$1"/updates/dkms/ib_cm.ko* >/dev/null 2>&1' _ "$mods"
+WHY="$work/dkms/$name still there" check dkms_remove_cleans_its_tree test ! -e "$work/dkms/$name"
+host_after=$(ls -d /var/lib/dkms/"$name" /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null)
+WHY="host changed: before '$host_before', after '$host_after'" check dkms_left_host_untouched test "$host_before" = "$host_after"
+result

@@ -1,0 +1,87 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Init of the install check guest (booted with rdinit=/install-init.sh, so the test guest's own
+# /init does not run): the image carries a real module tree, /lib/modules/$(uname -r), with the
+# in-tree C ib_cm under kernel/ and ib_cm-rs under updates/ (from `make install` or from dkms),
+# and kmod's modprobe. Checks that an unmodified `modprobe rdma_cm` loads ib_cm-rs and that
+# rping listens through it. Kernel command line: ibcm.install=<name> names the run.
+# Results in the test guest's format (IBCM-E2E lines, IBCM-DONE), for tests/qemu/parse.py.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t tmpfs tmpfs /tmp
+mkdir -p /dev/pts /run
+echo /bin/true >/proc/sys/kernel/modprobe
+
+NAME=install
+for arg in $(cat /proc/cmdline); do
+	case $arg in ibcm.install=*) NAME=${arg#ibcm.install=} ;; esac
+done
+klog() { echo "$*" >/dev/kmsg; }
+e2e() { klog "IBCM-E2E: $*"; }
+finish() {
+	klog "IBCM-DONE"
+	sync
+	reboot -f
+}
+# busybox runs its own modprobe/modinfo applets before PATH: name kmod's explicitly.
+MODPROBE=/usr/sbin/modprobe
+MODINFO=/usr/sbin/modinfo
+rel=$(uname -r)
+ours="The ib_cm-rs developers"
+
+path=$($MODINFO -n ib_cm 2>&1)
+case $path in
+/lib/modules/$rel/updates/*) e2e "ok ${NAME}_guest_modinfo_resolves_updates" ;;
+*) e2e "not ok ${NAME}_guest_modinfo_resolves_updates # modinfo -n ib_cm: $path" ;;
+esac
+
+# rxe's dependencies (ib_core, the UDP tunnels) come from the module tree too.
+$MODPROBE rdma_rxe 2>/tmp/mp.err || { cat /tmp/mp.err >/dev/kmsg; e2e "not ok ${NAME}_guest_modprobe_rdma_rxe # $(cat /tmp/mp.err)"; finish; }
+e2e "ok ${NAME}_guest_modprobe_rdma_rxe"
+/usr/bin/ip link set lo up
+/usr/bin/ip link add veth0 type veth peer name veth1 || { e2e "not ok ${NAME}_guest_setup # veth"; finish; }
+/usr/bin/ip addr add 10.0.0.1/24 dev veth0
+/usr/bin/ip addr add 10.0.0.2/24 dev veth1
+/usr/bin/ip link set veth0 up
+/usr/bin/ip link set veth1 up
+rdma link add rxe0 type rxe netdev veth0 || { e2e "not ok ${NAME}_guest_setup # rdma link add"; finish; }
+
+# The point: nothing names our module, modprobe picks it from updates/ as rdma_cm's dependency.
+if $MODPROBE rdma_ucm 2>/tmp/mp.err; then
+	e2e "ok ${NAME}_guest_modprobe_rdma_cm"
+else
+	cat /tmp/mp.err >/dev/kmsg
+	e2e "not ok ${NAME}_guest_modprobe_rdma_cm # $(cat /tmp/mp.err)"
+	finish
+fi
+# The loaded ib_cm is ours: out-of-tree taint (O), our version file, and modinfo's author.
+taint=$(cat /sys/module/ib_cm/taint 2>/dev/null)
+version=$(cat /sys/module/ib_cm/version 2>/dev/null)
+author=$($MODINFO -F author ib_cm 2>/dev/null)
+klog "IBCM-SAY: ib_cm loaded: taint '$taint', version '$version', author '$author', $(grep '^ib_cm ' /proc/modules)"
+if [ "$taint" = O ] && [ -n "$version" ] && [ "$author" = "$ours" ]; then
+	e2e "ok ${NAME}_guest_loaded_ib_cm_is_ib_cm_rs"
+else
+	e2e "not ok ${NAME}_guest_loaded_ib_cm_is_ib_cm_rs # taint '$taint', version '$version', author '$author'"
+fi
+
+rping -s -a 10.0.0.1 -p 7174 >/tmp/rping-s.log 2>&1 &
+srv=$!
+sleep 1
+if kill -0 $srv 2>/dev/null; then
+	e2e "ok ${NAME}_guest_rping_listens_through_ib_cm_rs"
+else
+	e2e "not ok ${NAME}_guest_rping_listens_through_ib_cm_rs # rping -s exited: $(tail -1 /tmp/rping-s.log)"
+fi
+kill $srv 2>/dev/null
+wait $srv 2>/dev/null
+
+if $MODPROBE -r rdma_ucm rdma_cm iw_cm ib_cm 2>/tmp/mp.err && [ ! -d /sys/module/ib_cm ]; then
+	e2e "ok ${NAME}_guest_modprobe_r_unloads"
+else
+	e2e "not ok ${NAME}_guest_modprobe_r_unloads # $(cat /tmp/mp.err) $(cut -d' ' -f1,3 /proc/modules | tr '\n' ' ')"
+fi
+finish

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# `make kernel-deb` without building the kernel: the configuration step (Debian's 6.12 amd64
+# config + scripts/kernel-deb.config, olddefconfig with the project's toolchain) must give Rust
+# on, MODVERSIONS off and every RDMA/HCA option as Debian has it; the check itself must catch a
+# config that breaks any of those; and the headers repack (add-rust-headers) must turn a
+# linux-headers package as bindeb-pkg makes it (here: of the test kernel, through the kernel's
+# own install-extmod-build) into one ib_cm.ko builds against.
+#
+#   kernel-deb-test.sh KDIR       prints `RESULT <passed> <failed>` last
+set -uo pipefail
+source "$(dirname "$0")/lib.sh"
+top=$itop
+kdeb=$top/scripts/kernel-deb.sh
+kdir=$1
+work=$(mktemp -d /tmp/ibcm-kdeb.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+# The configuration lives in the input-hashed build directory of `make kernel-deb` (made once,
+# checked every time); the mutations below work on copies.
+start=$(date +%s)
+cfgdir=$("$kdeb" dir)
+if out=$("$kdeb" config 2>&1); then
+	ok "kernel_deb_config_rust_and_debian_rdma_options ($(($(date +%s) - start)) s): $(grep 'config ok' <<<"$out" | sed 's/^kernel-deb: //')"
+else
+	notok kernel_deb_config_rust_and_debian_rdma_options "$(tail -5 <<<"$out" | tr '\n' ' ')"
+fi
+grep 'warning' <<<"$out" | sed 's/^/        /' >&2
+
+# The check must refuse each of these breakages of the configured .config.
+deb=$cfgdir/.config.debian new=$cfgdir/.config
+mutate() { # NAME EXPECTED-MESSAGE SED-SCRIPT
+	local m=$work/mut-$1
+	[[ -f $new ]] || { notok "kernel_deb_verify_catches_$1" "no configured .config"; return; }
+	sed "$3" "$new" >"$m"
+	if cmp -s "$m" "$new"; then notok "kernel_deb_verify_catches_$1" "test setup: sed changed nothing"; return; fi
+	if out=$("$kdeb" verify "$deb" "$m" 2>&1); then
+		notok "kernel_deb_verify_catches_$1" "verify accepted it"
+	elif grep -qF -- "$2" <<<"$out"; then
+		ok "kernel_deb_verify_catches_$1"
+	else
+		notok "kernel_deb_verify_catches_$1" "message lacks '$2': $(tr '\n' ' ' <<<"$out")"
+	fi
+}
+mutate rust_off "CONFIG_RUST is not y" 's/^CONFIG_RUST=y$/# CONFIG_RUST is not set/'
+mutate modversions_on "CONFIG_MODVERSIONS is still set" 's/^# CONFIG_MODVERSIONS is not set$/CONFIG_MODVERSIONS=y/'
+mutate mlx5_dropped "CONFIG_MLX5_INFINIBAND" '/^CONFIG_MLX5_INFINIBAND=/d'
+mutate irdma_builtin "CONFIG_INFINIBAND_IRDMA: Debian has m, this config has y" 's/^CONFIG_INFINIBAND_IRDMA=m$/CONFIG_INFINIBAND_IRDMA=y/'
+mutate nvme_rdma_dropped "CONFIG_NVME_RDMA" '/^CONFIG_NVME_RDMA=/d'
+mutate btf_dropped "CONFIG_DEBUG_INFO_BTF=y was dropped" 's/^CONFIG_DEBUG_INFO_BTF=y$/# CONFIG_DEBUG_INFO_BTF is not set/'
+
+# A linux-headers .deb as bindeb-pkg builds it (builddeb: install-extmod-build, the build link).
+rel=$(release_of "$kdir")
+src=$(readlink -f "$kdir/source")
+pkg=$work/pkg
+hdr=$pkg/usr/src/linux-headers-$rel
+mkdir -p "$hdr" "$pkg/lib/modules/$rel" "$pkg/DEBIAN"
+if (cd "$kdir" && srctree=$src SRCARCH=x86 CC=clang HOSTCC=clang MAKE=make \
+	sh "$src/scripts/package/install-extmod-build" "$hdr") >"$work/extmod.log" 2>&1; then
+	ln -s "/usr/src/linux-headers-$rel" "$pkg/lib/modules/$rel/build"
+	printf 'Package: linux-headers-%s\nVersion: 1\nArchitecture: amd64\nMaintainer: test <t@localhost>\nDescription: test\n' \
+		"$rel" >"$pkg/DEBIAN/control"
+	(cd "$pkg" && find usr -type f -exec md5sum {} + >DEBIAN/md5sums)
+	dpkg-deb --root-owner-group -Znone -b "$pkg" "$work/headers.deb" >/dev/null
+	mkdir -p "$work/plain"
+	dpkg-deb -x "$work/headers.deb" "$work/plain"
+	out=$("$top/scripts/check-kdir.sh" "$work/plain/usr/src/linux-headers-$rel" 2>&1)
+	WHY="the preflight accepted a 6.12 headers package without rust/" check kernel_deb_plain_headers_have_no_rust \
+		grep -q "no built Rust support" <<<"$out"
+	if IBCM_DEB_COMPRESS=none "$kdeb" add-rust-headers "$work/headers.deb" "$kdir" >&2; then
+		mkdir -p "$work/rusty"
+		dpkg-deb -x "$work/headers.deb" "$work/rusty"
+		h=$work/rusty/usr/src/linux-headers-$rel
+		WHY="$(cd "$h" && ls rust 2>&1 | tr '\n' ' ')" check kernel_deb_headers_get_rust \
+			test -f "$h/rust/libkernel.rmeta" -a -f "$h/rust/libmacros.so" -a -f "$h/rust/bindgen_parameters"
+		WHY="$(dpkg-deb -I "$work/headers.deb" md5sums 2>&1 | grep -c rust/) rust/ lines" check kernel_deb_headers_md5sums_list_rust \
+			bash -c 'dpkg-deb -I "$1" md5sums | grep -q "rust/libkernel.rmeta"' _ "$work/headers.deb"
+		WHY="$("$top/scripts/check-kdir.sh" "$h" 2>&1 | tr '\n' ' ')" check kernel_deb_headers_pass_preflight \
+			"$top/scripts/check-kdir.sh" --quiet "$h"
+		mkdir -p "$work/m"
+		(cd "$top" && git ls-files -co --exclude-standard -z | tar --null -T - -c 2>/dev/null) | tar -x -C "$work/m"
+		read -r -a ktools <<<"$("$top/scripts/lib.sh" ktools)"
+		s=$(date +%s)
+		if make -C "$h" M="$work/m" "${ktools[@]}" modules >"$work/build.log" 2>&1 && [[ -f $work/m/ib_cm.ko ]]; then
+			ok "kernel_deb_headers_build_ib_cm ($(($(date +%s) - s)) s, vermagic $(modinfo -F vermagic "$work/m/ib_cm.ko"))"
+		else
+			notok kernel_deb_headers_build_ib_cm "$(grep -m3 -E 'error|Error' "$work/build.log" | tr '\n' ' ')"
+		fi
+	else
+		notok kernel_deb_headers_get_rust "add-rust-headers failed"
+	fi
+else
+	notok kernel_deb_headers_package "install-extmod-build failed: $(tail -3 "$work/extmod.log" | tr '\n' ' ')"
+fi
+result
