@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Install everything the build and the tests need on a Debian 12 machine.
-# Idempotent: a second run with everything present does nothing but check.
+# Idempotent: a second run with everything present does nothing but check. It never removes
+# a package: apt-get runs with --no-remove and this script fails instead (installing
+# qemu-system-x86 once made apt remove a newer qemu-utils that was already installed).
 set -euo pipefail
 
 PKGS=(linux-source-6.12 rustc-web rust-web-src clang lld llvm libclang-dev bc flex
       bison libelf-dev libssl-dev cpio qemu-system-x86 busybox-static rdmacm-utils
       ibverbs-utils ibverbs-providers iproute2 perftest xz-utils make python3
-      rust-web-clippy gcc libc6-dev linux-libc-dev dkms linux-config-6.12 dwarves)
+      python3-pyverbs rust-web-clippy gcc libc6-dev linux-libc-dev dkms linux-config-6.12 dwarves)
 
 CACHE=${IBCM_CACHE:-/var/cache/ib_cm-rs}
 BINDGEN_VERSION=0.70.1
@@ -25,8 +27,12 @@ if ((${#missing[@]})); then
 	echo "deps: installing ${missing[*]}"
 	# linux-source-6.12 and rustc-web come from bookworm-security / bookworm-updates.
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq || die "apt-get update failed"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends --no-remove "${missing[@]}" \
-		|| die "apt-get install failed for: ${missing[*]}"
+	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends --no-remove \
+		"${missing[@]}"; then
+		removals=$(apt-get install -s --no-install-recommends "${missing[@]}" 2>/dev/null | sed -n 's/^Remv \([^ ]*\).*/\1/p' | tr '\n' ' ')
+		[[ -z $removals ]] || die "installing ${missing[*]} would remove installed packages ($removals); refused (--no-remove): install by hand, choosing what to keep"
+		die "apt-get install failed for: ${missing[*]}"
+	fi
 fi
 
 for p in "${PKGS[@]}"; do

@@ -28,6 +28,6 @@ for bcm in rs c; do
 		"$out/pair-$bcm-a.log" "$out/pair-$bcm-b.log" 600 || fail_boot=1
 	logs+=("$out/pair-$bcm-a.log" "$out/pair-$bcm-b.log")
 done
-"$top/tests/qemu/parse.py" "${logs[@]}" | tee "$out/qemu-results.txt" | sed '$d' >&2
+"$top/tests/qemu/parse.py" --compare-counters rs "${logs[@]}" | tee "$out/qemu-results.txt" | sed '$d' >&2
 read -r _ passed failed < <(tail -1 "$out/qemu-results.txt")
 echo "QEMU $passed $failed"

@@ -5,7 +5,9 @@
 #   ibcm.mode=check|demo  run the tests, or the demo of the main job
 # Results go to the kernel log (/dev/kmsg) so they stay in order with KUnit's KTAP output:
 #   IBCM-KTAP-BEGIN <name> ... IBCM-KTAP-END <name>   around each KUnit run
-#   IBCM-E2E: ok|not ok|todo <name> [# reason]        end-to-end checks
+#   IBCM-E2E: ok|not ok|skip|todo <name> [# reason]   end-to-end checks (skip fails)
+#   IBCM-COUNTERS: <cm> <dev> <group> <file>=<delta>...  CM counters of a fixed workload
+#   IBCM-CMTIME: <cm> <line>                          cmtime's table
 #   IBCM-DONE                                         the guest reached the end
 export PATH=/usr/bin:/usr/sbin:/bin:/sbin
 mount -t proc proc /proc
@@ -13,7 +15,8 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t tmpfs tmpfs /tmp
-mkdir -p /dev/pts /run
+mkdir -p /dev/pts /dev/shm /run
+mount -t tmpfs shm /dev/shm
 echo /bin/true >/proc/sys/kernel/modprobe
 
 CM=rs
@@ -47,7 +50,10 @@ fatal() {
 ins() { insmod "$@" 2>/tmp/insmod.err || { cat /tmp/insmod.err >/dev/kmsg; return 1; }; }
 
 kmemleak_check() {
-	[ -w /sys/kernel/debug/kmemleak ] || return 0
+	if [ ! -w /sys/kernel/debug/kmemleak ]; then
+		e2e "not ok kmemleak_available_$1 # this kernel has no kmemleak (CONFIG_DEBUG_KMEMLEAK), no leak check ran"
+		return 0
+	fi
 	echo scan >/sys/kernel/debug/kmemleak
 	sleep 1
 	echo scan >/sys/kernel/debug/kmemleak
@@ -128,31 +134,191 @@ for m in iw_cm rdma_cm rdma_ucm; do
 done
 if [ $ok = 1 ]; then e2e "ok rdma_cm_loads_on_$CM"; else e2e "not ok rdma_cm_loads_on_$CM # insmod failed"; fi
 
-# An rdma_cm listener goes through ib_cm_insert_listen() on every rxe device.
+# Every command below runs under `timeout`, so a hang costs its limit and nothing more. The
+# server is bound to 10.0.0.1 (veth0, rxe0), the client to 10.0.0.2 (veth1, rxe1): the CM's
+# messages cross the veth pair between the two devices. Both CMs run the same commands.
+
+# now: seconds since boot, without a fork (a fork is slow under TCG with KASAN).
+now() { read -r up _ </proc/uptime; echo "${up%.*}"; }
+# wait_listen PORT SECS: an rdma_cm id listens on PORT (rdma_listen() went through
+# ib_cm_insert_listen() of the loaded CM).
+wait_listen() {
+	end=$(($(now) + $2))
+	while [ "$(now)" -lt $end ]; do
+		rdma resource show cm_id 2>/dev/null | grep "state LISTEN" | grep -q ":$1 " && return 0
+		sleep 0.2
+	done
+	return 1
+}
+# reap PID SECS: wait up to SECS for PID to end by itself, kill it after that; its exit status
+# (or 143 if it had to be killed) is in $reaped.
+reap() {
+	end=$(($(now) + $2))
+	while kill -0 $1 2>/dev/null && [ "$(now)" -lt $end ]; do
+		sleep 0.2
+	done
+	kill $1 2>/dev/null
+	wait $1
+	reaped=$?
+}
+# last LOG: the last lines of a tool's output, for a `# reason`.
+last() { tail -3 "$1" 2>/dev/null | tr '\n\t' '  ' | cut -c1-300; }
+
+# pair NAME LIMIT PORT "SERVER" "CLIENT" [forever]: runs SERVER in the background, waits
+# until it listens on PORT, runs CLIENT; both under LIMIT seconds. Sets $crc and $src (exit
+# statuses) and writes /tmp/NAME-s.log and /tmp/NAME-c.log. A failed client ends the server at
+# once. A `forever` server (cmtime's never exits) must still be running when its client is
+# done; it is then ended and counts as a success.
+pair() {
+	name=$1 limit=$2 port=$3 scmd=$4 ccmd=$5 forever=${6:-}
+	crc=255 src=255
+	t0=$(now)
+	timeout $limit $scmd >/tmp/$name-s.log 2>&1 &
+	spid=$!
+	if ! wait_listen $port 60; then
+		reap $spid 0
+		e2e "not ok ${name}_$CM # server did not listen on $port: $(last /tmp/$name-s.log)"
+		return 1
+	fi
+	t1=$(now)
+	timeout $limit $ccmd >/tmp/$name-c.log 2>&1
+	crc=$?
+	t2=$(now)
+	if [ -n "$forever" ] && kill -0 $spid 2>/dev/null; then
+		reap $spid 0
+		src=0
+	else
+		if [ $crc = 0 ]; then reap $spid 15; else reap $spid 0; fi
+		src=$reaped
+	fi
+	took="$((t2 - t0)) s (listening after $((t1 - t0)) s)"
+	return 0
+}
+# pair_result NAME [EXTRA_REASON]: ok if both sides exited 0 and EXTRA_REASON is empty.
+pair_result() {
+	if [ $crc = 0 ] && [ $src = 0 ] && [ -z "$2" ]; then
+		e2e "ok ${1}_$CM # $took"
+	else
+		e2e "not ok ${1}_$CM # client status $crc, server status $src${2:+; $2}; client: $(last /tmp/$1-c.log); server: $(last /tmp/$1-s.log)"
+	fi
+}
+
+# --- counters of a fixed workload: one rping connection of 10 pings, then its disconnect ---
+# The per-port sysfs counters of both devices, before and after; parse.py compares the deltas
+# of the two CMs file by file (counters_match_c).
+# One grep reads them all: path:value lines.
+counters() { grep -H . /sys/class/infiniband/rxe[01]/ports/1/cm_*/* 2>/dev/null; }
+counters >/tmp/cnt-before
+if pair counters_workload 20 7177 "rping -s -a 10.0.0.1 -p 7177" "rping -c -a 10.0.0.1 -I 10.0.0.2 -p 7177 -C 10"; then
+	pair_result counters_workload
+fi
+sleep 1
+counters >/tmp/cnt-after
+awk -F: -v cm="$CM" '
+	NR == FNR { before[$1] = $2; next }
+	{	# /sys/class/infiniband/<dev>/ports/1/<group>/<file>
+		n = split($1, p, "/"); key = p[5] " " p[8]
+		line[key] = line[key] " " p[9] "=" ($2 - before[$1])
+	}
+	END {
+		split("rxe0 rxe1", dev, " ")
+		split("cm_tx_msgs cm_tx_retries cm_rx_msgs cm_rx_duplicates", grp, " ")
+		for (i = 1; i <= 2; i++)
+			for (j = 1; j <= 4; j++) {
+				key = dev[i] " " grp[j]
+				print "IBCM-COUNTERS: " cm " " key ((key in line) ? line[key] : " missing")
+			}
+	}' /tmp/cnt-before /tmp/cnt-after >/tmp/cnt-lines
+while IFS= read -r l; do klog "$l"; done </tmp/cnt-lines
+
+# --- 1. rping: 100 pings, each printed by -v ---
 rping -s -a 10.0.0.1 -p 7174 -v >/tmp/rping-s.log 2>&1 &
 srv=$!
-sleep 1
-[ "$MODE" = demo ] && say "rping -s started on 10.0.0.1:7174; its rdma_listen() goes through ib_cm_insert_listen(rxe0, cma_ib_req_handler, 0x0000000001061c06) of the loaded CM and fails if that fails"
-if kill -0 $srv 2>/dev/null; then
+[ "$MODE" = demo ] && sleep 1 && say "rping -s started on 10.0.0.1:7174; its rdma_listen() goes through ib_cm_insert_listen(rxe0, cma_ib_req_handler, 0x0000000001061c06) of the loaded CM and fails if that fails"
+if wait_listen 7174 60; then
 	e2e "ok rping_server_listens_$CM"
 else
-	e2e "not ok rping_server_listens_$CM # rping -s exited: $(tail -1 /tmp/rping-s.log)"
-fi
-# A second server on the same port is refused by rdma_cm (the port is bound), not by ib_cm.
-if rping -s -a 10.0.0.1 -p 7174 >/tmp/rping-s2.log 2>&1; then
-	e2e "not ok rping_second_server_refused_$CM # second server did not fail"
-else
-	e2e "ok rping_second_server_refused_$CM"
-fi
-
-if timeout 60 rping -c -a 10.0.0.1 -I 10.0.0.2 -p 7174 -C 100 -v >/tmp/rping-c.log 2>&1 &&
-	[ "$(grep -c 'ping data' /tmp/rping-c.log)" = 100 ]; then
-	e2e "ok rping_connect_$CM"
-else
-	e2e "not ok rping_connect_$CM # $(tail -1 /tmp/rping-c.log)"
+	e2e "not ok rping_server_listens_$CM # rping -s: $(last /tmp/rping-s.log)"
 fi
 kill $srv 2>/dev/null
 wait $srv 2>/dev/null
+if pair rping 45 7178 "rping -s -a 10.0.0.1 -p 7178" "rping -c -a 10.0.0.1 -I 10.0.0.2 -p 7178 -C 100 -v"; then
+	pings=$(grep -c '^ping data: ' /tmp/rping-c.log)
+	bad=
+	[ "$pings" = 100 ] || bad="$pings ping lines, not 100"
+	pair_result rping "$bad"
+fi
+
+# --- 2. ucmatose: 50 RC connections, 10 messages each ---
+if pair ucmatose 60 7190 "ucmatose -b 10.0.0.1 -p 7190 -c 50 -C 10" "ucmatose -s 10.0.0.1 -b 10.0.0.2 -p 7190 -c 50 -C 10"; then
+	pair_result ucmatose
+fi
+
+# --- 3. udaddy: UD, the address handle comes from SIDR_REQ / SIDR_REP ---
+# (udaddy's -p is the port space; its port is always 7174)
+if pair udaddy 30 7174 "udaddy -b 10.0.0.1" "udaddy -s 10.0.0.1 -b 10.0.0.2"; then
+	pair_result udaddy
+fi
+
+# --- 4. rdma_server / rdma_client: the synchronous rdma_cm verbs (rdma_get_request ...) ---
+# rdma_client has no bind option: its route to the local 10.0.0.1 stays on rxe0.
+if pair rdma_server 30 7192 "rdma_server -s 10.0.0.1 -p 7192" "rdma_client -s 10.0.0.1 -p 7192"; then
+	pair_result rdma_server
+fi
+
+# --- 5. cmtime: 200 connections, each step timed (the table goes into the log) ---
+# The server never exits by itself.
+if pair cmtime 120 7193 "cmtime -b 10.0.0.1 -p 7193" "cmtime -s 10.0.0.1 -b 10.0.0.2 -p 7193 -c 200" forever; then
+	grep -v '^ *$' /tmp/cmtime-c.log | while IFS= read -r l; do klog "IBCM-CMTIME: $CM $l"; done
+	pair_result cmtime
+fi
+
+# --- 6. perftest over RDMA CM ---
+if pair ib_send_bw 60 18515 "ib_send_bw -R -F -d rxe0 -n 100" "ib_send_bw -R -F -d rxe1 -n 100 --source_ip 10.0.0.2 10.0.0.1"; then
+	pair_result ib_send_bw
+fi
+
+# --- 7. rdma-core's Python suite: test_rdmacm on rxe0 (10.0.0.1), both players on the device ---
+# Each case is its own result; a case that did not report (suite killed) fails too. One run,
+# not one per device at once: each case must end within the suite's own limits (a 15 s
+# barrier, about 30 s per case), and the slowest take 17 s under TCG when alone.
+# (multiprocessing's Barrier and Queue need POSIX semaphores: /dev/shm)
+pyverbs_results() { # RESULTS LOG DEV STATUS
+	plan=$(sed -n 's/^plan //p' "$1" 2>/dev/null)
+	if [ -z "$plan" ]; then
+		e2e "not ok pyverbs_rdmacm_${3}_$CM # the suite did not start (status $4): $(last "$2")"
+		return
+	fi
+	grep -v '^plan ' "$1" | while IFS= read -r l; do
+		case $l in
+		ok\ *) st=ok r=${l#ok } ;;
+		not\ ok\ *) st="not ok" r=${l#not ok } ;;
+		skip\ *) st=skip r=${l#skip } ;;
+		*) continue ;;
+		esac
+		t=${r%% *}
+		r=${r#"$t"}
+		e2e "$st pyverbs_${t}_$CM # $3,${r# #}"
+	done
+	for t in $plan; do
+		grep -Eq "^(ok|not ok|skip) $t( |\$)" "$1" ||
+			e2e "not ok pyverbs_${t}_$CM # $3, did not finish (suite status $4): $(last "$2")"
+	done
+}
+t0=$(now)
+timeout 300 python3 /usr/bin/pyverbs-rdmacm /usr/share/rdma-core-tests/tests /tmp/py.res \
+	--dev rxe0 >/tmp/py.log 2>&1
+prc=$?
+klog "IBCM-INFO: pyverbs test_rdmacm: status $prc after $(($(now) - t0)) s"
+pyverbs_results /tmp/py.res /tmp/py.log rxe0 $prc
+
+# --- 8. nothing is left behind: no rdma_cm id once every tool has ended ---
+ids=$(rdma resource show cm_id 2>&1)
+if [ -z "$ids" ]; then
+	e2e "ok no_cm_ids_left_$CM"
+else
+	e2e "not ok no_cm_ids_left_$CM # $(echo "$ids" | head -3 | tr '\n' ' ' | cut -c1-300)"
+fi
 
 # Device removal under a live listener: rdma_cm (removed first, it registered later) destroys
 # its ib_cm listeners, then the CM drops the device; the device comes back and listens again.

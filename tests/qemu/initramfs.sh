@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Builds the test initramfs: busybox-static, the kernel's rdma modules (the in-tree C ib_cm
 # under /lib/modules/c, ours under /lib/modules/rs), the conformance suite, rdma-core tools
-# with their shared libraries and the rxe provider, and the guest scripts.
+# with their shared libraries and the rxe provider, perftest, python3 with pyverbs and
+# rdma-core's RDMA CM tests, and the guest scripts.
 #
 #   initramfs.sh KDIR OUT.cpio.gz RS_KO TEST_MODULE_DIR CM_UMAD RS_PROD_KO
 # RS_KO is the test build (white-box KUnit compiled in) used by the tests; RS_PROD_KO the
@@ -42,16 +43,53 @@ for t in ib_cm_conformance ib_cm_conn_conformance ib_cm_test_ulp; do
 done
 
 # Userspace: real binaries (busybox's own `ip` cannot create veth) and their libraries.
-bins=(/usr/bin/rping /usr/bin/ucmatose /usr/bin/udaddy /usr/bin/cmtime /usr/bin/ibv_devices /usr/bin/rdma /usr/sbin/ip "$tool")
+bins=(/usr/bin/rping /usr/bin/ucmatose /usr/bin/udaddy /usr/bin/rdma_server /usr/bin/rdma_client
+      /usr/bin/cmtime /usr/bin/ib_send_bw /usr/bin/ibv_devices /usr/bin/rdma /usr/sbin/ip "$tool")
 libs=()
 for b in "${bins[@]}"; do
-	[[ -x $b ]] || die "$b missing (rdmacm-utils, ibverbs-utils, iproute2)"
+	[[ -x $b ]] || die "$b missing (rdmacm-utils, ibverbs-utils, perftest, iproute2)"
 	cp "$b" "$root/usr/bin/"
 	while read -r lib; do libs+=("$lib"); done < <(ldd "$b" | grep -oE '/[^ ]+\.so[^ ]*')
 done
 prov=/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
 [[ -f $prov ]] || die "rxe provider $prov missing (ibverbs-providers)"
 while read -r lib; do libs+=("$lib"); done < <(ldd "$prov" | grep -oE '/[^ ]+\.so[^ ]*')
+
+# Python 3 (Debian's, the one pyverbs is built for), its standard library without the parts
+# nothing here imports, pyverbs, and rdma-core's test package (python3-pyverbs ships it under
+# /usr/share/doc with some files gzipped) with only test_rdmacm.py of its test files: the
+# package's __init__ imports every test_*.py it finds.
+py=/usr/bin/python3.11 pylib=/usr/lib/python3.11 pyverbs=/usr/lib/python3/dist-packages/pyverbs
+rtests=/usr/share/doc/rdma-core/tests
+[[ -x $py && -d $pylib ]] || die "$py missing (python3)"
+[[ -d $pyverbs && -f $rtests/test_rdmacm.py ]] || die "pyverbs or its tests missing (python3-pyverbs)"
+cp "$py" "$root/usr/bin/python3"
+mkdir -p "$root$pylib" "$root$(dirname "$pyverbs")"
+pyskip=(test idlelib tkinter turtledemo ensurepip lib2to3 pydoc_data 'config-*' distutils venv
+	email http xml xmlrpc asyncio sqlite3 curses dbm html wsgiref site-packages dist-packages
+	'lib-dynload/_test*' 'lib-dynload/xx*' 'lib-dynload/_ssl*' 'lib-dynload/_hashlib*'
+	'lib-dynload/_sqlite3*' 'lib-dynload/_dbm*' 'lib-dynload/_gdbm*' 'lib-dynload/_curses*'
+	'lib-dynload/readline*' 'lib-dynload/nis*' 'lib-dynload/_crypt*' 'lib-dynload/_tkinter*')
+tar -C "$pylib" -cf - --dereference "${pyskip[@]/#/--exclude=./}" . | tar -C "$root$pylib" -xf -
+cp -r "$pyverbs" "$root$(dirname "$pyverbs")/"
+for so in "$root$pylib"/lib-dynload/*.so $(find "$pyverbs" -name '*.so'); do
+	while read -r lib; do libs+=("$lib"); done < <(ldd "$so" | grep -oE '/[^ ]+\.so[^ ]*')
+done
+tdir=$root/usr/share/rdma-core-tests/tests
+mkdir -p "$tdir"
+for f in "$rtests"/*; do
+	n=${f##*/}
+	case $n in test_*) [[ $n == test_rdmacm.py ]] || continue ;; esac
+	case $n in
+	*.py.gz) gzip -dc "$f" >"$tdir/${n%.gz}" ;;
+	*.py) cp "$f" "$tdir/" ;;
+	esac
+done
+cp "$here/pyverbs-rdmacm.py" "$root/usr/bin/pyverbs-rdmacm"
+chmod +x "$root/usr/bin/pyverbs-rdmacm"
+# Compiled once here, so the guest does not compile the suite under TCG in every run.
+"$py" -m compileall -q "$root/usr/share/rdma-core-tests" >/dev/null || die "cannot compile rdma-core's tests"
+
 gcc_s=$(ls /lib/x86_64-linux-gnu/libgcc_s.so.1 2>/dev/null || true)
 [[ -n $gcc_s ]] && libs+=("$gcc_s")
 for lib in $(printf '%s\n' "${libs[@]}" | sort -u); do

@@ -2,9 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """Parses a test guest's console log: KTAP of each KUnit run, end-to-end results, splats.
 
-Usage: parse.py LOG [LOG...]   prints one line per result and, last, `RESULT <passed> <failed>`.
-A failing case, a suite that did not run, a missing end marker and any kernel splat (BUG,
-WARNING, Oops, KASAN, lockdep, kmemleak, hung task) each count as a failure.
+Usage: parse.py [--compare-counters CM] LOG [LOG...]
+prints one line per result and, last, `RESULT <passed> <failed>`.
+A failing case, a skipped case (KUnit or end to end), a suite that did not run, a missing end
+marker and any kernel splat (BUG, WARNING, Oops, KASAN, lockdep, kmemleak, hung task) each
+count as a failure.
+
+Counters: a guest prints `IBCM-COUNTERS: <cm> <dev> <group> <file>=<delta>...` (or `<group>
+missing`) for a fixed workload. When the logs hold counters of the C CM and of another CM, one
+result `counters_match_c_<cm>` compares them file by file, exactly, and lists what differs.
+`--compare-counters CM` makes that result mandatory: it fails if either side printed none.
 """
 import re
 import sys
@@ -12,7 +19,8 @@ import sys
 TS = re.compile(r'^\[\s*\d+\.\d+\]\s?')
 CASE = re.compile(r'^    (ok|not ok) (\d+) (\S+)(.*)$')
 SUITE = re.compile(r'^(ok|not ok) (\d+) (\S+)(.*)$')
-E2E = re.compile(r'IBCM-E2E: (ok|not ok|todo) (\S+)(.*)$')
+E2E = re.compile(r'IBCM-E2E: (ok|not ok|skip|todo) (\S+)(.*)$')
+COUNTERS = re.compile(r'IBCM-COUNTERS: (\S+) (\S+) (\S+) (.*)$')
 SPLATS = [
     r'BUG:', r'WARNING:', r'Oops', r'general protection fault', r'Kernel panic',
     r'unreferenced object 0x', r'blocked for more than', r'Call Trace:', r'UBSAN:',
@@ -22,7 +30,7 @@ SPLATS = [
 SPLAT = re.compile('|'.join(SPLATS))
 
 
-def parse(path, results):
+def parse(path, results, counters):
     try:
         raw = open(path, errors='replace').read().splitlines()
     except OSError as e:
@@ -61,8 +69,20 @@ def parse(path, results):
             status, test, rest = m.groups()
             if status == 'todo':
                 results.append(('todo', f'{name}: e2e {test}{rest}'))
+            elif status == 'skip':
+                results.append(('not ok', f'{name}: e2e {test} skipped{rest}'))
             else:
                 results.append((status, f'{name}: e2e {test}{rest}'))
+        m = COUNTERS.search(l)
+        if m:
+            cm, dev, group, values = m.groups()
+            seen = counters.setdefault(cm, {})
+            if values.strip() == 'missing':
+                seen[f'{dev}/{group}'] = 'missing'
+            for kv in values.split():
+                if '=' in kv:
+                    k, v = kv.split('=', 1)
+                    seen[f'{dev}/{group}/{k}'] = v
         if SPLAT.search(l):
             results.append(('not ok', f'{name}: kernel splat: {l.strip()[:160]}'))
     # A KUnit run that printed no case at all did not run (e.g. module failed to load), unless it
@@ -113,11 +133,39 @@ def compare_qp_attrs(paths, results):
         results.append(('ok', f'qp_attr_matches_c ({len(want)} INIT/RTR/RTS results, every field)'))
 
 
+def compare_counters(counters, required, results):
+    """One result per CM other than C whose counters were printed (or required)."""
+    others = sorted(set(counters) - {'c'} | set(required))
+    for cm in others:
+        test = f'counters_match_c_{cm}'
+        if 'c' not in counters or cm not in counters:
+            absent = ' and '.join(x for x in ('c', cm) if x not in counters)
+            results.append(('not ok', f'{test} # no counters from {absent}'))
+            continue
+        c, o = counters['c'], counters[cm]
+        # A group directory missing on one side is one difference, not one per file.
+        gone = {k for k in set(c) | set(o) if 'missing' in (c.get(k), o.get(k))}
+        diff = [f'{k} c={c.get(k, "absent")} {cm}={o.get(k, "absent")}'
+                for k in sorted(set(c) | set(o))
+                if c.get(k) != o.get(k) and (k in gone or k.rsplit('/', 1)[0] not in gone)]
+        if diff:
+            results.append(('not ok', f'{test} # {len(diff)} differ: ' + ', '.join(diff)))
+        else:
+            results.append(('ok', f'{test} ({len(c)} files)'))
+
+
 def main():
+    args = sys.argv[1:]
+    required = []
+    while args and args[0] == '--compare-counters':
+        required.append(args[1])
+        args = args[2:]
     results = []
-    for path in sys.argv[1:]:
-        parse(path, results)
-    compare_qp_attrs(sys.argv[1:], results)
+    counters = {}
+    for path in args:
+        parse(path, results, counters)
+    compare_counters(counters, required, results)
+    compare_qp_attrs(args, results)
     passed = sum(1 for s, _ in results if s == 'ok')
     failed = sum(1 for s, _ in results if s == 'not ok')
     for s, what in results:
