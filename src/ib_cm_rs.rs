@@ -46,6 +46,7 @@ struct IbCm;
 impl kernel::Module for IbCm {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         comm_id::init();
+        cm_id::log_footprint();
         recv::init_wq()?;
         if let Err(e) = device::register_client() {
             recv::destroy_wq();

@@ -211,29 +211,6 @@ extern "C" fn destroy_waits_for_handlers(_test: *mut bindings::kunit) {
 /// its kmalloc bucket. Printed for the comparison with C's `cm_id_private` (measured with
 /// `ksize()` by the conformance suite); the bound keeps the tree node from growing into a
 /// second copy of the id.
-extern "C" fn listener_footprint(_test: *mut bindings::kunit) {
-    use core::mem::size_of;
-    // `ArcInner<T>` is `#[repr(C)] { refcount_t, T }`.
-    let id_bytes = size_of::<bindings::refcount_t>().next_multiple_of(8) + size_of::<CmId>();
-    // `rbtree::Node<K, V>` is `{ rb_node, K, V }`.
-    let node_bytes = size_of::<bindings::rb_node>()
-        + size_of::<ServiceId>()
-        + size_of::<crate::listen::ListenEntry>();
-    // SAFETY: Pure size computation.
-    let (id_alloc, node_alloc) = unsafe {
-        (
-            bindings::kmalloc_size_roundup(id_bytes),
-            bindings::kmalloc_size_roundup(node_bytes),
-        )
-    };
-    pr_info!(
-        "ib_cm-rs: listener footprint: id {id_bytes} B (slab {id_alloc} B) + tree node {node_bytes} B (slab {node_alloc} B) = {} B\n",
-        id_alloc + node_alloc
-    );
-    expect!(size_of::<crate::listen::ListenEntry>() <= 16);
-    expect!(id_alloc >= id_bytes && node_alloc >= node_bytes);
-}
-
 // --- the receive path, with real MADs between the two local rxe devices ---
 //
 // The test build registers these cases too; they run at insmod in the single-guest check run,
@@ -241,7 +218,6 @@ extern "C" fn listener_footprint(_test: *mut bindings::kunit) {
 // MAD from rxe1's agent to rxe0's QP1 through the CM's own send path; rxe0 receives it through
 // the MAD layer like any MAD, and what rxe0's CM sends back is read from the capture buffer
 // (every MAD the CM sends is copied there in test builds) and decoded field by field.
-
 use crate::logic::wire::{
     conn::Req, decode_mad, sidr::SidrReq, CmMessage, MAD_LEN as WIRE_MAD_LEN,
 };
@@ -626,12 +602,11 @@ const fn suite(name: &[u8], cases: *mut bindings::kunit_case) -> bindings::kunit
 
 // KUnit writes run status into the cases and the suite, hence `static mut`; nothing in Rust
 // touches them after initialisation.
-static mut CASES: [bindings::kunit_case; 10] = [
+static mut CASES: [bindings::kunit_case; 9] = [
     case(c"tree_share_and_release", tree_share_and_release),
     case(c"listen_never_shares", listen_never_shares),
     case(c"assign_allocator", assign_allocator),
     case(c"destroy_waits_for_handlers", destroy_waits_for_handlers),
-    case(c"listener_footprint", listener_footprint),
     case(
         c"req_without_listener_gets_rej",
         req_without_listener_gets_rej,

@@ -17,6 +17,7 @@
 #include <linux/err.h>
 #include <linux/module.h>
 #include <linux/netdevice.h>
+#include <linux/slab.h>
 #include <net/ipv6.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_cm.h>
@@ -523,7 +524,48 @@ static void destroy_established_sends_dreq(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_TIMEWAIT);
 }
 
+/*
+ * cm.c's per-connection memory, for the README's comparison (a figure, not a test): the
+ * slab of the id's cm_id_private (ksize of the id, its first member) and of its
+ * cm_timewait_info, whose layout (cm.c lines 184-205) is mirrored here from public types.
+ */
+struct c_cm_work_mirror {
+	struct delayed_work work;
+	struct list_head list;
+	void *port;
+	void *mad_recv_wc;
+	__be32 local_id;
+	__be32 remote_id;
+	struct ib_cm_event cm_event;
+};
+
+struct c_timewait_mirror {
+	struct c_cm_work_mirror work;
+	struct list_head list;
+	struct rb_node remote_qp_node;
+	struct rb_node remote_id_node;
+	__be64 remote_ca_guid;
+	__be32 remote_qpn;
+	u8 inserted_remote_qp;
+	u8 inserted_remote_id;
+};
+
+static void print_footprint(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_id *a = ib_create_cm_id(c->d1, active_handler, NULL);
+
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	if (!strcmp(cm, "c"))
+		pr_info("IBCM-MEM: c cm_id_private slab %zu B, cm_timewait_info %zu B (slab %zu B): %zu B per connection end\n",
+			ksize(a), sizeof(struct c_timewait_mirror),
+			kmalloc_size_roundup(sizeof(struct c_timewait_mirror)),
+			ksize(a) + kmalloc_size_roundup(sizeof(struct c_timewait_mirror)));
+	ib_destroy_cm_id(a);
+}
+
 static struct kunit_case conn_cases[] = {
+	KUNIT_CASE(print_footprint),
 	KUNIT_CASE(connect_and_disconnect),
 	KUNIT_CASE(req_times_out),
 	KUNIT_CASE(reject_reaches_active),
