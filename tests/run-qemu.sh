@@ -15,7 +15,8 @@ logs=()
 fail_boot=0
 for cm in c rs; do
 	log "qemu: booting with the $cm CM"
-	"$top/tests/qemu/run.sh" "$out/bzImage" "$out/initramfs.cpio.gz" "$cm" check "$out/guest-$cm.log" 600 || fail_boot=1
+	# A hang guard, not a budget: one boot takes 5 to 8 minutes on a busy 2-core host.
+	"$top/tests/qemu/run.sh" "$out/bzImage" "$out/initramfs.cpio.gz" "$cm" check "$out/guest-$cm.log" 1200 || fail_boot=1
 	logs+=("$out/guest-$cm.log")
 done
 # Interop over a wire: A (raw MADs, then the stock C stack) against B running ours, then B

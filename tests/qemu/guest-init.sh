@@ -161,8 +161,24 @@ reap() {
 	wait $1
 	reaped=$?
 }
-# last LOG: the last lines of a tool's output, for a `# reason`.
-last() { tail -3 "$1" 2>/dev/null | tr '\n\t' '  ' | cut -c1-300; }
+# last LOG: for a `# reason`, the first lines of a tool's output that look like an error,
+# else its last lines.
+last() {
+	{ grep -i -m 3 -E 'error|fail|unable|not supported|refused|timed out|reject' "$1" ||
+		tail -3 "$1"; } 2>/dev/null | tr '\n\t' '  ' | cut -c1-300
+}
+
+# counters: every CM counter of both ports, as path:value lines (one grep, one fork).
+counters() { grep -H . /sys/class/infiniband/rxe[01]/ports/1/cm_*/* 2>/dev/null; }
+# senders: which device sent the requests (REQ and SIDR_REQ) between two counters snapshots.
+# rdma_cm puts a client on the device of the destination address when the route to it goes
+# through lo and the id was not bound first (rdma_set_src_addr_rcu): only a client that binds
+# (rping -I) really sends from rxe1.
+senders() {
+	awk -F: 'NR == FNR { b[$1] = $2; next }
+		$1 ~ /cm_tx_msgs\/(req|sidr_req)$/ { split($1, p, "/"); n[p[5]] += $2 - b[$1] }
+		END { printf "requests sent by rxe0 %d, rxe1 %d", n["rxe0"], n["rxe1"] }' "$1" "$2"
+}
 
 # pair NAME LIMIT PORT "SERVER" "CLIENT" [forever]: runs SERVER in the background, waits
 # until it listens on PORT, runs CLIENT; both under LIMIT seconds. Sets $crc and $src (exit
@@ -173,6 +189,7 @@ pair() {
 	name=$1 limit=$2 port=$3 scmd=$4 ccmd=$5 forever=${6:-}
 	crc=255 src=255
 	t0=$(now)
+	counters >/tmp/pair-before
 	timeout $limit $scmd >/tmp/$name-s.log 2>&1 &
 	spid=$!
 	if ! wait_listen $port 60; then
@@ -191,7 +208,8 @@ pair() {
 		if [ $crc = 0 ]; then reap $spid 15; else reap $spid 0; fi
 		src=$reaped
 	fi
-	took="$((t2 - t0)) s (listening after $((t1 - t0)) s)"
+	counters >/tmp/pair-after
+	took="$((t2 - t0)) s (listening after $((t1 - t0)) s); $(senders /tmp/pair-before /tmp/pair-after)"
 	return 0
 }
 # pair_result NAME [EXTRA_REASON]: ok if both sides exited 0 and EXTRA_REASON is empty.
@@ -206,8 +224,6 @@ pair_result() {
 # --- counters of a fixed workload: one rping connection of 10 pings, then its disconnect ---
 # The per-port sysfs counters of both devices, before and after; parse.py compares the deltas
 # of the two CMs file by file (counters_match_c).
-# One grep reads them all: path:value lines.
-counters() { grep -H . /sys/class/infiniband/rxe[01]/ports/1/cm_*/* 2>/dev/null; }
 counters >/tmp/cnt-before
 if pair counters_workload 20 7177 "rping -s -a 10.0.0.1 -p 7177" "rping -c -a 10.0.0.1 -I 10.0.0.2 -p 7177 -C 10"; then
 	pair_result counters_workload
