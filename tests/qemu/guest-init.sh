@@ -78,7 +78,9 @@ for m in udp_tunnel ip6_udp_tunnel ib_core ib_uverbs ib_umad rdma_rxe; do
 	ins /lib/modules/base/$m.ko || fatal setup_modules "insmod $m failed"
 done
 /usr/bin/ip link set lo up
-/usr/bin/ip link add veth0 type veth peer name veth1 || fatal setup_veth "cannot create veth"
+# Fixed MAC addresses: the RTR address (its DMAC) that ib_cm_init_qp_attr gives is compared
+# between the C and rs boots field by field, and veth would otherwise pick random ones.
+/usr/bin/ip link add veth0 address 02:00:0a:00:00:01 type veth peer name veth1 address 02:00:0a:00:00:02 || fatal setup_veth "cannot create veth"
 /usr/bin/ip addr add 10.0.0.1/24 dev veth0
 /usr/bin/ip addr add 10.0.0.2/24 dev veth1
 /usr/bin/ip link set veth0 up
