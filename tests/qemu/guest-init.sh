@@ -360,6 +360,44 @@ fi
 kill $srv 2>/dev/null
 wait $srv 2>/dev/null
 
+# Device removal under an established connection: the client's device goes away while rping
+# is connected through it. rdma_cm (removed first) sees DEVICE_REMOVAL on its ids and destroys
+# them, with their ib_cm ids in ESTABLISHED; the removal must finish (no destroy waiting
+# forever), the peer's side must end, and a new connection must work once the device is back.
+# kmemleak below checks that nothing leaked; a splat fails the boot.
+rping -s -a 10.0.0.1 -p 7178 >/tmp/rping-s5.log 2>&1 &
+srv=$!
+if wait_listen 7178 60; then
+	timeout 120 rping -c -a 10.0.0.1 -I 10.0.0.2 -p 7178 -C 100000 -D 20 >/tmp/rping-c5.log 2>&1 &
+	cli=$!
+	sleep 4
+	t0=$(now)
+	if timeout 60 rdma link del rxe1; then
+		took=$(($(now) - t0))
+		reap $cli 30
+		timeout 60 rdma link add rxe1 type rxe netdev veth1 || true
+		ping -c 1 -W 2 -I veth1 10.0.0.1 >/dev/null 2>&1
+		if wait_listen 7178 5 && timeout 60 rping -c -a 10.0.0.1 -I 10.0.0.2 -p 7178 -C 5 >/tmp/rping-c6.log 2>&1; then
+			e2e "ok device_remove_with_connection_$CM # removal took $took s"
+		else
+			e2e "not ok device_remove_with_connection_$CM # no new connection after re-add: $(last /tmp/rping-c6.log)"
+		fi
+	else
+		e2e "not ok device_remove_with_connection_$CM # rdma link del rxe1 failed or hung"
+		reap $cli 0
+	fi
+else
+	e2e "not ok device_remove_with_connection_$CM # server did not listen: $(last /tmp/rping-s5.log)"
+fi
+reap $srv 0
+
+# rmmod ib_cm is refused while rdma_cm holds it.
+if rmmod ib_cm 2>/dev/null; then
+	e2e "not ok rmmod_refused_while_used_$CM # ib_cm unloaded under rdma_cm"
+else
+	e2e "ok rmmod_refused_while_used_$CM"
+fi
+
 # Everything unloads: no listener or id keeps a module reference.
 ok=1
 for m in rdma_ucm rdma_cm iw_cm ib_cm; do rmmod $m 2>/dev/null || ok=0; done
