@@ -108,12 +108,13 @@ struct ibcm_reply_ah_key {
 	u8 sgid[16];
 	u8 dgid[16];
 	u32 flow_class;
+	u32 slid;		/* the work completion's 32-bit source LID (OPA LIDs exceed 16 bits) */
 	u16 vlan_id;
-	u16 slid;
 	u8 sl;
 	u8 path_bits;
 	u8 net_type;
 	u8 has_grh;
+	u8 reserved[2];		/* explicit, so the struct has no padding */
 };
 
 int ibcm_glue_reply_ah_key(struct ib_mad_agent *agent, const struct ib_wc *wc,

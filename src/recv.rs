@@ -488,12 +488,17 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
             return respond(dev, port_num, wc, hdr.tid, &CmMessage::Rej(rej));
         }
     };
-    if req_event::wants_ib_sgid(&primary, &port) {
+    // An OPA source GID is shown as the port's GID 0, on both paths (`cm_opa_to_ib_sgid`).
+    let rewrite = [
+        req_event::wants_ib_sgid(&primary, &port),
+        alternate.as_ref().is_some_and(|alt| req_event::wants_ib_sgid(alt, &port)),
+    ];
+    for (path, _) in ev.paths.iter_mut().zip(rewrite).filter(|(_, r)| *r) {
         // SAFETY: Live device; `sgid` is a valid output. On failure the OPA GID stays, as in C.
         unsafe {
             let mut gid: bindings::ib_gid = core::mem::zeroed();
             if bindings::rdma_query_gid(dev.ib_dev(), port_num, 0, &mut gid) == 0 {
-                ev.paths[0].sgid = gid;
+                path.sgid = gid;
             }
         }
     }
