@@ -23,6 +23,7 @@ out=$("$top/tests/build.sh" release) || die "build failed"
 res=$top/out/bench
 mkdir -p "$res"
 : >"$res/conn-raw.txt"
+: >"$res/conn-mem.txt"
 for b in $(seq 1 "$boots"); do
 	for cm in c rs; do
 		log "conn bench: boot $b, $cm CM"
@@ -30,6 +31,7 @@ for b in $(seq 1 "$boots"); do
 			"$out/bzImage" "$out/initramfs.cpio.gz" "$cm" connbench "$res/conn-$cm-$b.log" 1800 ||
 			log "conn bench: warning: boot $b ($cm) did not finish cleanly"
 		sed -n "s/.*IBCM-BENCH: \(.*\)/boot=$b \1/p" "$res/conn-$cm-$b.log" >>"$res/conn-raw.txt"
+		grep -h -o "IBCM-MEM: .*\|ib_cm: connection end: .*" "$res/conn-$cm-$b.log" >>"$res/conn-mem.txt"
 	done
 done
 python3 - "$res/conn-raw.txt" <<'PY' | tee "$res/conn-results.txt"
@@ -77,3 +79,5 @@ for cm in ("c", "rs"):
     for fn, (kind, hits, us) in sorted(tot.items(), key=lambda x: -x[1][2]):
         print(f"  {cm:2} {kind:3} {fn:28} {hits / n:6.2f} calls/conn {us / n:9.1f} us/conn")
 PY
+echo "memory per connection end:" | tee -a "$res/conn-results.txt"
+sort -u "$res/conn-mem.txt" | tee -a "$res/conn-results.txt"

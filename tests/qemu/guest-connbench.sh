@@ -60,3 +60,7 @@ done
 klog "IBCM-BENCH: $CM profiled_connections=$((N * (ROUNDS - 1)))"
 kill $srv 2>/dev/null
 wait $srv 2>/dev/null
+# Memory per connection end: ib_cm-rs prints its own at load; cm.c's (cm_id_private and
+# cm_timewait_info slabs) comes from the connection conformance suite, run here once.
+ins /lib/modules/test/ib_cm_conn_conformance.ko cm=$CM dev0=rxe0 dev1=rxe1 >/dev/null 2>&1
+rmmod ib_cm_conn_conformance 2>/dev/null
