@@ -491,7 +491,9 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
     // An OPA source GID is shown as the port's GID 0, on both paths (`cm_opa_to_ib_sgid`).
     let rewrite = [
         req_event::wants_ib_sgid(&primary, &port),
-        alternate.as_ref().is_some_and(|alt| req_event::wants_ib_sgid(alt, &port)),
+        alternate
+            .as_ref()
+            .is_some_and(|alt| req_event::wants_ib_sgid(alt, &port)),
     ];
     for (path, _) in ev.paths.iter_mut().zip(rewrite).filter(|(_, r)| *r) {
         // SAFETY: Live device; `sgid` is a valid output. On failure the OPA GID stays, as in C.

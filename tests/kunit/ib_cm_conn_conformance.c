@@ -15,6 +15,7 @@
 #include <linux/completion.h>
 #include <linux/delay.h>
 #include <linux/err.h>
+#include <linux/kthread.h>
 #include <linux/module.h>
 #include <linux/netdevice.h>
 #include <linux/slab.h>
@@ -104,8 +105,44 @@ static void record(struct side *s, const struct ib_cm_event *ev)
 	complete(&s->ev_done);
 }
 
+/*
+ * Hand-off mode (ipoib and ib_srpt publish the id to other threads from inside the REQ
+ * handler): a kthread rejects and destroys the id while the handler still sleeps, then the
+ * handler writes to the id. ib_destroy_cm_id() must return only after the handler did.
+ */
+static struct {
+	bool on;
+	struct ib_cm_id *id;
+	atomic_t handler_done;
+	int done_when_destroy_returned;
+	struct completion thread_done;
+} handoff;
+
+static int handoff_thread(void *arg)
+{
+	ib_send_cm_rej(handoff.id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0, NULL, 0);
+	ib_destroy_cm_id(handoff.id);
+	handoff.done_when_destroy_returned = atomic_read(&handoff.handler_done);
+	complete(&handoff.thread_done);
+	return 0;
+}
+
 static int passive_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 {
+	if (ev->event == IB_CM_REQ_RECEIVED && handoff.on) {
+		struct task_struct *t;
+
+		handoff.id = id;
+		t = kthread_run(handoff_thread, NULL, "ibcm-handoff");
+		if (IS_ERR(t)) {
+			complete(&handoff.thread_done);
+			return 0;
+		}
+		msleep(300);
+		id->context = &handoff;	/* still ours: destroy has not returned */
+		atomic_set(&handoff.handler_done, 1);
+		return 0;
+	}
 	if (ev->event == IB_CM_REQ_RECEIVED) {
 		/* An id the handler refuses is the CM's to destroy: do not keep it. */
 		if (!passive.ret)
@@ -564,12 +601,39 @@ static void print_footprint(struct kunit *test)
 	ib_destroy_cm_id(a);
 }
 
+/*
+ * ib_destroy_cm_id() from another thread while the REQ handler still runs on the id returns
+ * only after the handler returned (cm.c: destroy waits for the event's reference).
+ */
+static void destroy_waits_for_running_handler(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_req_param req;
+	struct ib_cm_id *a;
+
+	init_completion(&handoff.thread_done);
+	atomic_set(&handoff.handler_done, 0);
+	handoff.done_when_destroy_returned = -1;
+	handoff.on = true;
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	active.id = a;
+	req_param(&req, &c->path, c->sgid, 20, 15);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_req(a, &req), 0);
+	KUNIT_EXPECT_TRUE(test, wait_for_completion_timeout(&handoff.thread_done,
+							    msecs_to_jiffies(10000)));
+	handoff.on = false;
+	KUNIT_EXPECT_EQ(test, handoff.done_when_destroy_returned, 1);
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_REJ_RECEIVED, 5000));
+}
+
 static struct kunit_case conn_cases[] = {
 	KUNIT_CASE(print_footprint),
 	KUNIT_CASE(connect_and_disconnect),
 	KUNIT_CASE(req_times_out),
 	KUNIT_CASE(reject_reaches_active),
 	KUNIT_CASE(destroy_established_sends_dreq),
+	KUNIT_CASE(destroy_waits_for_running_handler),
 	{}
 };
 
