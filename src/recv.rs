@@ -22,8 +22,10 @@ use crate::{
         state::{Input, State},
         timeout,
         wire::{
-            conn::Req, decode_mad, sidr::SidrReq, AttrId, CmMessage, MadHeader, WireError,
-            MAD_HDR_LEN, MAD_LEN,
+            conn::{Req, MSG_REQ},
+            decode_mad,
+            sidr::SidrReq,
+            AttrId, CmMessage, MadHeader, WireError, MAD_HDR_LEN, MAD_LEN,
         },
     },
     port::{device_of_agent, Counter},
@@ -317,13 +319,24 @@ fn seen_req(inner: &crate::device::DeviceInner, key: &ReqKey, qp: &QpKey) -> See
 }
 
 /// Answers a REQ without an id (`cm_issue_rej`).
-fn issue_rej(dev: &CmDevice, port_num: u32, wc: &RecvWc, tid: u64, reason: u16) {
+/// A REJ answering the received `wc` (a REQ, or for a stale connection a REP) without an id
+/// (`cm_issue_rej`): its comm IDs are the received message's first two words, swapped.
+pub(crate) fn issue_rej(
+    dev: &CmDevice,
+    port_num: u32,
+    wc: &RecvWc,
+    tid: u64,
+    reason: u16,
+    rejected: u8,
+) {
     let payload = wc.mad().get(MAD_HDR_LEN..).unwrap_or(&[]);
-    let rej = CmMessage::Rej(req_event::issued_rej(payload, reason));
+    let rej = CmMessage::Rej(req_event::issued_rej(payload, reason, rejected));
     respond(dev, port_num, wc, tid, &rej);
 }
 
-fn respond(dev: &CmDevice, port_num: u32, wc: &RecvWc, tid: u64, msg: &CmMessage) {
+/// Sends `msg` back to the sender of the received `wc`, with TID `tid` (cm.c's response
+/// MADs: QP1, the completion's address and P_Key index, no id attached).
+pub(crate) fn respond(dev: &CmDevice, port_num: u32, wc: &RecvWc, tid: u64, msg: &CmMessage) {
     // SAFETY: `wc` outlives the call, which runs in the device's receive work.
     let _ = unsafe {
         send::send(
@@ -373,7 +386,14 @@ fn on_known_req(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, see
         }
         // REJ STALE_CONN, and a DREQ to the old connection (effective if ESTABLISHED).
         Seen::Stale(old) => {
-            issue_rej(dev, port_num, wc, hdr.tid, req_event::REJ_STALE_CONN);
+            issue_rej(
+                dev,
+                port_num,
+                wc,
+                hdr.tid,
+                req_event::REJ_STALE_CONN,
+                MSG_REQ,
+            );
             let _ = conn::dreq_drep::send_dreq(&old, &[]);
         }
     }
@@ -429,6 +449,7 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
             wc,
             hdr.tid,
             req_event::REJ_INVALID_SERVICE_ID,
+            MSG_REQ,
         );
     };
     let listener = ListenerPin(listener);

@@ -15,7 +15,6 @@ use crate::{
     },
     port::Counter,
     recv::RecvWc,
-    send,
 };
 use kernel::{prelude::*, sync::Arc};
 
@@ -78,21 +77,7 @@ pub(crate) fn on_dreq(
             remote_comm_id: dreq.local_comm_id,
             private_data: [0; DREP_PRIVATE_DATA],
         };
-        // SAFETY: `wc` outlives the call, which runs in the device's receive work.
-        let _ = unsafe {
-            send::send(
-                dev,
-                port_num,
-                send::Dest::Response {
-                    wc: wc.wc(),
-                    grh: wc.grh(),
-                },
-                &CmMessage::Drep(drep),
-                hdr.tid,
-                0,
-                false,
-            )
-        };
+        crate::recv::respond(dev, port_num, wc, hdr.tid, &CmMessage::Drep(drep));
         return;
     };
     if id.inner.lock().conn.local_qpn != dreq.remote_qpn_eecn {

@@ -187,7 +187,7 @@ pub(crate) fn run(
 /// unlinked, delivers (which consumes the use) or gives the use back.
 pub(crate) fn finish(id: &Arc<CmId>, mut out: Outcome, recv: Option<&Recv<'_>>) -> Result {
     if let (Some(msg), Some(r)) = (out.response.take(), recv) {
-        respond(id, r, &msg);
+        crate::recv::respond(&id.dev, r.port_num, r.wc, r.tid, &msg);
     }
     drop(core::mem::take(&mut out.unlinked));
     let result = out.result;
@@ -580,25 +580,6 @@ fn resend(id: &CmId, g: &CmIdInner, o: Out) -> CmMessage {
             CmMessage::Rej(rej)
         }
     }
-}
-
-/// Sends `msg` back to the sender of `r` with its TID (no id attached: cm.c's response MADs).
-fn respond(id: &CmId, r: &Recv<'_>, msg: &CmMessage) {
-    // SAFETY: `r.wc` lives for the call, which runs in the device's receive work.
-    let _ = unsafe {
-        send::send(
-            &id.dev,
-            r.port_num,
-            send::Dest::Response {
-                wc: r.wc.wc(),
-                grh: r.wc.grh(),
-            },
-            msg,
-            r.tid,
-            0,
-            false,
-        )
-    };
 }
 
 /// `cm_destroy_id()`'s per-state part: the farewell actions, then IDLE; queued events are

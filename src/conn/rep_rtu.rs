@@ -12,13 +12,12 @@ use crate::{
         state::{Input, MsgKind},
         timeout,
         wire::{
-            conn::{CommIdsAndData, Rej, Rep, REP_PRIVATE_DATA, RTU_PRIVATE_DATA},
+            conn::{CommIdsAndData, Rep, REP_PRIVATE_DATA, RTU_PRIVATE_DATA},
             AttrId, CmMessage, MadHeader,
         },
     },
     recv::RecvWc,
     remote::{QpKey, RemoteKey, RemoteReservation, ReqKey},
-    send,
 };
 use kernel::{prelude::*, sync::Arc};
 
@@ -227,30 +226,14 @@ pub(crate) fn on_rep(port_num: u32, wc: &RecvWc, hdr: &MadHeader, rep: &Rep) {
     if let Some(old) = stale {
         // REJ STALE_CONN for the REP (`cm_issue_rej`, message REP), then a DREQ to the id
         // that holds the peer's QP; the new id stays in REQ_SENT until its REQ times out.
-        let rej = Rej {
-            local_comm_id: rep.remote_comm_id,
-            remote_comm_id: rep.local_comm_id,
-            message_rejected: MsgKind::Rep.wire(),
-            ari_length: 0,
-            reason: REJ_STALE_CONN,
-            ari: [0; 72],
-            private_data: [0; 148],
-        };
-        // SAFETY: `wc` outlives the call, which runs in the device's receive work.
-        let _ = unsafe {
-            send::send(
-                &id.dev,
-                port_num,
-                send::Dest::Response {
-                    wc: wc.wc(),
-                    grh: wc.grh(),
-                },
-                &CmMessage::Rej(rej),
-                hdr.tid,
-                0,
-                false,
-            )
-        };
+        crate::recv::issue_rej(
+            &id.dev,
+            port_num,
+            wc,
+            hdr.tid,
+            REJ_STALE_CONN,
+            MsgKind::Rep.wire(),
+        );
         let _ = super::dreq_drep::send_dreq(&old, &[]);
     }
 }

@@ -240,7 +240,7 @@ pub(crate) const REJ_STALE_CONN: u16 = 10;
 /// nobody listens, STALE_CONN when the peer's QP already has a request pending): message REQ,
 /// remote comm ID = the REQ's local comm ID, and (cm.c quirk, spec 5.3) local comm ID = bytes
 /// 4-7 of the REQ (reserved byte and vendor ID).
-pub(crate) fn issued_rej(req_payload: &[u8], reason: u16) -> Rej {
+pub(crate) fn issued_rej(req_payload: &[u8], reason: u16, message_rejected: u8) -> Rej {
     let word = |o: usize| {
         let mut b = [0u8; 4];
         for (i, x) in b.iter_mut().enumerate() {
@@ -251,7 +251,7 @@ pub(crate) fn issued_rej(req_payload: &[u8], reason: u16) -> Rej {
     Rej {
         local_comm_id: word(4),
         remote_comm_id: word(0),
-        message_rejected: MSG_REQ,
+        message_rejected,
         ari_length: 0,
         reason,
         ari: [0; REJ_ARI],
@@ -484,7 +484,7 @@ mod tests {
         let mut p = [0u8; 232];
         p[0..4].copy_from_slice(&0x1111_2222u32.to_be_bytes());
         p[4..8].copy_from_slice(&[0, 0xAA, 0xBB, 0xCC]);
-        let rej = issued_rej(&p, REJ_INVALID_SERVICE_ID);
+        let rej = issued_rej(&p, REJ_INVALID_SERVICE_ID, MSG_REQ);
         assert_eq!(
             (rej.local_comm_id, rej.remote_comm_id),
             (0x00AA_BBCC, 0x1111_2222)
@@ -493,7 +493,7 @@ mod tests {
             (rej.reason, rej.message_rejected, rej.ari_length),
             (8, MSG_REQ, 0)
         );
-        assert_eq!(issued_rej(&p, REJ_STALE_CONN).reason, 10);
+        assert_eq!(issued_rej(&p, REJ_STALE_CONN, MSG_REQ).reason, 10);
     }
 
     #[test]
