@@ -137,6 +137,7 @@ u32 ibcm_glue_comm_operand(void);
 int ibcm_glue_comm_alloc(u32 *index);
 void ibcm_glue_comm_publish(u32 index, void *entry);
 void *ibcm_glue_comm_load(u32 index);
+void *ibcm_glue_comm_find(u32 *index);	/* under RCU: the first published id at >= *index */
 void ibcm_glue_comm_erase(u32 index);
 bool ibcm_glue_comm_empty(void);
 void ibcm_glue_call_rcu(struct rcu_head *head);
@@ -146,6 +147,9 @@ void ibcm_glue_rcu_barrier(void);
 void ibcm_glue_init_delayed_work(struct delayed_work *dw);
 bool ibcm_glue_queue_delayed_work(struct workqueue_struct *wq, struct delayed_work *dw,
 				  unsigned int ms);
+bool ibcm_glue_queue_delayed_work_jiffies(struct workqueue_struct *wq, struct delayed_work *dw,
+					  unsigned long delay);
+void ibcm_glue_init_sweep_work(struct delayed_work *dw);	/* the reply-cache sweep (device.rs) */
 bool ibcm_glue_cancel_delayed_work_sync(struct delayed_work *dw);
 
 /* --- glue.c: connections (src/conn/) --- */
@@ -169,6 +173,52 @@ u32 ibcm_glue_mad_agent_hi_tid(const struct ib_mad_agent *agent);
 /* --- Rust crate: RCU release and timewait expiry (src/comm_id.rs, src/timewait.rs) --- */
 void ibcm_rs_rcu_release(struct rcu_head *head);
 void ibcm_rs_timewait(struct delayed_work *dw);
+void ibcm_rs_reply_sweep(struct delayed_work *dw);
+
+/* --- trace.c: the ib_cma:icm_* tracepoints (include/ib_cm_trace.h, src/trace.rs) --- */
+/* The events of icm_id_class (an id and its states), by name without the icm_ prefix. */
+#define IBCM_TRACE_ID_EVENTS(x)							\
+	x(send_req) x(send_rep) x(send_dup_req) x(send_dup_rep) x(send_rtu) x(send_mra)	\
+	x(send_sidr_req) x(send_sidr_rep) x(send_dreq) x(send_drep)			\
+	x(send_cm_rtu_err) x(establish_err) x(no_listener_err) x(send_drep_err)		\
+	x(dreq_unknown_err) x(send_unknown_rej_err) x(rej_unknown_err)			\
+	x(send_mra_unknown_err) x(mra_unknown_err) x(qp_init_err) x(qp_rtr_err)		\
+	x(qp_rts_err) x(dreq_skipped)
+/* icm_local_class: messages answered or dropped without an id (local, remote comm ID). */
+#define IBCM_TRACE_LOCAL_EVENTS(x) x(issue_rej) x(issue_drep) x(staleconn_err) x(no_priv_err)
+/* icm_remote_class: REPs that found no id (the comm ID they name). */
+#define IBCM_TRACE_REMOTE_EVENTS(x) x(remote_no_priv_err) x(insert_failed_err)
+
+#define IBCM_TRACE_ENUM_ITEM(n) IBCM_TRACE_##n,
+enum ibcm_trace_id { IBCM_TRACE_ID_EVENTS(IBCM_TRACE_ENUM_ITEM) IBCM_TRACE_ID_COUNT };
+enum ibcm_trace_local { IBCM_TRACE_LOCAL_EVENTS(IBCM_TRACE_ENUM_ITEM) IBCM_TRACE_LOCAL_COUNT };
+enum ibcm_trace_remote { IBCM_TRACE_REMOTE_EVENTS(IBCM_TRACE_ENUM_ITEM) IBCM_TRACE_REMOTE_COUNT };
+
+void ibcm_glue_trace_id(enum ibcm_trace_id event, const struct ib_cm_id *cm_id);
+void ibcm_glue_trace_send_rej(const struct ib_cm_id *cm_id, u32 reason);
+void ibcm_glue_trace_local(enum ibcm_trace_local event, u32 local_id, u32 remote_id);
+void ibcm_glue_trace_remote(enum ibcm_trace_remote event, u32 remote_id);
+void ibcm_glue_trace_no_listener(u32 remote_id);
+void ibcm_glue_trace_send_rep_err(const struct ib_cm_id *cm_id);
+void ibcm_glue_trace_rep_unknown_err(u32 local_id, u32 remote_id, u32 state);
+void ibcm_glue_trace_mad_send_err(u32 state, u32 wc_status);
+
+/* --- debugfs.c: /sys/kernel/debug/ib_cm/<device>/ (src/debugfs.rs) --- */
+struct seq_file;
+struct dentry;
+void ibcm_glue_debugfs_init(void);
+void ibcm_glue_debugfs_exit(void);
+struct dentry *ibcm_glue_debugfs_add_device(struct ib_device *device, void *cm_dev);
+void ibcm_glue_debugfs_remove(struct dentry *dir);
+void ibcm_glue_seq_listeners_header(struct seq_file *m);
+void ibcm_glue_seq_listener(struct seq_file *m, u64 service_id, u32 shares, u32 in_flight,
+			    const void *handler, const void *context);
+void ibcm_glue_seq_ids_header(struct seq_file *m);
+void ibcm_glue_seq_id(struct seq_file *m, u32 local_id, u32 remote_id, const char *state,
+		      size_t state_len, u64 service_id);
+/* Rust: the files' contents. */
+void ibcm_rs_debugfs_listeners(struct seq_file *m, void *cm_dev);
+void ibcm_rs_debugfs_ids(struct seq_file *m, void *cm_dev);
 
 /* --- glue.c: per-port counters in sysfs --- */
 int ibcm_glue_register_counters(struct ib_device *device, u32 port_num);

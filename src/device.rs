@@ -14,6 +14,7 @@
 use crate::{
     bindings,
     completion::Completion,
+    debugfs,
     listen::ListenTable,
     lock::{new_spinlock_irq, SpinLockIrq},
     port::CmPort,
@@ -21,12 +22,14 @@ use crate::{
     remote::{QpKey, RemoteTable, ReqKey, SidrKey},
     reply_ah::{self, ReplyAh, ReplyAhCache},
 };
+use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::{
     alloc::KVec,
     error::code::ENODEV,
     ffi,
     prelude::*,
     sync::{Arc, ArcBorrow},
+    types::Opaque,
 };
 
 /// CM state of one RDMA device with at least one CM-capable port.
@@ -49,6 +52,13 @@ pub(crate) struct CmDevice {
     /// Recent requesters' addresses and reply handles (`reply_ah.rs`); a leaf lock.
     #[pin]
     reply_ahs: SpinLockIrq<ReplyAhCache>,
+    /// Evicts expired reply handles when no traffic does ([`ibcm_rs_reply_sweep`]); queued
+    /// only under `reply_ahs`'s lock while the cache is open, cancelled by removal.
+    #[pin]
+    sweep: Opaque<bindings::delayed_work>,
+    /// The device's debugfs directory (`debugfs.rs`), NULL without one; removed first by
+    /// removal.
+    debugfs: AtomicPtr<bindings::dentry>,
 }
 
 /// The mutable part of [`CmDevice`].
@@ -113,6 +123,11 @@ impl CmDevice {
                     ReplyAhCache::new(unsafe { bindings::__msecs_to_jiffies(reply_ah::TTL_MS) }),
                     "CmDevice::reply_ahs"
                 ),
+                sweep <- Opaque::ffi_init(|dw: *mut bindings::delayed_work| {
+                    // SAFETY: `dw` is this field's memory; the work is only queued later.
+                    unsafe { bindings::ibcm_glue_init_sweep_work(dw) }
+                }),
+                debugfs: AtomicPtr::new(core::ptr::null_mut()),
             }),
             GFP_KERNEL,
         )
@@ -162,23 +177,51 @@ impl CmDevice {
         if unsafe { bindings::ibcm_glue_reply_ah_key(agent, wc, grh, &mut key) } != 0 {
             return Ok(None);
         }
-        // SAFETY: Reads the tick counter.
-        let now = unsafe { bindings::ibcm_glue_jiffies() };
-        if let Some(ah) = self.reply_ahs.lock().get(port_num, &key, now) {
+        let now = jiffies();
+        let (hit, evicted) = self.reply_ahs.lock().get(port_num, &key, now);
+        drop(evicted);
+        if let Some(ah) = hit {
             return Ok(Some(ah));
         }
         // SAFETY: As above; no lock is held.
         let ah = Arc::new(unsafe { ReplyAh::create(agent, wc, grh) }?, GFP_KERNEL)?;
-        let replaced = self.reply_ahs.lock().insert(port_num, key, now, ah.clone());
-        drop(replaced);
+        let evicted = {
+            let mut cache = self.reply_ahs.lock();
+            let evicted = cache.insert(port_num, key, now, ah.clone());
+            if cache.is_open() {
+                self.arm_sweep(cache.ttl());
+            }
+            evicted
+        };
+        drop(evicted);
         Ok(Some(ah))
     }
 
+    /// Queues the sweep in `delay` jiffies unless it is already pending (which is sooner).
+    /// Called with the cache lock held and the cache open, so that removal's cancel is final.
+    fn arm_sweep(&self, delay: usize) {
+        let wq = recv::wq();
+        if !wq.is_null() {
+            // SAFETY: The work was initialised with the device; `wq` lives until module exit,
+            // after every device is removed, and removal cancels the work first.
+            unsafe { bindings::ibcm_glue_queue_delayed_work_jiffies(wq, self.sweep.get(), delay) };
+        }
+    }
+
     /// Drops every cached reply address handle (sends still using one keep it until they
-    /// complete).
+    /// complete), for the white-box tests.
+    #[cfg(ibcm_kunit)]
     pub(crate) fn clear_reply_ahs(&self) {
-        let cached = self.reply_ahs.lock().take_all();
+        let cached = self.reply_ahs.lock().take_all(false);
         drop(cached);
+    }
+
+    /// Device removal: empties the cache for good and stops its sweep.
+    fn close_reply_ahs(&self) {
+        let cached = self.reply_ahs.lock().take_all(true);
+        drop(cached);
+        // SAFETY: Initialised with the device; the cache is closed, so nothing queues it again.
+        unsafe { bindings::ibcm_glue_cancel_delayed_work_sync(self.sweep.get()) };
     }
 
     /// The cached reply handles' addresses, for the white-box tests.
@@ -312,6 +355,7 @@ pub(crate) unsafe extern "C" fn ibcm_rs_add_one(ib_dev: *mut bindings::ib_device
     if let Err(e) = dev.register_ports() {
         return e.to_errno();
     }
+    dev.debugfs.store(debugfs::add(&dev), Ordering::Release);
     // SAFETY: `ib_dev` is live; the slot takes over the reference from `into_raw`.
     unsafe { bindings::ibcm_glue_set_client_data(ib_dev, Arc::into_raw(dev) as *mut _) };
     0
@@ -337,6 +381,8 @@ pub(crate) unsafe extern "C" fn ibcm_rs_remove_one(
     // SAFETY: `client_data` came from `Arc::into_raw` in `ibcm_rs_add_one`; this is the one
     // place that takes that reference back.
     let dev = unsafe { Arc::<CmDevice>::from_raw(client_data.cast()) };
+    // 0. Its debugfs files go first (this waits for their readers).
+    debugfs::remove(dev.debugfs.swap(core::ptr::null_mut(), Ordering::AcqRel));
     // 1. No new work is queued, no new send starts, no new listener is accepted.
     let (leftover, pending, wait_sends) = {
         let mut inner = dev.inner.lock();
@@ -364,7 +410,7 @@ pub(crate) unsafe extern "C" fn ibcm_rs_remove_one(
     recv::flush();
     // Cached reply handles go before their agents' protection domain; sends still using one
     // hold it until unregistering the agent completes them.
-    dev.clear_reply_ahs();
+    dev.close_reply_ahs();
     // 3. The agents go (waiting for their callbacks), then the sysfs groups.
     for port in dev.ports.iter() {
         dev.unregister_port(port);
@@ -379,6 +425,37 @@ pub(crate) unsafe extern "C" fn ibcm_rs_remove_one(
     // before the device's state goes.
     crate::comm_id::barrier();
     drop(dev);
+}
+
+/// The reply-cache sweep of a device: evicts the expired handles and comes back when the next
+/// one expires; an empty cache stops it until the next insert.
+///
+/// # Safety
+///
+/// Called by the workqueue (through `glue.c`) for the `sweep` work of a live [`CmDevice`]:
+/// removal cancels the work before it drops the device's last reference from ib_core.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ibcm_rs_reply_sweep(dw: *mut bindings::delayed_work) {
+    // SAFETY: `dw` is the `sweep` field of a live `CmDevice` (caller contract); `Opaque<T>` has
+    // `T`'s layout.
+    let dev = unsafe {
+        &*kernel::container_of!(dw.cast::<Opaque<bindings::delayed_work>>(), CmDevice, sweep)
+    };
+    let evicted = {
+        let mut cache = dev.reply_ahs.lock();
+        let (evicted, next) = cache.next_sweep(jiffies());
+        if let Some(delay) = next.filter(|_| cache.is_open()) {
+            dev.arm_sweep(delay);
+        }
+        evicted
+    };
+    drop(evicted);
+}
+
+/// The tick counter.
+fn jiffies() -> usize {
+    // SAFETY: Reads the tick counter.
+    unsafe { bindings::ibcm_glue_jiffies() }
 }
 
 /// Registers the ib_client "cm"; ib_core calls `add` for every existing device.

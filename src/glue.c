@@ -452,6 +452,15 @@ void *ibcm_glue_comm_load(u32 index)
 	return xa_load(&ibcm_local_ids, index);
 }
 
+void *ibcm_glue_comm_find(u32 *index)
+{
+	unsigned long i = *index;
+	void *entry = xa_find(&ibcm_local_ids, &i, U32_MAX, XA_PRESENT);
+
+	*index = i;
+	return entry;
+}
+
 void ibcm_glue_comm_erase(u32 index)
 {
 	xa_erase(&ibcm_local_ids, index);
@@ -493,6 +502,22 @@ bool ibcm_glue_queue_delayed_work(struct workqueue_struct *wq, struct delayed_wo
 				  unsigned int ms)
 {
 	return queue_delayed_work(wq, dw, msecs_to_jiffies(ms));
+}
+
+bool ibcm_glue_queue_delayed_work_jiffies(struct workqueue_struct *wq, struct delayed_work *dw,
+					  unsigned long delay)
+{
+	return queue_delayed_work(wq, dw, delay);
+}
+
+static void ibcm_glue_sweep_fn(struct work_struct *work)
+{
+	ibcm_rs_reply_sweep(to_delayed_work(work));
+}
+
+void ibcm_glue_init_sweep_work(struct delayed_work *dw)
+{
+	INIT_DELAYED_WORK(dw, ibcm_glue_sweep_fn);
 }
 
 bool ibcm_glue_cancel_delayed_work_sync(struct delayed_work *dw)

@@ -17,6 +17,7 @@ mod cm_id;
 mod comm_id;
 mod completion;
 mod conn;
+mod debugfs;
 mod device;
 mod error;
 mod event;
@@ -31,6 +32,7 @@ mod remote;
 mod reply_ah;
 mod send;
 mod timewait;
+mod trace;
 
 module! {
     type: IbCm,
@@ -48,7 +50,9 @@ impl kernel::Module for IbCm {
         comm_id::init();
         cm_id::log_footprint();
         recv::init_wq()?;
+        debugfs::init();
         if let Err(e) = device::register_client() {
+            debugfs::exit();
             recv::destroy_wq();
             return Err(e);
         }
@@ -59,6 +63,7 @@ impl kernel::Module for IbCm {
 impl Drop for IbCm {
     fn drop(&mut self) {
         device::unregister_client();
+        debugfs::exit();
         recv::destroy_wq();
         // Deferred comm-table references hold device state: let them go before the module.
         comm_id::barrier();

@@ -441,8 +441,8 @@ fn cached(dev: &CmDevice) -> KVec<usize> {
     out
 }
 
-// Answers without an id reuse one address handle per sender for reply_ah::TTL_MS, then a new
-// one replaces it in the same slot.
+// Answers without an id reuse one address handle per sender for reply_ah::TTL_MS; with no
+// traffic the sweep evicts it once the TTL has passed, and the next answer makes a new one.
 extern "C" fn rejects_share_a_reply_ah(_test: *mut bindings::kunit) {
     let Some((d0, d1, av)) = two_devices() else {
         return;
@@ -463,6 +463,7 @@ extern "C" fn rejects_share_a_reply_ah(_test: *mut bindings::kunit) {
     expect!(second.len() == 1 && first.first() == second.first());
     // SAFETY: Plain sleep in process context.
     unsafe { bindings::msleep(crate::reply_ah::TTL_MS + 200) };
+    expect!(cached(&d0.cm).is_empty());
     expect_rej_unknown(
         exchange(&d1, &av, &req(0x5151_0003), 0x0000_CAFE_0000_0013, 0x12),
         0x5151_0003,

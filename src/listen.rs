@@ -13,6 +13,7 @@ use crate::{
     logic::service_id::{on_collision, AssignAllocator, Collision, ServiceId, ServiceIdError},
 };
 use kernel::{
+    alloc::{flags::GFP_ATOMIC, KVec},
     rbtree::{self, RBTree, RBTreeNode, RBTreeNodeReservation},
     sync::Arc,
 };
@@ -145,8 +146,6 @@ impl ListenTable {
 
     /// Finds the listener for `sid` and pins it for one handler invocation (`cm_find_listen`).
     /// The caller ends the pin with [`CmId::listener_put`].
-    // Used by the REQ/SIDR_REQ receive path (not yet built) and the white-box tests.
-    #[cfg_attr(not(ibcm_kunit), allow(dead_code))]
     pub(crate) fn find(&self, sid: ServiceId) -> Option<Arc<CmId>> {
         let entry = self.tree.get(&sid)?;
         entry.id.listener_get();
@@ -159,10 +158,24 @@ impl ListenTable {
         self.assign = assign;
     }
 
-    /// The share count of the listener on `sid`, if any (for tests and diagnostics).
-    // Used by the REQ/SIDR_REQ receive path (not yet built) and the white-box tests.
-    #[cfg_attr(not(ibcm_kunit), allow(dead_code))]
+    /// The share count of the listener on `sid`, if any (for the white-box tests).
+    #[cfg(ibcm_kunit)]
     pub(crate) fn share_count(&self, sid: ServiceId) -> Option<u32> {
         self.tree.get(&sid).map(|e| e.share_count)
+    }
+
+    /// Copies the listeners (id and share count, in service-ID order) into `out`, up to its
+    /// capacity, without allocating; returns how many did not fit.
+    pub(crate) fn snapshot(&self, out: &mut KVec<(Arc<CmId>, u32)>) -> usize {
+        let mut left = 0;
+        for (_, e) in self.tree.iter() {
+            if out.len() < out.capacity() {
+                // Within capacity: `push` does not allocate.
+                let _ = out.push((e.id.clone(), e.share_count), GFP_ATOMIC);
+            } else {
+                left += 1;
+            }
+        }
+        left
     }
 }

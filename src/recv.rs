@@ -31,6 +31,7 @@ use crate::{
     port::{device_of_agent, Counter},
     remote::{QpKey, RemoteKey, RemoteReservation, ReqKey, SidrKey},
     send::{self, Dest},
+    trace::{self, Local},
 };
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::{alloc::KBox, c_str, ffi, prelude::*, sync::Arc, types::Opaque};
@@ -318,7 +319,6 @@ fn seen_req(inner: &crate::device::DeviceInner, key: &ReqKey, qp: &QpKey) -> See
     }
 }
 
-/// Answers a REQ without an id (`cm_issue_rej`).
 /// A REJ answering the received `wc` (a REQ, or for a stale connection a REP) without an id
 /// (`cm_issue_rej`): its comm IDs are the received message's first two words, swapped.
 pub(crate) fn issue_rej(
@@ -330,8 +330,10 @@ pub(crate) fn issue_rej(
     rejected: u8,
 ) {
     let payload = wc.mad().get(MAD_HDR_LEN..).unwrap_or(&[]);
-    let rej = CmMessage::Rej(req_event::issued_rej(payload, reason, rejected));
-    respond(dev, port_num, wc, tid, &rej);
+    let rej = req_event::issued_rej(payload, reason, rejected);
+    // The received message's own comm IDs (the REJ's, swapped).
+    trace::local(Local::IssueRej, rej.remote_comm_id, rej.local_comm_id);
+    respond(dev, port_num, wc, tid, &CmMessage::Rej(rej));
 }
 
 /// Sends `msg` back to the sender of the received `wc`, with TID `tid` (cm.c's response
@@ -439,11 +441,14 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
             s => (s, None),
         }
     };
+    // cm.c traces every REQ that makes no new connection (a retransmission, a stale
+    // connection, no listener) as `icm_no_listener_err`, after its answer.
     if !matches!(seen, Seen::New) {
-        return on_known_req(dev, port_num, wc, hdr, seen);
+        on_known_req(dev, port_num, wc, hdr, seen);
+        return trace::no_listener(req.local_comm_id);
     }
     let Some(listener) = listener else {
-        return issue_rej(
+        issue_rej(
             dev,
             port_num,
             wc,
@@ -451,6 +456,7 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
             req_event::REJ_INVALID_SERVICE_ID,
             MSG_REQ,
         );
+        return trace::no_listener(req.local_comm_id);
     };
     let listener = ListenerPin(listener);
     // SAFETY: `wc` outlives the call, which runs in the device's receive work.
@@ -510,12 +516,7 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
         }
     };
     // An OPA source GID is shown as the port's GID 0, on both paths (`cm_opa_to_ib_sgid`).
-    let rewrite = [
-        req_event::wants_ib_sgid(&primary, &port),
-        alternate
-            .as_ref()
-            .is_some_and(|alt| req_event::wants_ib_sgid(alt, &port)),
-    ];
+    let rewrite = req_event::ib_sgid_rewrites(&primary, alternate.as_ref(), &port);
     for (path, _) in ev.paths.iter_mut().zip(rewrite).filter(|(_, r)| *r) {
         // SAFETY: Live device; `sgid` is a valid output. On failure the OPA GID stays, as in C.
         unsafe {

@@ -14,7 +14,10 @@
 //! it (the send buffer's `context[0]` holds that reference until the send completes); the last
 //! reference destroys it. Removal empties the cache before it unregisters the MAD agents, and
 //! unregistering completes every send, so no handle outlives the agent's protection domain.
-//! Staleness is bounded by [`TTL_MS`]: a peer that changed its MAC address behind the same GID
+//! Expired handles are evicted on every lookup and insert, and by the device's sweep work when
+//! traffic stops (`device.rs`), so an idle device holds none (nor the source-GID attribute
+//! references they carry) for longer than [`TTL_MS`] plus a tick.
+//! Staleness is bounded by [`TTL_MS`] too: a peer that changed its MAC address behind the same GID
 //! gets its answers at the old address for at most that long (they are answers to requests
 //! that failed anyway; the peer retries).
 //!
@@ -22,7 +25,10 @@
 //! address (`cm_id.rs`'s `ReplyPath`, cm.c's `cm_init_av_for_response()`) is a copy of the
 //! cached one, so a burst of requests from one peer resolves its address once.
 
-use crate::bindings;
+use crate::{
+    bindings,
+    logic::ttl_slots::{Evicted as Evicted_, TtlSlots},
+};
 use kernel::{prelude::*, sync::Arc};
 
 /// How long a cached handle is used after it was created.
@@ -121,76 +127,91 @@ fn same(a: &Key, b: &Key) -> bool {
         && a.has_grh == b.has_grh
 }
 
-struct Slot {
+// The key keeps the work completion's whole source LID (OPA LIDs are 32 bits wide): this does
+// not compile if the two fields' types differ.
+#[allow(dead_code)]
+fn key_slid_is_wc_slid(wc: &bindings::ib_wc, key: &mut Key) {
+    key.slid = wc.slid;
+}
+
+/// One cached reply address.
+pub(crate) struct Entry {
     port_num: u32,
     key: Key,
-    /// `jiffies` when the handle was created.
-    born: usize,
     ah: Arc<ReplyAh>,
 }
 
-impl Slot {
-    /// Whether the handle is younger than `ttl` jiffies at `now` (wrap-safe).
-    fn fresh(&self, now: usize, ttl: usize) -> bool {
-        now.wrapping_sub(self.born) < ttl
-    }
-}
+/// Handles removed from the cache, dropped by the caller after it unlocks.
+pub(crate) type Evicted = Evicted_<Entry, SLOTS>;
 
-/// The cached handles of one device; lives behind the device's cache lock.
+/// The cached handles of one device; lives behind the device's cache lock. The slot and
+/// expiry policy is `logic::ttl_slots`: each operation first evicts what has expired, and the
+/// device's sweep work ([`ReplyAhCache::next_sweep`]) evicts the rest when traffic stops, so
+/// no handle (nor the source-GID attribute reference it holds) outlives [`TTL_MS`] by more
+/// than a tick.
 pub(crate) struct ReplyAhCache {
-    slots: [Option<Slot>; SLOTS],
-    /// The slot the next new handle replaces when none is free or expired.
-    next: usize,
-    /// [`TTL_MS`] in jiffies.
-    ttl: usize,
+    slots: TtlSlots<Entry, SLOTS>,
+    /// Set by [`ReplyAhCache::close`] when the device goes: nothing is cached any more.
+    closed: bool,
 }
 
 impl ReplyAhCache {
     /// An empty cache whose handles live `ttl` jiffies.
     pub(crate) const fn new(ttl: usize) -> Self {
         Self {
-            slots: [const { None }; SLOTS],
-            next: 0,
-            ttl,
+            slots: TtlSlots::new(ttl),
+            closed: false,
         }
     }
 
-    /// The live handle for `key` on `port_num` at jiffies `now`, if any.
-    pub(crate) fn get(&self, port_num: u32, key: &Key, now: usize) -> Option<Arc<ReplyAh>> {
-        self.slots.iter().flatten().find_map(|s| {
-            (s.fresh(now, self.ttl) && s.port_num == port_num && same(&s.key, key))
-                .then(|| s.ah.clone())
-        })
+    /// Evicts what has expired at jiffies `now`, then looks up the live handle for `key` on
+    /// `port_num`.
+    pub(crate) fn get(
+        &mut self,
+        port_num: u32,
+        key: &Key,
+        now: usize,
+    ) -> (Option<Arc<ReplyAh>>, Evicted) {
+        let evicted = self.slots.expire(now);
+        let hit = self
+            .slots
+            .find(now, |e| e.port_num == port_num && same(&e.key, key))
+            .map(|e| e.ah.clone());
+        (hit, evicted)
     }
 
-    /// Stores a new handle created at `now`, replacing an expired slot, a free one, or the
-    /// oldest insertion; returns the replaced handle so that the caller drops it after
-    /// unlocking.
+    /// Stores a new handle created at `now` (unless the cache is closed), replacing an expired
+    /// slot, a free one, or the oldest insertion; returns what it evicted.
     pub(crate) fn insert(
         &mut self,
         port_num: u32,
         key: Key,
         now: usize,
         ah: Arc<ReplyAh>,
-    ) -> Option<Arc<ReplyAh>> {
-        let ttl = self.ttl;
-        let reusable = |s: &Option<Slot>| !matches!(s, Some(s) if s.fresh(now, ttl));
-        let i = match self.slots.iter().position(reusable) {
-            Some(i) => i,
-            None => {
-                let i = self.next;
-                self.next = (i + 1) % SLOTS;
-                i
-            }
-        };
-        self.slots[i]
-            .replace(Slot {
-                port_num,
-                key,
-                born: now,
-                ah,
-            })
-            .map(|s| s.ah)
+    ) -> (Evicted, Option<Entry>) {
+        let evicted = self.slots.expire(now);
+        if self.closed {
+            return (evicted, None);
+        }
+        let replaced = self.slots.insert(now, Entry { port_num, key, ah });
+        (evicted, replaced)
+    }
+
+    /// Whether new handles are still cached (the device is not going away).
+    pub(crate) fn is_open(&self) -> bool {
+        !self.closed
+    }
+
+    /// How long a handle lives, in jiffies.
+    pub(crate) fn ttl(&self) -> usize {
+        self.slots.ttl()
+    }
+
+    /// The sweep at `now`: evicts what has expired and says in how many jiffies the next
+    /// entry expires (`None`: the cache is empty, no sweep is needed until the next insert).
+    pub(crate) fn next_sweep(&mut self, now: usize) -> (Evicted, Option<usize>) {
+        let evicted = self.slots.expire(now);
+        (evicted, self.slots.next_expiry(now))
     }
 
     /// The address of each slot's handle object (0 for an empty slot), for the white-box
@@ -198,21 +219,19 @@ impl ReplyAhCache {
     #[cfg(ibcm_kunit)]
     pub(crate) fn addresses(&self) -> [usize; SLOTS] {
         let mut out = [0; SLOTS];
-        for (o, s) in out.iter_mut().zip(self.slots.iter()) {
-            if let Some(s) = s {
+        for (o, e) in out.iter_mut().zip(self.slots.entries()) {
+            if let Some(e) = e {
                 // CAST: an address, compared only.
-                *o = core::ptr::from_ref::<ReplyAh>(&s.ah) as usize;
+                *o = core::ptr::from_ref::<ReplyAh>(&e.ah) as usize;
             }
         }
         out
     }
 
-    /// Empties the cache; the caller drops the handles after unlocking.
-    pub(crate) fn take_all(&mut self) -> [Option<Arc<ReplyAh>>; SLOTS] {
-        let mut out = [const { None }; SLOTS];
-        for (o, s) in out.iter_mut().zip(self.slots.iter_mut()) {
-            *o = s.take().map(|s| s.ah);
-        }
-        out
+    /// Empties the cache; with `close`, nothing is cached afterwards (device removal). The
+    /// caller drops the handles after unlocking.
+    pub(crate) fn take_all(&mut self, close: bool) -> Evicted {
+        self.closed |= close;
+        self.slots.take_all()
     }
 }

@@ -15,6 +15,7 @@ use crate::{
     },
     port::Counter,
     recv::RecvWc,
+    trace::{self, Local},
 };
 use kernel::{prelude::*, sync::Arc};
 
@@ -78,6 +79,9 @@ pub(crate) fn on_dreq(
             private_data: [0; DREP_PRIVATE_DATA],
         };
         crate::recv::respond(dev, port_num, wc, hdr.tid, &CmMessage::Drep(drep));
+        let (l, r) = (dreq.local_comm_id, dreq.remote_comm_id);
+        trace::local(Local::IssueDrep, l, r);
+        trace::local(Local::NoPrivErr, l, r);
         return;
     };
     if id.inner.lock().conn.local_qpn != dreq.remote_qpn_eecn {

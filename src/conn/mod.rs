@@ -25,7 +25,7 @@ use crate::{
     logic::{
         req_event::{REJ_CONSUMER_DEFINED, SIDR_REJECT},
         state::{self, Action, Input, MsgKind, OnFail, Out, Refusal, State},
-        timeout,
+        timeout, trace as logic_trace,
         wire::{
             conn::{CommIdsAndData, Dreq, Mra, Rej},
             AttrId, CmMessage,
@@ -35,6 +35,7 @@ use crate::{
     remote::{QpKey, RemoteKey, RemoteReservation, ReqKey, Unlinked},
     send,
     timewait::{self, EstablishWork},
+    trace,
 };
 use kernel::{alloc::KBox, prelude::*, sync::Arc};
 
@@ -134,12 +135,20 @@ pub(crate) fn run(
         out.result = Err(EINVAL);
         return out;
     }
+    if let (Input::SendFailed { sent_in }, Some(status)) = (input, ctx.send_status) {
+        // cm.c traces a failed tracked MAD whenever the id is still in the state it was sent
+        // in, before it looks at what that state does with it.
+        if sent_in == id.cm_state() {
+            trace::mad_send_err(sent_in.raw(), status);
+        }
+    }
     let st = match state::step(id.cm_state(), id.lap(), input) {
         Ok(st) => st,
         Err(r) => {
             if r == Refusal::Duplicate {
                 count_duplicate(id, ctx);
             }
+            trace_refusal(id, input, r, ctx);
             out.refused = Some(r);
             out.result = Err(refusal_errno(r));
             return out;
@@ -281,6 +290,27 @@ pub(crate) fn api(
     out.result
 }
 
+/// The tracepoint cm.c emits where it refuses `input` (`logic::trace`).
+fn trace_refusal(id: &CmId, input: Input, r: Refusal, ctx: &Ctx<'_>) {
+    if input == Input::SendRej {
+        if let Some(CmMessage::Rej(rej)) = &ctx.msg {
+            trace::send_rej(id, rej.reason);
+        }
+    }
+    if let Some(ev) = logic_trace::for_refusal(id.cm_state(), input, r) {
+        trace::id(ev, id);
+    }
+    match logic_trace::rep_refusal(input, r) {
+        (true, _) => trace::send_rep_err(id),
+        (_, true) => {
+            if let Some(rep) = ctx.rep {
+                trace::rep_unknown_err(rep.local_comm_id, rep.remote_comm_id, id.state());
+            }
+        }
+        _ => {}
+    }
+}
+
 fn count_duplicate(id: &CmId, ctx: &Ctx<'_>) {
     if let Some(r) = &ctx.recv {
         if let Some(port) = id.dev.port(r.port_num) {
@@ -417,6 +447,9 @@ fn send_out(
     let (local, remote) = (id.local_id(), id.remote_id());
     let msg = match o {
         Out::ResendRtu | Out::ResendMra(_) | Out::ResendDrep | Out::ResendRejStale => {
+            if let Some(ev) = logic_trace::for_send(o) {
+                trace::id(ev, id);
+            }
             out.response = Some(resend(id, g, o));
             return Ok(());
         }
@@ -514,6 +547,12 @@ fn send_out(
         _ => 0,
     };
     let timeout_ms = if o.tracked() { g.conn.timeout_ms } else { 0 };
+    // Traced with the state the id sends in, before the post, as cm.c.
+    match (&msg, logic_trace::for_send(o)) {
+        (CmMessage::Rej(rej), _) => trace::send_rej(id, rej.reason),
+        (_, Some(ev)) => trace::id(ev, id),
+        _ => {}
+    }
     let av = g.av.as_deref().ok_or(EINVAL)?;
     let (buf, tid) = send::send_for_id(
         id,

@@ -5,7 +5,11 @@
 use crate::{
     bindings,
     cm_id::CmId,
-    logic::qp_attr::{self, mask, Facts, QpType, Target},
+    logic::{
+        qp_attr::{self, mask, Facts, QpType, Target},
+        trace::IdTrace,
+    },
+    trace,
 };
 use kernel::prelude::*;
 
@@ -50,7 +54,15 @@ pub(crate) fn init_qp_attr(
         alt_dlid: g.alt_av.as_ref().is_some_and(|a| a.dlid() != 0),
         alt_port: g.alt_av.is_some(),
     };
-    let m = qp_attr::plan(target, &facts).ok_or(EINVAL)?;
+    let Some(m) = qp_attr::plan(target, &facts) else {
+        let ev = match target {
+            Target::Init => IdTrace::QpInitErr,
+            Target::Rtr => IdTrace::QpRtrErr,
+            Target::Rts => IdTrace::QpRtsErr,
+        };
+        trace::id(ev, id);
+        return Err(EINVAL);
+    };
     let c = &g.conn;
     match target {
         Target::Init => {

@@ -18,6 +18,7 @@ use crate::{
     },
     recv::RecvWc,
     remote::{QpKey, RemoteKey, RemoteReservation, ReqKey},
+    trace::{self, Local, Remote},
 };
 use kernel::{prelude::*, sync::Arc};
 
@@ -124,6 +125,7 @@ pub(crate) fn insert_remote(id: &Arc<CmId>, g: &mut CmIdInner, ctx: &mut Ctx<'_>
     if dev.remote_reqs.contains(&key) {
         drop(dev);
         drop((res, qres));
+        trace::remote(Remote::InsertFailedErr, rep.remote_comm_id);
         return Err(EINVAL);
     }
     if let Some(old) = dev.remote_qps.get(&qp) {
@@ -202,6 +204,7 @@ pub(crate) fn on_rep(port_num: u32, wc: &RecvWc, hdr: &MadHeader, rep: &Rep) {
             let out = run(&id, Input::RecvDupRep, &mut ctx, |_, _| {}, |_, _| {});
             let _ = finish(&id, out, ctx.recv.as_ref());
         }
+        trace::remote(Remote::RemoteNoPrivErr, rep.remote_comm_id);
         return;
     };
     let qp_type = id.inner.lock().conn.qp_type;
@@ -234,6 +237,7 @@ pub(crate) fn on_rep(port_num: u32, wc: &RecvWc, hdr: &MadHeader, rep: &Rep) {
             REJ_STALE_CONN,
             MsgKind::Rep.wire(),
         );
+        trace::local(Local::StaleconnErr, rep.local_comm_id, rep.remote_comm_id);
         let _ = super::dreq_drep::send_dreq(&old, &[]);
     }
 }

@@ -11,4 +11,6 @@ pub(crate) mod req_event;
 pub(crate) mod service_id;
 pub(crate) mod state;
 pub(crate) mod timeout;
+pub(crate) mod trace;
+pub(crate) mod ttl_slots;
 pub(crate) mod wire;

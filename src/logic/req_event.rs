@@ -152,10 +152,23 @@ pub(crate) fn req_paths(req: &Req, port: &RecvPort) -> (PathRecord, Option<PathR
     (primary, alternate)
 }
 
-/// `cm_opa_to_ib_sgid()`: whether the event's primary path must show the port's GID 0 instead
-/// of its OPA source GID.
-pub(crate) fn wants_ib_sgid(path: &PathRecord, port: &RecvPort) -> bool {
+/// `cm_opa_to_ib_sgid()`: whether an event's path must show the port's GID 0 instead of its
+/// OPA source GID.
+fn wants_ib_sgid(path: &PathRecord, port: &RecvPort) -> bool {
     port.opa && is_opa_gid(&path.sgid)
+}
+
+/// Which of a REQ event's (primary, alternate) paths get the port's GID 0 as source GID: cm.c
+/// rewrites both (`cm_req_handler()` calls `cm_opa_to_ib_sgid()` for the alternate too).
+pub(crate) fn ib_sgid_rewrites(
+    primary: &PathRecord,
+    alternate: Option<&PathRecord>,
+    port: &RecvPort,
+) -> [bool; 2] {
+    [
+        wants_ib_sgid(primary, port),
+        alternate.is_some_and(|alt| wants_ib_sgid(alt, port)),
+    ]
 }
 
 /// `enum ib_qp_type` values the REQ can ask for.
@@ -439,11 +452,17 @@ mod tests {
             (alt.opa, alt.dlid, alt.slid),
             (true, 0x0007_0809, 0x000A_0B0C)
         );
-        assert!(wants_ib_sgid(&p, &port));
-        // Not an OPA port: plain IB records, and the sgid stays.
-        let (p, _) = req_paths(&r, &IB);
+        // Both paths' OPA source GIDs are rewritten, as cm.c does.
+        assert_eq!(ib_sgid_rewrites(&p, Some(&alt), &port), [true, true]);
+        assert_eq!(ib_sgid_rewrites(&p, None, &port), [true, false]);
+        // An alternate whose source GID is not an OPA GID keeps it.
+        let mut ib_alt = alt;
+        ib_alt.sgid = [0xFE, 0x80, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8];
+        assert_eq!(ib_sgid_rewrites(&p, Some(&ib_alt), &port), [true, false]);
+        // Not an OPA port: plain IB records, and the sgids stay.
+        let (p, alt) = req_paths(&r, &IB);
         assert_eq!((p.opa, p.dlid), (false, 0x1234));
-        assert!(!wants_ib_sgid(&p, &IB));
+        assert_eq!(ib_sgid_rewrites(&p, alt.as_ref(), &IB), [false, false]);
     }
 
     #[test]

@@ -84,6 +84,29 @@ impl State {
         // CAST: a fieldless `repr(u32)` enum to its discriminant.
         self as u32
     }
+
+    /// The state's name without the `IB_CM_` prefix, as the tracepoints print it.
+    pub(crate) fn name(self) -> &'static str {
+        const NAMES: [&str; 16] = [
+            "IDLE",
+            "LISTEN",
+            "REQ_SENT",
+            "REQ_RCVD",
+            "MRA_REQ_SENT",
+            "MRA_REQ_RCVD",
+            "REP_SENT",
+            "REP_RCVD",
+            "MRA_REP_SENT",
+            "MRA_REP_RCVD",
+            "ESTABLISHED",
+            "DREQ_SENT",
+            "DREQ_RCVD",
+            "TIMEWAIT",
+            "SIDR_REQ_SENT",
+            "SIDR_REQ_RCVD",
+        ];
+        NAMES[self as usize]
+    }
 }
 
 /// `enum ib_cm_lap_state`, with the ABI's values.

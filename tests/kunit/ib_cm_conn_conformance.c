@@ -47,6 +47,8 @@ struct side {
 	u8 req_life;			/* primary_path->packet_life_time of the REQ event */
 	int rej_reason;
 	enum ib_wc_status send_status;
+	u32 sidr_qpn;			/* of the SIDR_REP event */
+	int sidr_status;
 	u8 pd[8];
 };
 
@@ -90,6 +92,10 @@ static void record(struct side *s, const struct ib_cm_event *ev)
 	}
 	case IB_CM_REJ_RECEIVED:
 		s->rej_reason = ev->param.rej_rcvd.reason;
+		break;
+	case IB_CM_SIDR_REP_RECEIVED:
+		s->sidr_qpn = ev->param.sidr_rep_rcvd.qpn;
+		s->sidr_status = ev->param.sidr_rep_rcvd.status;
 		break;
 	case IB_CM_REQ_ERROR:
 	case IB_CM_REP_ERROR:
@@ -143,7 +149,7 @@ static int passive_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 		atomic_set(&handoff.handler_done, 1);
 		return 0;
 	}
-	if (ev->event == IB_CM_REQ_RECEIVED) {
+	if (ev->event == IB_CM_REQ_RECEIVED || ev->event == IB_CM_SIDR_REQ_RECEIVED) {
 		/* An id the handler refuses is the CM's to destroy: do not keep it. */
 		if (!passive.ret)
 			passive.id = id;
@@ -363,6 +369,46 @@ static void conn_exit(struct kunit *test)
 }
 
 /*
+ * cm.c's per-connection memory, for the README's comparison (a figure, not a test): the
+ * slab of the id's cm_id_private (ksize of the id, its first member) and of its
+ * cm_timewait_info, whose layout (cm.c lines 184-205) is mirrored here from public types.
+ */
+struct c_cm_work_mirror {
+	struct delayed_work work;
+	struct list_head list;
+	void *port;
+	void *mad_recv_wc;
+	__be32 local_id;
+	__be32 remote_id;
+	struct ib_cm_event cm_event;
+};
+
+struct c_timewait_mirror {
+	struct c_cm_work_mirror work;
+	struct list_head list;
+	struct rb_node remote_qp_node;
+	struct rb_node remote_id_node;
+	__be64 remote_ca_guid;
+	__be32 remote_qpn;
+	u8 inserted_remote_qp;
+	u8 inserted_remote_id;
+};
+
+/*
+ * A figure, not a test: what one connection end costs C (its cm_id_private slab object plus
+ * the cm_timewait_info every connection allocates). Printed for the benchmark; ib_cm-rs prints
+ * its own at load.
+ */
+static void print_c_footprint(struct ib_cm_id *a)
+{
+	if (!strcmp(cm, "c"))
+		pr_info("IBCM-MEM: c cm_id_private slab %zu B, cm_timewait_info %zu B (slab %zu B): %zu B per connection end\n",
+			ksize(a), sizeof(struct c_timewait_mirror),
+			kmalloc_size_roundup(sizeof(struct c_timewait_mirror)),
+			ksize(a) + kmalloc_size_roundup(sizeof(struct c_timewait_mirror)));
+}
+
+/*
  * A whole connection: REQ, MRA (delayed), REP, RTU, DREQ, DREP, timewait; with the states,
  * errnos and event fields of cm.c at each step (ib_send_cm_*(), cm_*_handler()).
  */
@@ -376,6 +422,7 @@ static void connect_and_disconnect(struct kunit *test)
 
 	a = ib_create_cm_id(c->d1, active_handler, NULL);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	print_c_footprint(a);
 	active.id = a;
 	/* Wrong-state calls on an IDLE id (cm.c: -EINVAL). */
 	KUNIT_EXPECT_EQ(test, ib_send_cm_rep(a, &rep), -EINVAL);
@@ -562,46 +609,6 @@ static void destroy_established_sends_dreq(struct kunit *test)
 }
 
 /*
- * cm.c's per-connection memory, for the README's comparison (a figure, not a test): the
- * slab of the id's cm_id_private (ksize of the id, its first member) and of its
- * cm_timewait_info, whose layout (cm.c lines 184-205) is mirrored here from public types.
- */
-struct c_cm_work_mirror {
-	struct delayed_work work;
-	struct list_head list;
-	void *port;
-	void *mad_recv_wc;
-	__be32 local_id;
-	__be32 remote_id;
-	struct ib_cm_event cm_event;
-};
-
-struct c_timewait_mirror {
-	struct c_cm_work_mirror work;
-	struct list_head list;
-	struct rb_node remote_qp_node;
-	struct rb_node remote_id_node;
-	__be64 remote_ca_guid;
-	__be32 remote_qpn;
-	u8 inserted_remote_qp;
-	u8 inserted_remote_id;
-};
-
-static void print_footprint(struct kunit *test)
-{
-	struct conn_ctx *c = test->priv;
-	struct ib_cm_id *a = ib_create_cm_id(c->d1, active_handler, NULL);
-
-	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
-	if (!strcmp(cm, "c"))
-		pr_info("IBCM-MEM: c cm_id_private slab %zu B, cm_timewait_info %zu B (slab %zu B): %zu B per connection end\n",
-			ksize(a), sizeof(struct c_timewait_mirror),
-			kmalloc_size_roundup(sizeof(struct c_timewait_mirror)),
-			ksize(a) + kmalloc_size_roundup(sizeof(struct c_timewait_mirror)));
-	ib_destroy_cm_id(a);
-}
-
-/*
  * ib_destroy_cm_id() from another thread while the REQ handler still runs on the id returns
  * only after the handler returned (cm.c: destroy waits for the event's reference).
  */
@@ -627,8 +634,58 @@ static void destroy_waits_for_running_handler(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_REJ_RECEIVED, 5000));
 }
 
+/*
+ * A SIDR_REP that cannot be sent (here its MAD allocation fails: failslab, armed by
+ * guest-init.sh for tasks with make_it_fail, fails this task's atomic allocations) returns the
+ * error and leaves the id in SIDR_REQ_RCVD, as cm.c (the state changes only once the reply is
+ * posted); the retry then reaches the requester.
+ */
+static void sidr_rep_send_failure_keeps_state(struct kunit *test)
+{
+#ifdef CONFIG_FAILSLAB
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_sidr_req_param req = {
+		.path = &c->path,
+		.sgid_attr = c->sgid,
+		.service_id = cpu_to_be64(CONN_SID),
+		.timeout_ms = 2000,
+		.max_cm_retries = 3,
+	};
+	struct ib_cm_sidr_rep_param rep = {
+		.qp_num = 0x77,
+		.qkey = 0x01234567,
+		.status = IB_SIDR_SUCCESS,
+	};
+	struct ib_cm_id *a;
+	int ret;
+
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	active.id = a;
+	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_req(a, &req), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_SIDR_REQ_RECEIVED, 5000));
+	KUNIT_ASSERT_NOT_NULL(test, passive.id);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_SIDR_REQ_RCVD);
+	current->make_it_fail = 1;
+	ret = ib_send_cm_sidr_rep(passive.id, &rep);
+	current->make_it_fail = 0;
+	KUNIT_ASSERT_NE_MSG(test, ret, 0, "the send did not fail: is failslab armed?");
+	kunit_info(test, "failed SIDR_REP send: %d\n", ret);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_SIDR_REQ_RCVD);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_sidr_rep(passive.id, &rep), 0);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_IDLE);
+	/* Sent once: a second reply is refused. */
+	KUNIT_EXPECT_EQ(test, ib_send_cm_sidr_rep(passive.id, &rep), -EINVAL);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_SIDR_REP_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, active.sidr_qpn, 0x77);
+	KUNIT_EXPECT_EQ(test, active.sidr_status, IB_SIDR_SUCCESS);
+#else
+	kunit_skip(test, "needs CONFIG_FAILSLAB (the debug test kernel has it)");
+#endif
+}
+
 static struct kunit_case conn_cases[] = {
-	KUNIT_CASE(print_footprint),
+	KUNIT_CASE(sidr_rep_send_failure_keeps_state),
 	KUNIT_CASE(connect_and_disconnect),
 	KUNIT_CASE(req_times_out),
 	KUNIT_CASE(reject_reaches_active),

@@ -123,11 +123,47 @@ klog "IBCM-KTAP-END conformance-$CM"
 rmmod ib_cm_conformance 2>/dev/null
 
 # --- connection conformance: a whole connection through the exported API, both CMs ---
+# Slab fault injection for the tasks that ask for it (make_it_fail): the SIDR_REP failure case
+# sets it around one call; nothing else in the guest does.
+F=/sys/kernel/debug/failslab
+if [ -d $F ] && echo Y >$F/task-filter && echo 100 >$F/probability && echo 1 >$F/interval &&
+	echo -1 >$F/times && echo 0 >$F/verbose; then
+	e2e "ok failslab_armed_$CM"
+else
+	e2e "not ok failslab_armed_$CM # no /sys/kernel/debug/failslab (CONFIG_FAILSLAB): the SIDR_REP failure case cannot run"
+fi
+# The ib_cma:icm_* tracepoints are recorded during this run: parse.py compares their formats
+# and the events (name, states, reason) with the C boot's.
+TR=/sys/kernel/tracing
+traced=
+mount -t tracefs tracefs $TR 2>/dev/null
+if [ -d $TR/events/ib_cma ]; then
+	for f in $TR/events/ib_cma/*/format; do
+		ev=${f%/format}
+		ev=${ev##*/}
+		grep -E '^[[:space:]]+field:' "$f" | tr -s ' \t' ' ' | while IFS= read -r l; do
+			klog "IBCM-TRACEFMT: $ev $l"
+		done
+		# The output format can exceed a kernel log line: compared by digest.
+		klog "IBCM-TRACEFMT: $ev print fmt md5 $(grep '^print fmt:' "$f" | tr -s ' \t' ' ' | md5sum | cut -d' ' -f1)"
+	done
+	: >$TR/trace
+	echo 1 >$TR/events/ib_cma/enable && traced=1
+else
+	e2e "not ok tracepoints_present_$CM # no $TR/events/ib_cma (CONFIG_TRACEPOINTS?)"
+fi
 klog "IBCM-KTAP-BEGIN conn-conformance-$CM"
 ins /lib/modules/test/ib_cm_conn_conformance.ko cm=$CM dev0=rxe0 dev1=rxe1 ||
 	e2e "not ok conn_conformance_load_$CM # insmod failed"
 klog "IBCM-KTAP-END conn-conformance-$CM"
 rmmod ib_cm_conn_conformance 2>/dev/null
+if [ -n "$traced" ]; then
+	echo 0 >$TR/events/ib_cma/enable
+	grep -v '^#' $TR/trace | sed -n 's/.*: \(icm_[a-z_]*\): /\1 /p' | while IFS= read -r l; do
+		klog "IBCM-TRACE: $l"
+	done
+	e2e "ok tracepoints_present_$CM"
+fi
 
 # --- end to end: unmodified rdma_cm on top of the CM, rdma-core tools over rxe ---
 ok=1
@@ -286,9 +322,31 @@ fi
 
 # --- 5. cmtime: 200 connections, each step timed (the table goes into the log) ---
 # The server never exits by itself.
+# On ours, debugfs is read in a loop all through it: the reads must not stall the CM (cmtime
+# passes) and must all succeed.
+rm -f /tmp/cmtime-done
+if [ "$CM" = rs ]; then
+	(n=0 bad=0; while [ ! -e /tmp/cmtime-done ]; do
+		cat /sys/kernel/debug/ib_cm/rxe0/listeners /sys/kernel/debug/ib_cm/rxe0/ids \
+			/sys/kernel/debug/ib_cm/rxe1/ids >/dev/null 2>&1 || bad=$((bad + 1))
+		n=$((n + 1))
+		usleep 20000
+	done; echo "$n $bad" >/tmp/debugfs-reads) &
+	rdr=$!
+fi
 if pair cmtime 120 7193 "cmtime -b 10.0.0.1 -p 7193" "cmtime -s 10.0.0.1 -b 10.0.0.2 -p 7193 -c 200" forever; then
 	grep -v '^ *$' /tmp/cmtime-c.log | while IFS= read -r l; do klog "IBCM-CMTIME: $CM $l"; done
 	pair_result cmtime
+fi
+touch /tmp/cmtime-done
+if [ "$CM" = rs ]; then
+	wait $rdr 2>/dev/null
+	read -r n bad </tmp/debugfs-reads 2>/dev/null
+	if [ "${n:-0}" -gt 0 ] && [ "${bad:-1}" = 0 ]; then
+		e2e "ok debugfs_read_during_cmtime_$CM # $n reads of 3 files"
+	else
+		e2e "not ok debugfs_read_during_cmtime_$CM # ${n:-0} reads, ${bad:-?} failed"
+	fi
 fi
 
 # --- 6. perftest over RDMA CM ---
@@ -360,6 +418,27 @@ fi
 kill $srv 2>/dev/null
 wait $srv 2>/dev/null
 
+# debugfs (ours only; cm.c has none): with rping connected on port 7178, rxe0's listeners show
+# rdma_cm's listener for it (service ID 0x0106 << 16 | port, handler cma_ib_req_handler) and
+# both devices' ids show an ESTABLISHED connection end.
+debugfs_check() {
+	D=/sys/kernel/debug/ib_cm
+	sid=$(printf '0x%016x' $((0x01060000 + 7178)))
+	l=$(grep "^$sid " $D/rxe0/listeners 2>/dev/null)
+	e0=$(grep -c ' ESTABLISHED ' $D/rxe0/ids 2>/dev/null)
+	e1=$(grep -c ' ESTABLISHED ' $D/rxe1/ids 2>/dev/null)
+	case "$l" in
+	*cma_ib_req_handler*) ok_l=1 ;;
+	*) ok_l= ;;
+	esac
+	if [ -n "$ok_l" ] && [ "${e0:-0}" -ge 1 ] && [ "${e1:-0}" -ge 1 ]; then
+		e2e "ok debugfs_shows_listener_and_connection_$CM # $(echo $l | tr -s ' ')"
+	else
+		e2e "not ok debugfs_shows_listener_and_connection_$CM # listener: '$l'; ESTABLISHED ids: rxe0 ${e0:-none}, rxe1 ${e1:-none}"
+		for f in $D/*/*; do sed "s|^|debugfs $f: |" $f >/dev/kmsg 2>/dev/null; done
+	fi
+}
+
 # Device removal under an established connection: the client's device goes away while rping
 # is connected through it. rdma_cm (removed first) sees DEVICE_REMOVAL on its ids and destroys
 # them, with their ib_cm ids in ESTABLISHED; the removal must finish (no destroy waiting
@@ -371,6 +450,7 @@ if wait_listen 7178 60; then
 	timeout 120 rping -c -a 10.0.0.1 -I 10.0.0.2 -p 7178 -C 100000 -D 20 >/tmp/rping-c5.log 2>&1 &
 	cli=$!
 	sleep 4
+	[ "$CM" = rs ] && debugfs_check
 	t0=$(now)
 	if timeout 60 rdma link del rxe1; then
 		took=$(($(now) - t0))

@@ -133,6 +133,57 @@ def compare_qp_attrs(paths, results):
         results.append(('ok', f'qp_attr_matches_c ({len(want)} INIT/RTR/RTS results, every field)'))
 
 
+TRACE = re.compile(r'IBCM-TRACE: (icm_\w+) ?(.*)$')
+TRACEFMT = re.compile(r'IBCM-TRACEFMT: (icm_\w+) (.*)$')
+# Comm IDs are random per boot; everything else an event prints must match.
+TRACE_IDS = re.compile(r'\b(local_id|remote_id)=\d+')
+
+
+def traces(path):
+    """The icm_* events a boot recorded (name + normalised fields) and the event formats."""
+    events, formats = {}, {}
+    try:
+        for l in open(path, errors='replace'):
+            m = TRACE.search(l)
+            if m:
+                key = m.group(1) + ' ' + TRACE_IDS.sub(r'\1=N', m.group(2).strip())
+                events[key] = events.get(key, 0) + 1
+                continue
+            m = TRACEFMT.search(l)
+            if m:
+                formats.setdefault(m.group(1), []).append(m.group(2).strip())
+    except OSError:
+        pass
+    return events, formats
+
+
+def compare_traces(paths, results):
+    """The ib_cma:icm_* tracepoints of the rs boot against the C boot's: the same events with
+    the same fields, and the same events fired (with their states) by the same run."""
+    c = [p for p in paths if p.endswith('guest-c.log')]
+    rs = [p for p in paths if p.endswith('guest-rs.log')]
+    if not c or not rs:
+        return
+    (cev, cfmt), (rev, rfmt) = traces(c[0]), traces(rs[0])
+    if not cfmt or not cev:
+        results.append(('not ok', 'tracepoints_match_c: the C boot recorded no icm_* events'))
+        return
+    diffs = [f'{e}: {"missing" if e not in rfmt else "differs"}'
+             for e in sorted(cfmt) if rfmt.get(e) != cfmt[e]]
+    diffs += [f'{e}: not in C' for e in sorted(set(rfmt) - set(cfmt))]
+    if diffs:
+        results.append(('not ok', 'trace_formats_match_c: ' + '; '.join(diffs)[:800]))
+    else:
+        results.append(('ok', f'trace_formats_match_c ({len(cfmt)} events, fields and output)'))
+    diffs = [f'{k}: c={cev.get(k, 0)} rs={rev.get(k, 0)}'
+             for k in sorted(set(cev) | set(rev)) if cev.get(k, 0) != rev.get(k, 0)]
+    if diffs:
+        results.append(('not ok', 'trace_events_match_c: ' + '; '.join(diffs)[:1200]))
+    else:
+        results.append(('ok', f'trace_events_match_c ({sum(cev.values())} events, '
+                              f'{len(cev)} kinds)'))
+
+
 def compare_counters(counters, required, results):
     """One result per CM other than C whose counters were printed (or required)."""
     others = sorted(set(counters) - {'c'} | set(required))
@@ -166,6 +217,7 @@ def main():
         parse(path, results, counters)
     compare_counters(counters, required, results)
     compare_qp_attrs(args, results)
+    compare_traces(args, results)
     passed = sum(1 for s, _ in results if s == 'ok')
     failed = sum(1 for s, _ in results if s == 'not ok')
     for s, what in results:

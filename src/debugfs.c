@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * debugfs: /sys/kernel/debug/ib_cm/<device>/{listeners,ids} (src/debugfs.rs writes the
+ * lines). The in-tree CM has nothing like it. debugfs_remove() waits for readers, so a
+ * device's files never outlive its state.
+ */
+#include <linux/debugfs.h>
+#include <linux/err.h>
+#include <linux/seq_file.h>
+#include <rdma/ib_verbs.h>
+
+#include <ib_cm_glue.h>
+
+static struct dentry *ibcm_debugfs_root;
+
+static int ibcm_listeners_show(struct seq_file *m, void *unused)
+{
+	ibcm_rs_debugfs_listeners(m, m->private);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ibcm_listeners);
+
+static int ibcm_ids_show(struct seq_file *m, void *unused)
+{
+	ibcm_rs_debugfs_ids(m, m->private);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ibcm_ids);
+
+void ibcm_glue_debugfs_init(void)
+{
+	struct dentry *d = debugfs_create_dir("ib_cm", NULL);
+
+	ibcm_debugfs_root = IS_ERR(d) ? NULL : d;
+}
+
+void ibcm_glue_debugfs_exit(void)
+{
+	debugfs_remove(ibcm_debugfs_root);
+	ibcm_debugfs_root = NULL;
+}
+
+struct dentry *ibcm_glue_debugfs_add_device(struct ib_device *device, void *cm_dev)
+{
+	struct dentry *dir;
+
+	if (!ibcm_debugfs_root)
+		return NULL;
+	dir = debugfs_create_dir(dev_name(&device->dev), ibcm_debugfs_root);
+	if (IS_ERR(dir))
+		return NULL;
+	debugfs_create_file("listeners", 0400, dir, cm_dev, &ibcm_listeners_fops);
+	debugfs_create_file("ids", 0400, dir, cm_dev, &ibcm_ids_fops);
+	return dir;
+}
+
+void ibcm_glue_debugfs_remove(struct dentry *dir)
+{
+	debugfs_remove(dir);
+}
+
+void ibcm_glue_seq_listeners_header(struct seq_file *m)
+{
+	seq_puts(m, "service_id         shares in_flight handler                          context\n");
+}
+
+void ibcm_glue_seq_listener(struct seq_file *m, u64 service_id, u32 shares, u32 in_flight,
+			    const void *handler, const void *context)
+{
+	seq_printf(m, "0x%016llx %6u %9u %-32ps %p\n", service_id, shares, in_flight, handler,
+		   context);
+}
+
+void ibcm_glue_seq_ids_header(struct seq_file *m)
+{
+	seq_puts(m, "local_id   remote_id  state         service_id\n");
+}
+
+void ibcm_glue_seq_id(struct seq_file *m, u32 local_id, u32 remote_id, const char *state,
+		      size_t state_len, u64 service_id)
+{
+	seq_printf(m, "0x%08x 0x%08x %-13.*s 0x%016llx\n", local_id, remote_id, (int)state_len,
+		   state, service_id);
+}

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! Introspection: `/sys/kernel/debug/ib_cm/<device>/listeners` and `.../ids`.
+//!
+//! cm.c has nothing like it. The files are C (`src/debugfs.c`); their contents come from here.
+//! Neither file holds a lock across its output, so reading them never stalls the receive
+//! path:
+//!
+//! - `listeners` copies the device's listeners (an `Arc` and the share count each) under the
+//!   device lock into a buffer reserved before, then prints them unlocked. Each line shows the
+//!   service ID, the share count, the uses in flight (handler invocations and MADs beyond the
+//!   owner's), the handler (`%ps`) and the context (a hashed pointer).
+//! - `ids` walks the comm-ID table one id at a time under RCU (as the receive path looks them
+//!   up), keeps a reference to the id it prints and prints it unlocked. Each line shows the
+//!   local and remote comm ID, the state and the service ID of every id of the device that has
+//!   a comm ID (listeners do not).
+//!
+//! Both are snapshots that may be a moment stale, good enough to look at a running system.
+
+use crate::{bindings, cm_id::CmId, device::CmDevice};
+use kernel::{alloc::KVec, prelude::*, sync::Arc, sync::ArcBorrow};
+
+/// Creates the `ib_cm` directory (module init); without debugfs nothing is created.
+pub(crate) fn init() {
+    // SAFETY: Module init, once.
+    unsafe { bindings::ibcm_glue_debugfs_init() }
+}
+
+/// Removes the directory (module exit, after every device is gone).
+pub(crate) fn exit() {
+    // SAFETY: Module exit, once, after `init`.
+    unsafe { bindings::ibcm_glue_debugfs_exit() }
+}
+
+/// Creates the device's directory and files; their private data is `dev`, which must outlive
+/// them (removal calls [`remove`] first). Returns the directory, or NULL without debugfs.
+pub(crate) fn add(dev: &CmDevice) -> *mut bindings::dentry {
+    let data = core::ptr::from_ref(dev).cast_mut().cast();
+    // SAFETY: The device is live (`add_one`); `data` stays valid until `remove`.
+    unsafe { bindings::ibcm_glue_debugfs_add_device(dev.ib_dev(), data) }
+}
+
+/// Removes a device's directory; returns once no reader is inside its files.
+pub(crate) fn remove(dir: *mut bindings::dentry) {
+    if !dir.is_null() {
+        // SAFETY: `dir` came from `add` and is removed once.
+        unsafe { bindings::ibcm_glue_debugfs_remove(dir) }
+    }
+}
+
+/// The `listeners` file.
+///
+/// # Safety
+///
+/// Called by `debugfs.c` with a live `seq_file` and the `CmDevice` given to [`add`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ibcm_rs_debugfs_listeners(
+    m: *mut bindings::seq_file,
+    dev: *mut kernel::ffi::c_void,
+) {
+    // SAFETY: The files are removed before the device goes (caller contract).
+    let dev = unsafe { &*dev.cast::<CmDevice>() };
+    // SAFETY: `m` is live for the call.
+    unsafe { bindings::ibcm_glue_seq_listeners_header(m) };
+    // Reserve outside the lock, copy under it; retry if the tree grew in between.
+    let mut want = dev.inner.lock().listen.len() + 8;
+    let mut snap;
+    loop {
+        let Ok(v) = KVec::with_capacity(want, GFP_KERNEL) else {
+            return;
+        };
+        snap = v;
+        let left = dev.inner.lock().listen.snapshot(&mut snap);
+        if left == 0 || want > 1 << 20 {
+            break;
+        }
+        want += left + 8;
+    }
+    for (id, shares) in snap.iter() {
+        let handler = id
+            .handler()
+            .map_or(core::ptr::null(), |h| h as *const kernel::ffi::c_void);
+        // SAFETY: `m` is live; the values are plain.
+        unsafe {
+            bindings::ibcm_glue_seq_listener(
+                m,
+                id.service_id().get(),
+                *shares,
+                id.users().saturating_sub(1),
+                handler,
+                id.context(),
+            )
+        };
+    }
+}
+
+/// The `ids` file.
+///
+/// # Safety
+///
+/// As [`ibcm_rs_debugfs_listeners`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ibcm_rs_debugfs_ids(
+    m: *mut bindings::seq_file,
+    dev: *mut kernel::ffi::c_void,
+) {
+    // SAFETY: As in `ibcm_rs_debugfs_listeners`.
+    let dev = unsafe { &*dev.cast::<CmDevice>() };
+    // SAFETY: `m` is live for the call.
+    unsafe { bindings::ibcm_glue_seq_ids_header(m) };
+    let mut index = 0u32;
+    while let Some((id, at)) = next_id(index) {
+        if core::ptr::eq::<CmDevice>(&*id.dev, dev) {
+            let state = id.cm_state().name();
+            // SAFETY: `m` is live; `state` is valid for its length.
+            unsafe {
+                bindings::ibcm_glue_seq_id(
+                    m,
+                    id.local_id(),
+                    id.remote_id(),
+                    state.as_ptr().cast(),
+                    state.len(),
+                    id.service_id().get(),
+                )
+            };
+        }
+        match at.checked_add(1) {
+            Some(i) => index = i,
+            None => break,
+        }
+    }
+}
+
+/// The first published id at comm-table index `from` or above, with its index.
+fn next_id(from: u32) -> Option<(Arc<CmId>, u32)> {
+    let mut index = from;
+    // SAFETY: RCU read-side section, closed below.
+    unsafe { bindings::ibcm_glue_rcu_read_lock() };
+    // SAFETY: Inside the section; `index` is a valid in/out argument.
+    let raw = unsafe { bindings::ibcm_glue_comm_find(&mut index) };
+    let id = (!raw.is_null()).then(|| {
+        // SAFETY: As in `comm_id::acquire`: a published entry carries the table's reference,
+        // given back only after a grace period that this section delays.
+        Arc::from(unsafe { ArcBorrow::<CmId>::from_raw(raw.cast()) })
+    });
+    // SAFETY: Closes the section.
+    unsafe { bindings::ibcm_glue_rcu_read_unlock() };
+    id.map(|id| (id, index))
+}
