@@ -27,7 +27,7 @@ mkdir -p "$res"
 for b in $(seq 1 "$boots"); do
 	for cm in c rs; do
 		log "conn bench: boot $b, $cm CM"
-		KAPPEND="ibcm.bench_n=$n ibcm.bench_rounds=$rounds" "$top/tests/qemu/run.sh" \
+		KAPPEND="ibcm.bench_n=$n ibcm.bench_rounds=$rounds${IBCM_PROF:+ ibcm.prof=$IBCM_PROF}" "$top/tests/qemu/run.sh" \
 			"$out/bzImage" "$out/initramfs.cpio.gz" "$cm" connbench "$res/conn-$cm-$b.log" 1800 ||
 			log "conn bench: warning: boot $b ($cm) did not finish cleanly"
 		sed -n "s/.*IBCM-BENCH: \(.*\)/boot=$b \1/p" "$res/conn-$cm-$b.log" >>"$res/conn-raw.txt"

@@ -22,8 +22,11 @@ API="ib_create_cm_id ib_destroy_cm_id ib_cm_listen ib_cm_insert_listen ib_send_c
 ib_send_cm_rtu ib_send_cm_dreq ib_send_cm_drep ib_send_cm_rej ib_send_cm_mra ib_send_cm_sidr_req
 ib_send_cm_sidr_rep ib_cm_notify ib_cm_init_qp_attr"
 ULP="cma_ib_handler cma_ib_req_handler cma_sidr_rep_handler"
+# Functions the CM calls, asked for with PROF= (ibcm.prof=): profiled too, so the CM's self time
+# then excludes them and their own calls and time show where it goes (kind "lib").
+LIB=$PROF
 : >$T/set_ftrace_filter
-for f in $CMFN $API $ULP; do echo "$f" >>$T/set_ftrace_filter 2>/dev/null || klog "IBCM-BENCH: note: cannot profile $f"; done
+for f in $CMFN $API $ULP $LIB; do echo "$f" >>$T/set_ftrace_filter 2>/dev/null || klog "IBCM-BENCH: note: cannot profile $f"; done
 echo 0 >$T/options/graph-time
 echo 0 >$T/options/sleep-time
 cmtime -b 10.0.0.1 >/tmp/cmtime-s.log 2>&1 &
@@ -47,11 +50,11 @@ done
 echo 0 >$T/function_profile_enabled
 cat $T/trace_stat/function* >/tmp/prof.txt 2>/dev/null
 # Self time per function over the profiled rounds: name, hits, total (us).
-awk -v cm=" $CMFN " -v api=" $(echo $API) " -v ulp=" $ULP " '
+awk -v cm=" $CMFN " -v api=" $(echo $API) " -v ulp=" $ULP " -v lib=" $LIB " '
 	$2 ~ /^[0-9]+$/ { n[$1] += $2; t[$1] += $3 }
 	END {
 		for (f in n) {
-			kind = index(cm, " " f " ") ? "cm" : index(api, " " f " ") ? "api" : index(ulp, " " f " ") ? "ulp" : ""
+			kind = index(cm, " " f " ") ? "cm" : index(api, " " f " ") ? "api" : index(ulp, " " f " ") ? "ulp" : index(lib, " " f " ") ? "lib" : ""
 			if (kind != "") printf "%s %s %d %.1f\n", kind, f, n[f], t[f]
 		}
 	}' /tmp/prof.txt | while read -r kind f hits us; do
