@@ -14,7 +14,10 @@ use crate::{
     cm_id::CmId,
     device::CmDevice,
     error::ptr_error,
-    logic::wire::{encode_mad, AttrId, CmMessage, MAD_HDR_LEN, MAD_LEN, PAYLOAD_LEN},
+    logic::{
+        trace::IdTrace,
+        wire::{encode_mad, AttrId, CmMessage, MAD_HDR_LEN, MAD_LEN, PAYLOAD_LEN},
+    },
     port::{device_of_agent, Counter},
     reply_ah::ReplyAh,
 };
@@ -214,8 +217,10 @@ pub(crate) unsafe fn send(
 
 /// Sends `msg` for `id` along `av` (`cm_alloc_msg` + `ib_post_send_mad`), with the MAD
 /// layer retransmitting it `retries` times every `timeout_ms` if that is non-zero. The buffer
-/// carries a reference and a use of the id (`context[1]`) until its completion. Non-sleeping:
-/// called with the id lock held, possibly in atomic context.
+/// carries a reference and a use of the id (`context[1]`) until its completion. `trace` fires
+/// once the buffer is allocated, just before the post (where cm.c traces its sends).
+/// Non-sleeping: called with the id lock held, possibly in atomic context.
+#[expect(clippy::too_many_arguments)]
 pub(crate) fn send_for_id(
     id: &Arc<CmId>,
     av: &Av,
@@ -224,6 +229,7 @@ pub(crate) fn send_for_id(
     attr_mod: u32,
     timeout_ms: u32,
     retries: u8,
+    trace: Option<IdTrace>,
 ) -> Result<(*mut bindings::ib_mad_send_buf, u64)> {
     let dev = &*id.dev;
     let _gate = dev.enter_send().ok_or(ENODEV)?;
@@ -259,6 +265,9 @@ pub(crate) fn send_for_id(
     };
     if let Some(e) = ptr_error(buf, ENOMEM) {
         return Err(e);
+    }
+    if let Some(ev) = trace {
+        crate::trace::id(ev, id);
     }
     let mut mad = [0u8; MAD_LEN];
     encode_mad(msg, tid, attr_mod, &mut mad);

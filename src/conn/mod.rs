@@ -154,6 +154,18 @@ pub(crate) fn run(
             return out;
         }
     };
+    // cm.c traces a REJ on entry to `cm_send_rej_locked()`, with the state before it changes.
+    if st
+        .actions
+        .iter()
+        .any(|a| matches!(a, Action::Send(Out::Rej { .. })))
+    {
+        let reason = match &ctx.msg {
+            Some(CmMessage::Rej(rej)) => rej.reason,
+            _ => default_rej(id).reason,
+        };
+        trace::send_rej(id, reason);
+    }
     pre(id, &mut g);
     let mut failed = false;
     for a in st.actions.iter() {
@@ -366,7 +378,12 @@ fn act(
             g.msg_state = next;
         }
         Action::ResetRemote => leave_remote(id, g, out),
-        Action::EnterTimewait => enter_timewait(id, g, ctx, out),
+        Action::EnterTimewait => {
+            enter_timewait(id, g, ctx, out);
+            // As `cm_enter_timewait()`: the state is TIMEWAIT from here on, also for the
+            // actions that follow in the step (a DREP is sent, and traced, from TIMEWAIT).
+            id.set_state(State::Timewait.raw());
+        }
         Action::InsertRemote => rep_rtu::insert_remote(id, g, ctx)?,
         Action::AcceptRep => rep_rtu::accept_rep(id, g, ctx),
         Action::SaveTid => {
@@ -547,13 +564,8 @@ fn send_out(
         _ => 0,
     };
     let timeout_ms = if o.tracked() { g.conn.timeout_ms } else { 0 };
-    // Traced with the state the id sends in, before the post, as cm.c.
-    match (&msg, logic_trace::for_send(o)) {
-        (CmMessage::Rej(rej), _) => trace::send_rej(id, rej.reason),
-        (_, Some(ev)) => trace::id(ev, id),
-        _ => {}
-    }
     let av = g.av.as_deref().ok_or(EINVAL)?;
+    // Traced once the MAD is allocated, with the state the id sends in (REJs: see `run`).
     let (buf, tid) = send::send_for_id(
         id,
         av,
@@ -562,6 +574,7 @@ fn send_out(
         attr_mod,
         timeout_ms,
         g.conn.max_cm_retries,
+        logic_trace::for_send(o),
     )?;
     if o == Out::Req {
         g.conn.tid = tid;

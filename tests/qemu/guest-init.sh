@@ -425,8 +425,16 @@ debugfs_check() {
 	D=/sys/kernel/debug/ib_cm
 	sid=$(printf '0x%016x' $((0x01060000 + 7178)))
 	l=$(grep "^$sid " $D/rxe0/listeners 2>/dev/null)
-	e0=$(grep -c ' ESTABLISHED ' $D/rxe0/ids 2>/dev/null)
-	e1=$(grep -c ' ESTABLISHED ' $D/rxe1/ids 2>/dev/null)
+	# The client may still be resolving its route: wait for both connection ends.
+	i=0
+	while :; do
+		e0=$(grep -c ' ESTABLISHED ' $D/rxe0/ids 2>/dev/null)
+		e1=$(grep -c ' ESTABLISHED ' $D/rxe1/ids 2>/dev/null)
+		[ "${e0:-0}" -ge 1 ] && [ "${e1:-0}" -ge 1 ] && break
+		i=$((i + 1))
+		[ $i -ge 40 ] && break
+		usleep 500000
+	done
 	case "$l" in
 	*cma_ib_req_handler*) ok_l=1 ;;
 	*) ok_l= ;;
