@@ -12,7 +12,7 @@
 //! - `ids` walks the comm-ID table one id at a time under RCU (as the receive path looks them
 //!   up), keeps a reference to the id it prints and prints it unlocked. Each line shows the
 //!   local and remote comm ID, the state and the service ID of every id of the device that has
-//!   a comm ID (listeners do not).
+//!   a comm ID (`ib_cm_insert_listen` listeners have none; `ib_cm_listen` ones show LISTEN).
 //!
 //! Both are snapshots that may be a moment stale, good enough to look at a running system.
 
@@ -131,7 +131,7 @@ pub(crate) unsafe extern "C" fn ibcm_rs_debugfs_ids(
 }
 
 /// The first published id at comm-table index `from` or above, with its index.
-fn next_id(from: u32) -> Option<(Arc<CmId>, u32)> {
+pub(crate) fn next_id(from: u32) -> Option<(Arc<CmId>, u32)> {
     let mut index = from;
     // SAFETY: RCU read-side section, closed below.
     unsafe { bindings::ibcm_glue_rcu_read_lock() };

@@ -474,6 +474,41 @@ extern "C" fn rejects_share_a_reply_ah(_test: *mut bindings::kunit) {
     expect!(cached(&d0.cm).is_empty());
 }
 
+// The debugfs `ids` walk finds every published id, one at a time, and only those.
+extern "C" fn debugfs_walk_finds_published_ids(_test: *mut bindings::kunit) {
+    let Ok(dev) = fake_device() else {
+        fail!("allocation");
+        return;
+    };
+    let (Ok(a), Ok(b), Ok(hidden)) = (
+        CmId::new(dev.clone(), Some(handler_a), core::ptr::null_mut(), true),
+        CmId::new(dev.clone(), Some(handler_a), core::ptr::null_mut(), true),
+        new_id(&dev, Some(handler_a)),
+    ) else {
+        fail!("allocation");
+        return;
+    };
+    let (mut seen_a, mut seen_b, mut seen_hidden, mut on_dev) = (false, false, false, 0);
+    let mut index = 0u32;
+    while let Some((id, at)) = crate::debugfs::next_id(index) {
+        seen_a |= Arc::ptr_eq(&id, &a);
+        seen_b |= Arc::ptr_eq(&id, &b);
+        seen_hidden |= Arc::ptr_eq(&id, &hidden);
+        if core::ptr::eq::<CmDevice>(&*id.dev, &*dev) {
+            on_dev += 1;
+        }
+        match at.checked_add(1) {
+            Some(i) => index = i,
+            None => break,
+        }
+    }
+    expect!(seen_a && seen_b && !seen_hidden);
+    expect!(on_dev == 2);
+    destroy(&a);
+    destroy(&b);
+    destroy(&hidden);
+}
+
 static SEEN_EVENTS: AtomicU32 = AtomicU32::new(0);
 static SEEN_QPN: AtomicU32 = AtomicU32::new(0);
 static SEEN_PSN: AtomicU32 = AtomicU32::new(0);
@@ -603,7 +638,7 @@ const fn suite(name: &[u8], cases: *mut bindings::kunit_case) -> bindings::kunit
 
 // KUnit writes run status into the cases and the suite, hence `static mut`; nothing in Rust
 // touches them after initialisation.
-static mut CASES: [bindings::kunit_case; 9] = [
+static mut CASES: [bindings::kunit_case; 10] = [
     case(c"tree_share_and_release", tree_share_and_release),
     case(c"listen_never_shares", listen_never_shares),
     case(c"assign_allocator", assign_allocator),
@@ -621,6 +656,7 @@ static mut CASES: [bindings::kunit_case; 9] = [
         req_with_listener_is_dispatched,
     ),
     case(c"rejects_share_a_reply_ah", rejects_share_a_reply_ah),
+    case(c"debugfs_walk_finds_published_ids", debugfs_walk_finds_published_ids),
     // SAFETY: The zeroed terminator KUnit looks for.
     unsafe { core::mem::zeroed() },
 ];
