@@ -656,7 +656,10 @@ static mut CASES: [bindings::kunit_case; 10] = [
         req_with_listener_is_dispatched,
     ),
     case(c"rejects_share_a_reply_ah", rejects_share_a_reply_ah),
-    case(c"debugfs_walk_finds_published_ids", debugfs_walk_finds_published_ids),
+    case(
+        c"debugfs_walk_finds_published_ids",
+        debugfs_walk_finds_published_ids,
+    ),
     // SAFETY: The zeroed terminator KUnit looks for.
     unsafe { core::mem::zeroed() },
 ];

@@ -701,7 +701,68 @@ static struct kunit_suite conn_suite = {
 	.test_cases = conn_cases,
 };
 
-kunit_test_suite(conn_suite);
+/*
+ * Teardown racing the peer: the active id is destroyed while a REP (even rounds) or, on an
+ * established connection, a DREQ (odd rounds) from the passive side is on its way, at a
+ * delay that grows each round, so the message lands before, during and after the destroy.
+ * Whatever the order, destroy returns, no callback runs on the id afterwards, and nothing is
+ * left behind (kmemleak and KASAN check the rest). A separate suite: which messages and
+ * events these rounds produce depends on timing, so guest-init.sh runs it outside the traced
+ * conformance run.
+ */
+static void destroy_races_incoming_rep_and_dreq(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	int i;
+
+	for (i = 0; i < 20; i++) {
+		struct ib_cm_req_param req;
+		struct ib_cm_rep_param rep = { .qp_num = 0x99 + i, .starting_psn = 1 };
+		struct ib_cm_id *a, *p;
+
+		reset_sides();
+		a = ib_create_cm_id(c->d1, active_handler, NULL);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+		active.id = a;
+		req_param(&req, &c->path, c->sgid, 20, 15);
+		KUNIT_ASSERT_EQ(test, ib_send_cm_req(a, &req), 0);
+		KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
+		p = passive.id;
+		KUNIT_ASSERT_NOT_NULL(test, p);
+		KUNIT_ASSERT_EQ(test, ib_send_cm_rep(p, &rep), 0);
+		if (i % 2) {
+			KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED,
+							      5000));
+			KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
+			KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED,
+							      5000));
+			KUNIT_EXPECT_EQ(test, ib_send_cm_dreq(p, NULL, 0), 0);
+		}
+		usleep_range(i * 250, i * 250 + 100);
+		ib_destroy_cm_id(a);
+		active.id = NULL;
+		/* Destroy returned: the id's handler never runs again. */
+		WRITE_ONCE(active.last_event, -1);
+		usleep_range(2000, 3000);
+		KUNIT_EXPECT_EQ(test, READ_ONCE(active.last_event), -1);
+		ib_destroy_cm_id(p);
+		passive.id = NULL;
+	}
+}
+
+static struct kunit_case race_cases[] = {
+	KUNIT_CASE_SLOW(destroy_races_incoming_rep_and_dreq),
+	{}
+};
+
+static struct kunit_suite race_suite = {
+	.name = "ib_cm_conn_races",
+	.init = conn_init,
+	.exit = conn_exit,
+	.test_cases = race_cases,
+};
+
+kunit_test_suites(&conn_suite, &race_suite);
 
 MODULE_DESCRIPTION("ib_cm connection conformance suite (runs against either CM)");
 MODULE_LICENSE("Dual BSD/GPL");
