@@ -53,6 +53,8 @@ struct side {
 };
 
 static struct side passive, active;
+/* Appended to the side names of the printed event fields (the QP type under test). */
+static const char *qp_tag = "";
 
 static void record(struct side *s, const struct ib_cm_event *ev)
 {
@@ -64,8 +66,9 @@ static void record(struct side *s, const struct ib_cm_event *ev)
 		const struct ib_cm_req_event_param *r = &ev->param.req_rcvd;
 
 		/* Printed for the field-by-field comparison of the two CMs (parse.py). */
-		pr_info("IBCM-QPATTR: passive REQ_EVENT lcrt=%u fc=%u rcrt=%u retry=%u rnr=%u srq=%u qp_type=%u psn=%#x rr=%u id=%u qkey=%#x bth_pkey=%#x port=%u life=%u mtu=%u pkey=%#x sl=%u hop=%u rec_type=%u vendor=%#x attr_mod=%#x\n",
-			r->local_cm_response_timeout, r->flow_control, r->remote_cm_response_timeout,
+		pr_info("IBCM-QPATTR: passive%s REQ_EVENT lcrt=%u fc=%u rcrt=%u retry=%u rnr=%u srq=%u qp_type=%u psn=%#x rr=%u id=%u qkey=%#x bth_pkey=%#x port=%u life=%u mtu=%u pkey=%#x sl=%u hop=%u rec_type=%u vendor=%#x attr_mod=%#x\n",
+			qp_tag, r->local_cm_response_timeout, r->flow_control,
+			r->remote_cm_response_timeout,
 			r->retry_count, r->rnr_retry_count, r->srq, r->qp_type, r->starting_psn,
 			r->responder_resources, r->initiator_depth, r->remote_qkey, r->bth_pkey, r->port,
 			r->primary_path->packet_life_time, r->primary_path->mtu,
@@ -82,8 +85,8 @@ static void record(struct side *s, const struct ib_cm_event *ev)
 	case IB_CM_REP_RECEIVED: {
 		const struct ib_cm_rep_event_param *r = &ev->param.rep_rcvd;
 
-		pr_info("IBCM-QPATTR: active REP_EVENT qkey=%#x qpn=%#x psn=%#x rr=%u id=%u tad=%u failover=%u fc=%u rnr=%u srq=%u vendor=%#x attr_mod=%#x\n",
-			r->remote_qkey, r->remote_qpn, r->starting_psn, r->responder_resources,
+		pr_info("IBCM-QPATTR: active%s REP_EVENT qkey=%#x qpn=%#x psn=%#x rr=%u id=%u tad=%u failover=%u fc=%u rnr=%u srq=%u vendor=%#x attr_mod=%#x\n",
+			qp_tag, r->remote_qkey, r->remote_qpn, r->starting_psn, r->responder_resources,
 			r->initiator_depth, r->target_ack_delay, r->failover_accepted,
 			r->flow_control, r->rnr_retry_count, r->srq, r->ece.vendor_id,
 			r->ece.attr_mod);
@@ -609,6 +612,68 @@ static void destroy_established_sends_dreq(struct kunit *test)
 }
 
 /*
+ * ib_cm_init_qp_attr() and the REQ/REP event fields for UC and XRC (initiator on the active
+ * side, target on the passive side), at every state of a connection, printed for the
+ * field-by-field comparison with C as for RC in connect_and_disconnect.
+ */
+static void connect_qp_type(struct kunit *test, enum ib_qp_type type, const char *tag)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_req_param req;
+	struct ib_cm_rep_param rep = {
+		.qp_num = 0x321,
+		.starting_psn = 0x77,
+		.responder_resources = 2,
+		.initiator_depth = 1,
+		.rnr_retry_count = 5,
+		.flow_control = 1,
+	};
+	struct ib_cm_id *a;
+	char side[48];
+
+	reset_sides();
+	qp_tag = tag;
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	active.id = a;
+	req_param(&req, &c->path, c->sgid, 20, 15);
+	req.qp_type = type;
+	KUNIT_ASSERT_EQ(test, ib_send_cm_req(a, &req), 0);
+	snprintf(side, sizeof(side), "active%s-req-sent", tag);
+	dump_qp_attrs_from(test, side, a, 1);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, passive.req.qp_type,
+			type == IB_QPT_XRC_INI ? IB_QPT_XRC_TGT : type);
+	snprintf(side, sizeof(side), "passive%s-req-rcvd", tag);
+	dump_qp_attrs(test, side, passive.id);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
+	snprintf(side, sizeof(side), "active%s-rep-rcvd", tag);
+	dump_qp_attrs(test, side, a);
+	snprintf(side, sizeof(side), "passive%s-rep-sent", tag);
+	dump_qp_attrs(test, side, passive.id);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
+	snprintf(side, sizeof(side), "active%s-established", tag);
+	dump_qp_attrs(test, side, a);
+	snprintf(side, sizeof(side), "passive%s-established", tag);
+	dump_qp_attrs(test, side, passive.id);
+	/* Both ends established: each destroy sends a DREQ, the other side's is dropped. */
+	ib_destroy_cm_id(a);
+	active.id = NULL;
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
+	ib_destroy_cm_id(passive.id);
+	passive.id = NULL;
+	qp_tag = "";
+}
+
+static void qp_attr_uc_and_xrc(struct kunit *test)
+{
+	connect_qp_type(test, IB_QPT_UC, "-uc");
+	connect_qp_type(test, IB_QPT_XRC_INI, "-xrc");
+}
+
+/*
  * ib_destroy_cm_id() from another thread while the REQ handler still runs on the id returns
  * only after the handler returned (cm.c: destroy waits for the event's reference).
  */
@@ -691,6 +756,7 @@ static struct kunit_case conn_cases[] = {
 	KUNIT_CASE(reject_reaches_active),
 	KUNIT_CASE(destroy_established_sends_dreq),
 	KUNIT_CASE(destroy_waits_for_running_handler),
+	KUNIT_CASE(qp_attr_uc_and_xrc),
 	{}
 };
 
