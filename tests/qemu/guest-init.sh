@@ -155,7 +155,7 @@ fi
 # KUnit's filter picks the module's suites: the deterministic one while tracing, then the
 # timing-dependent races.
 KF=/sys/module/kunit/parameters/filter_glob
-echo 'ib_cm_conn_conformance.*' >$KF
+printf '%s' 'ib_cm_conn_conformance.*' >$KF
 klog "IBCM-KTAP-BEGIN conn-conformance-$CM"
 ins /lib/modules/test/ib_cm_conn_conformance.ko cm=$CM dev0=rxe0 dev1=rxe1 ||
 	e2e "not ok conn_conformance_load_$CM # insmod failed"
@@ -168,13 +168,13 @@ if [ -n "$traced" ]; then
 	done
 	e2e "ok tracepoints_present_$CM"
 fi
-echo 'ib_cm_conn_races.*' >$KF
+printf '%s' 'ib_cm_conn_races.*' >$KF
 klog "IBCM-KTAP-BEGIN conn-races-$CM"
 ins /lib/modules/test/ib_cm_conn_conformance.ko cm=$CM dev0=rxe0 dev1=rxe1 ||
 	e2e "not ok conn_races_load_$CM # insmod failed"
 klog "IBCM-KTAP-END conn-races-$CM"
 rmmod ib_cm_conn_conformance 2>/dev/null
-echo '*.*' >$KF
+printf '%s' '*.*' >$KF
 
 # --- end to end: unmodified rdma_cm on top of the CM, rdma-core tools over rxe ---
 ok=1
