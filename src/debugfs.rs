@@ -108,21 +108,20 @@ pub(crate) unsafe extern "C" fn ibcm_rs_debugfs_ids(
     // SAFETY: `m` is live for the call.
     unsafe { bindings::ibcm_glue_seq_ids_header(m) };
     let mut index = 0u32;
-    while let Some((id, at)) = next_id(index) {
-        if core::ptr::eq::<CmDevice>(&*id.dev, dev) {
-            let state = id.cm_state().name();
-            // SAFETY: `m` is live; `state` is valid for its length.
-            unsafe {
-                bindings::ibcm_glue_seq_id(
-                    m,
-                    id.local_id(),
-                    id.remote_id(),
-                    state.as_ptr().cast(),
-                    state.len(),
-                    id.service_id().get(),
-                )
-            };
-        }
+    while let Some((id, at)) = next_id(index, dev) {
+        let state = id.cm_state().name();
+        // SAFETY: `m` is live; `state` is valid for its length.
+        unsafe {
+            bindings::ibcm_glue_seq_id(
+                m,
+                id.local_id(),
+                id.remote_id(),
+                state.as_ptr().cast(),
+                state.len(),
+                id.service_id().get(),
+            )
+        };
+        drop(id);
         match at.checked_add(1) {
             Some(i) => index = i,
             None => break,
@@ -130,19 +129,31 @@ pub(crate) unsafe extern "C" fn ibcm_rs_debugfs_ids(
     }
 }
 
-/// The first published id at comm-table index `from` or above, with its index.
-pub(crate) fn next_id(from: u32) -> Option<(Arc<CmId>, u32)> {
+/// The first published id of `dev` at comm-table index `from` or above, with its index. Ids
+/// of other devices are skipped under RCU, without taking a reference: the walk never holds
+/// (nor drops the last reference of) another device's id.
+pub(crate) fn next_id(from: u32, dev: &CmDevice) -> Option<(Arc<CmId>, u32)> {
     let mut index = from;
     // SAFETY: RCU read-side section, closed below.
     unsafe { bindings::ibcm_glue_rcu_read_lock() };
-    // SAFETY: Inside the section; `index` is a valid in/out argument.
-    let raw = unsafe { bindings::ibcm_glue_comm_find(&mut index) };
-    let id = (!raw.is_null()).then(|| {
+    let found = loop {
+        // SAFETY: Inside the section; `index` is a valid in/out argument.
+        let raw = unsafe { bindings::ibcm_glue_comm_find(&mut index) };
+        if raw.is_null() {
+            break None;
+        }
         // SAFETY: As in `comm_id::acquire`: a published entry carries the table's reference,
         // given back only after a grace period that this section delays.
-        Arc::from(unsafe { ArcBorrow::<CmId>::from_raw(raw.cast()) })
-    });
+        let id = unsafe { ArcBorrow::<CmId>::from_raw(raw.cast()) };
+        if core::ptr::eq::<CmDevice>(&*id.dev, dev) {
+            break Some((Arc::from(id), index));
+        }
+        match index.checked_add(1) {
+            Some(i) => index = i,
+            None => break None,
+        }
+    };
     // SAFETY: Closes the section.
     unsafe { bindings::ibcm_glue_rcu_read_unlock() };
-    id.map(|id| (id, index))
+    found
 }

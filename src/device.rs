@@ -177,8 +177,12 @@ impl CmDevice {
         if unsafe { bindings::ibcm_glue_reply_ah_key(agent, wc, grh, &mut key) } != 0 {
             return Ok(None);
         }
-        let now = jiffies();
-        let (hit, evicted) = self.reply_ahs.lock().get(port_num, &key, now);
+        // The tick count is read under the lock: receive work runs on several CPUs, and an
+        // entry must never look born after the `now` it is compared with.
+        let (hit, evicted) = {
+            let mut cache = self.reply_ahs.lock();
+            cache.get(port_num, &key, jiffies())
+        };
         drop(evicted);
         if let Some(ah) = hit {
             return Ok(Some(ah));
@@ -187,7 +191,7 @@ impl CmDevice {
         let ah = Arc::new(unsafe { ReplyAh::create(agent, wc, grh) }?, GFP_KERNEL)?;
         let evicted = {
             let mut cache = self.reply_ahs.lock();
-            let evicted = cache.insert(port_num, key, now, ah.clone());
+            let evicted = cache.insert(port_num, key, jiffies(), ah.clone());
             if cache.is_open() {
                 self.arm_sweep(cache.ttl());
             }
@@ -353,6 +357,11 @@ pub(crate) unsafe extern "C" fn ibcm_rs_add_one(ib_dev: *mut bindings::ib_device
         Err(e) => return e.to_errno(),
     };
     if let Err(e) = dev.register_ports() {
+        // Receive work queued by a port registered before the failure may still run and arm
+        // the reply cache's sweep: stop both as removal does before the state goes.
+        dev.inner.lock().going_down = true;
+        recv::flush();
+        dev.close_reply_ahs();
         return e.to_errno();
     }
     dev.debugfs.store(debugfs::add(&dev), Ordering::Release);

@@ -474,7 +474,8 @@ extern "C" fn rejects_share_a_reply_ah(_test: *mut bindings::kunit) {
     expect!(cached(&d0.cm).is_empty());
 }
 
-// The debugfs `ids` walk finds every published id, one at a time, and only those.
+// The debugfs `ids` walk finds every published id of its device, one at a time, and only
+// those.
 extern "C" fn debugfs_walk_finds_published_ids(_test: *mut bindings::kunit) {
     let Ok(dev) = fake_device() else {
         fail!("allocation");
@@ -488,22 +489,22 @@ extern "C" fn debugfs_walk_finds_published_ids(_test: *mut bindings::kunit) {
         fail!("allocation");
         return;
     };
-    let (mut seen_a, mut seen_b, mut seen_hidden, mut on_dev) = (false, false, false, 0);
+    let (mut seen_a, mut seen_b, mut seen_hidden, mut n) = (false, false, false, 0);
     let mut index = 0u32;
-    while let Some((id, at)) = crate::debugfs::next_id(index) {
+    while let Some((id, at)) = crate::debugfs::next_id(index, &dev) {
         seen_a |= Arc::ptr_eq(&id, &a);
         seen_b |= Arc::ptr_eq(&id, &b);
         seen_hidden |= Arc::ptr_eq(&id, &hidden);
-        if core::ptr::eq::<CmDevice>(&*id.dev, &*dev) {
-            on_dev += 1;
-        }
+        expect!(core::ptr::eq::<CmDevice>(&*id.dev, &*dev));
+        n += 1;
         match at.checked_add(1) {
             Some(i) => index = i,
             None => break,
         }
     }
+    // Only this (fake) device's two published ids, though other devices' ids are live too.
     expect!(seen_a && seen_b && !seen_hidden);
-    expect!(on_dev == 2);
+    expect!(n == 2);
     destroy(&a);
     destroy(&b);
     destroy(&hidden);

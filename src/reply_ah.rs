@@ -16,7 +16,7 @@
 //! unregistering completes every send, so no handle outlives the agent's protection domain.
 //! Expired handles are evicted on every lookup and insert, and by the device's sweep work when
 //! traffic stops (`device.rs`), so an idle device holds none (nor the source-GID attribute
-//! references they carry) for longer than [`TTL_MS`] plus a tick.
+//! references they carry) for longer than [`TTL_MS`] plus the timer's slack.
 //! Staleness is bounded by [`TTL_MS`] too: a peer that changed its MAC address behind the same GID
 //! gets its answers at the old address for at most that long (they are answers to requests
 //! that failed anyway; the peer retries).
@@ -148,7 +148,7 @@ pub(crate) type Evicted = Evicted_<Entry, SLOTS>;
 /// expiry policy is `logic::ttl_slots`: each operation first evicts what has expired, and the
 /// device's sweep work ([`ReplyAhCache::next_sweep`]) evicts the rest when traffic stops, so
 /// no handle (nor the source-GID attribute reference it holds) outlives [`TTL_MS`] by more
-/// than a tick.
+/// than the sweep timer's slack.
 pub(crate) struct ReplyAhCache {
     slots: TtlSlots<Entry, SLOTS>,
     /// Set by [`ReplyAhCache::close`] when the device goes: nothing is cached any more.
@@ -180,8 +180,9 @@ impl ReplyAhCache {
         (hit, evicted)
     }
 
-    /// Stores a new handle created at `now` (unless the cache is closed), replacing an expired
-    /// slot, a free one, or the oldest insertion; returns what it evicted.
+    /// Stores a new handle created at `now` (unless the cache is closed: it is handed back),
+    /// replacing an expired slot, a free one, or the entries in turn; returns what it evicted
+    /// or refused, for the caller to drop after unlocking.
     pub(crate) fn insert(
         &mut self,
         port_num: u32,
@@ -190,11 +191,11 @@ impl ReplyAhCache {
         ah: Arc<ReplyAh>,
     ) -> (Evicted, Option<Entry>) {
         let evicted = self.slots.expire(now);
+        let entry = Entry { port_num, key, ah };
         if self.closed {
-            return (evicted, None);
+            return (evicted, Some(entry));
         }
-        let replaced = self.slots.insert(now, Entry { port_num, key, ah });
-        (evicted, replaced)
+        (evicted, self.slots.insert(now, entry))
     }
 
     /// Whether new handles are still cached (the device is not going away).

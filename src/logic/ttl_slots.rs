@@ -60,8 +60,8 @@ impl<T, const N: usize> TtlSlots<T, N> {
     }
 
     /// Stores `item` born at `now`: in an empty or expired slot if there is one, else in place
-    /// of the entries in turn (oldest insertion first, once every slot has been filled).
-    /// Returns the entry it replaced.
+    /// of the fresh entries in turn (round robin over the slots). Returns the entry it
+    /// replaced.
     pub(crate) fn insert(&mut self, now: usize, item: T) -> Option<T> {
         let ttl = self.ttl;
         let free = self

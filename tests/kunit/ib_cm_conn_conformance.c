@@ -542,18 +542,26 @@ static void req_times_out(struct kunit *test)
 	struct ib_cm_id *a;
 	struct sa_path_rec fast;
 	const struct ib_gid_attr *sgid;
+	int i;
 
 	KUNIT_ASSERT_EQ(test, make_path(c->d1, c->d0, &fast, &sgid, 0), 0);
 	passive.ret = -ENOMEM;
 	a = ib_create_cm_id(c->d1, active_handler, NULL);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
 	active.id = a;
-	/* Wait 2 * conv(0) + conv(8) = 3 ms, 2 retries. */
-	req_param(&req, &fast, sgid, 8, 2);
+	/*
+	 * Wait 2 * conv(0) + conv(14) = 67 ms, 2 retries: each copy of the REQ is handled (and
+	 * its id destroyed) long before the next arrives, so the passive side sees three REQs on
+	 * either CM, never a duplicate.
+	 */
+	req_param(&req, &fast, sgid, 14, 2);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_req(a, &req), 0);
 	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_REQ_ERROR, 10000));
 	KUNIT_EXPECT_EQ(test, active.send_status, IB_WC_RESP_TIMEOUT_ERR);
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_IDLE);
+	for (i = 0; i < 100 && READ_ONCE(passive.n_events) < 3; i++)
+		msleep(20);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 3);
 	rdma_put_gid_attr(sgid);
 }
 
@@ -658,7 +666,10 @@ static void connect_qp_type(struct kunit *test, enum ib_qp_type type, const char
 	dump_qp_attrs(test, side, a);
 	snprintf(side, sizeof(side), "passive%s-established", tag);
 	dump_qp_attrs(test, side, passive.id);
-	/* Both ends established: each destroy sends a DREQ, the other side's is dropped. */
+	/*
+	 * Destroying the established active end sends a DREQ; the passive end, in DREQ_RCVD,
+	 * then answers with a DREP as it is destroyed.
+	 */
 	ib_destroy_cm_id(a);
 	active.id = NULL;
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
