@@ -73,18 +73,18 @@ pub(crate) fn u64_at(buf: &[u8], byte: usize) -> u64 {
 /// Copies `N` bytes starting at `byte` (zero-filled past the end of `buf`).
 pub(crate) fn array<const N: usize>(buf: &[u8], byte: usize) -> [u8; N] {
     let mut out = [0u8; N];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = buf.get(byte + i).copied().unwrap_or(0);
-    }
+    // One bounded copy (private data runs to 224 bytes; a byte loop costs per byte).
+    let src = buf.get(byte..).unwrap_or(&[]);
+    let n = src.len().min(N);
+    out[..n].copy_from_slice(&src[..n]);
     out
 }
 
 /// Writes `bytes` at `byte` (truncated at the end of `buf`).
 pub(crate) fn put(buf: &mut [u8], byte: usize, bytes: &[u8]) {
-    for (i, b) in bytes.iter().enumerate() {
-        if let Some(slot) = buf.get_mut(byte + i) {
-            *slot = *b;
-        }
+    if let Some(dst) = buf.get_mut(byte..) {
+        let n = dst.len().min(bytes.len());
+        dst[..n].copy_from_slice(&bytes[..n]);
     }
 }
 
