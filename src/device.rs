@@ -277,16 +277,37 @@ impl CmDevice {
 
     /// Registers sysfs counters and the MAD agent of every port (`cm_add_one`); on failure
     /// undoes what was done.
-    fn register_ports(&self) -> Result {
+    /// Registers the ports in order; on failure returns the error and how many ports were
+    /// registered (the caller tears those down with [`CmDevice::shut_down`]: receive work
+    /// they queued may still run and must finish before their agents go).
+    fn register_ports(&self) -> core::result::Result<(), (Error, usize)> {
         for (done, port) in self.ports.iter().enumerate() {
             if let Err(e) = self.register_port(port) {
-                for p in self.ports.iter().take(done) {
-                    self.unregister_port(p);
-                }
-                return Err(e);
+                return Err((e, done));
             }
         }
         Ok(())
+    }
+
+    /// Tears down the first `registered` ports of a device marked `going_down`, in cm.c's
+    /// order (`cm_remove_one`): CM support off, sends past the gate drained, queued receive
+    /// work run, the reply cache closed (and its sweep stopped) before the agents' protection
+    /// domain goes, then the agents (waiting for their callbacks) and the sysfs groups.
+    fn shut_down(&self, registered: usize, wait_sends: bool) {
+        for port in self.ports.iter().take(registered) {
+            // SAFETY: `ib_dev` is live during add and remove.
+            unsafe { bindings::ibcm_glue_clear_cm_sup(self.ib_dev, port.port_num()) };
+        }
+        if wait_sends {
+            while !self.sends_drained.wait_timeout_ms(10_000) {
+                pr_warn!("ib_cm: device removal waiting for in-flight sends\n");
+            }
+        }
+        recv::flush();
+        self.close_reply_ahs();
+        for port in self.ports.iter().take(registered) {
+            self.unregister_port(port);
+        }
     }
 
     fn register_port(&self, port: &CmPort) -> Result {
@@ -356,12 +377,15 @@ pub(crate) unsafe extern "C" fn ibcm_rs_add_one(ib_dev: *mut bindings::ib_device
         Ok(dev) => dev,
         Err(e) => return e.to_errno(),
     };
-    if let Err(e) = dev.register_ports() {
-        // Receive work queued by a port registered before the failure may still run and arm
-        // the reply cache's sweep: stop both as removal does before the state goes.
-        dev.inner.lock().going_down = true;
-        recv::flush();
-        dev.close_reply_ahs();
+    if let Err((e, registered)) = dev.register_ports() {
+        // The ports registered before the failure may have queued receive work (which may
+        // send, and arm the reply cache's sweep): shut them down as removal does.
+        let wait_sends = {
+            let mut inner = dev.inner.lock();
+            inner.going_down = true;
+            inner.sends > 0
+        };
+        dev.shut_down(registered, wait_sends);
         return e.to_errno();
     }
     dev.debugfs.store(debugfs::add(&dev), Ordering::Release);
@@ -405,25 +429,12 @@ pub(crate) unsafe extern "C" fn ibcm_rs_remove_one(
     if pending != 0 {
         pr_warn!("ib_cm: device removed with {pending} unanswered request id(s) not destroyed\n");
     }
-    for port in dev.ports.iter() {
-        // SAFETY: `ib_dev` is live during remove.
-        unsafe { bindings::ibcm_glue_clear_cm_sup(ib_dev, port.port_num()) };
-    }
     // 2. Sends already past the gate finish posting; queued receive work runs (and sends
-    //    nothing, the device is going down).
-    if wait_sends {
-        while !dev.sends_drained.wait_timeout_ms(10_000) {
-            pr_warn!("ib_cm: device removal waiting for in-flight sends\n");
-        }
-    }
-    recv::flush();
-    // Cached reply handles go before their agents' protection domain; sends still using one
-    // hold it until unregistering the agent completes them.
-    dev.close_reply_ahs();
-    // 3. The agents go (waiting for their callbacks), then the sysfs groups.
-    for port in dev.ports.iter() {
-        dev.unregister_port(port);
-    }
+    //    nothing, the device is going down); cached reply handles go before their agents'
+    //    protection domain (sends still using one hold it until unregistering the agent
+    //    completes them); 3. the agents go (waiting for their callbacks), then the sysfs
+    //    groups.
+    dev.shut_down(dev.ports.len(), wait_sends);
     // SAFETY: `ib_dev` is live during remove; clearing the slot stops new lookups, and the
     // grace period lets lookups already inside their RCU section take their reference first.
     unsafe {

@@ -550,7 +550,7 @@ static void req_times_out(struct kunit *test)
 	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
 	active.id = a;
 	/*
-	 * Wait 2 * conv(0) + conv(14) = 67 ms, 2 retries: each copy of the REQ is handled (and
+	 * Wait 2 * conv(0) + conv(14) = 66 ms, 2 retries: each copy of the REQ is handled (and
 	 * its id destroyed) long before the next arrives, so the passive side sees three REQs on
 	 * either CM, never a duplicate.
 	 */
