@@ -658,6 +658,8 @@ pub(crate) fn destroy_actions(id: &Arc<CmId>, err: i32) {
         let mut g = id.inner.lock();
         id.set_state(State::Idle.raw());
         let mut u = Unlinked::default();
+        // The destroy step leaves the remote tables in every state that holds keys except an
+        // established XRC target, whose step is empty (no DREQ): it leaves them here.
         if g.remote.is_some() {
             let mut o = Outcome::default();
             leave_remote(id, &mut g, &mut o);

@@ -110,13 +110,19 @@ def qp_attrs(path):
     return out
 
 
-def compare_qp_attrs(paths, results):
-    """ib_cm_init_qp_attr() field by field: the rs boot against the C boot of the same run."""
+def single_guest_logs(paths):
+    """The C and rs single-guest boot logs among `paths`, or None unless both are there."""
     c = [p for p in paths if p.endswith('guest-c.log')]
     rs = [p for p in paths if p.endswith('guest-rs.log')]
-    if not c or not rs:
+    return (c[0], rs[0]) if c and rs else None
+
+
+def compare_qp_attrs(paths, results):
+    """ib_cm_init_qp_attr() field by field: the rs boot against the C boot of the same run."""
+    logs = single_guest_logs(paths)
+    if not logs:
         return
-    want, got = qp_attrs(c[0]), qp_attrs(rs[0])
+    want, got = qp_attrs(logs[0]), qp_attrs(logs[1])
     if not want:
         results.append(('not ok', 'qp_attr_matches_c: the C boot printed no IBCM-QPATTR lines'))
         return
@@ -160,11 +166,10 @@ def traces(path):
 def compare_traces(paths, results):
     """The ib_cma:icm_* tracepoints of the rs boot against the C boot's: the same events with
     the same fields, and the same events fired (with their states) by the same run."""
-    c = [p for p in paths if p.endswith('guest-c.log')]
-    rs = [p for p in paths if p.endswith('guest-rs.log')]
-    if not c or not rs:
+    logs = single_guest_logs(paths)
+    if not logs:
         return
-    (cev, cfmt), (rev, rfmt) = traces(c[0]), traces(rs[0])
+    (cev, cfmt), (rev, rfmt) = traces(logs[0]), traces(logs[1])
     if not cfmt or not cev:
         results.append(('not ok', 'tracepoints_match_c: the C boot recorded no icm_* events'))
         return
