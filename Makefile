@@ -95,7 +95,8 @@ install-test: deps
 dkms-check: deps
 	@$(TOP)/tests/install/dkms-check.sh $(VARIANT)
 
-kernel-deb: deps
+kernel-deb:
+	@$(TOP)/scripts/deps.sh kernel-deb
 	@$(TOP)/scripts/kernel-deb.sh build
 
 clean:

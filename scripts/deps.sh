@@ -11,6 +11,10 @@ PKGS=(linux-source-6.12 rustc-web rust-web-src clang lld llvm libclang-dev bc fl
       ibverbs-utils ibverbs-providers iproute2 perftest xz-utils make python3
       python3-pyverbs rust-web-clippy gcc libc6-dev linux-libc-dev dkms linux-config-6.12 dwarves)
 
+# `scripts/deps.sh kernel-deb` (make kernel-deb) adds what bindeb-pkg runs: dpkg-buildpackage,
+# debian/rules' dh_listpackages, the headers package's rsync, GNU time for the build's figures.
+[[ ${1:-} != kernel-deb ]] || PKGS+=(dpkg-dev debhelper rsync kmod time)
+
 CACHE=${IBCM_CACHE:-/var/cache/ib_cm-rs}
 BINDGEN_VERSION=0.70.1
 

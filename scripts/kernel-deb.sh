@@ -171,25 +171,44 @@ verify) verify "$2" "$3" "${4:-}" ;;
 config) if [[ -n ${2:-} ]]; then configure "$2"; else configure "$(build_dir)" reuse; fi ;;
 add-rust-headers) add_rust_headers "$2" "$3" ;;
 build)
-	for c in dpkg-buildpackage rsync; do
-		command -v "$c" >/dev/null || die "$c missing (apt-get install --no-remove dpkg-dev rsync)"
+	for c in dpkg-buildpackage dh_listpackages rsync /usr/bin/time; do
+		command -v "$c" >/dev/null || die "$c missing (scripts/deps.sh kernel-deb installs it)"
 	done
 	dir=$(build_dir)
 	configure "$dir" reuse
 	outdir=$IBCM_CACHE/kernel-deb
 	log "kernel-deb: bindeb-pkg in $dir (hours on 2 cores; log: $dir/build.log)"
+	# The build is resumable: an interrupted run (a session that ends, ^C) leaves its objects,
+	# and the next run goes on from them. Each run's wall time is kept so the total is known:
+	# a run's start is in build-runs, its end is the mtime of its log (rotated to build.log.N).
+	runs=$dir/build-runs
+	if [[ -f $dir/build.log ]]; then
+		i=1
+		while [[ -e $dir/build.log.$i ]]; do i=$((i + 1)); done
+		mv "$dir/build.log" "$dir/build.log.$i"
+	fi
 	start=$(date +%s)
+	echo "$start" >>"$runs"
 	# bindeb-pkg leaves the packages in the parent of the build directory.
-	make -C "$src" O="$dir" "${KTOOLS[@]}" -j"$(nproc)" KDEB_PKGVERSION="$ver+rust1" bindeb-pkg \
+	/usr/bin/time -f 'cpu: %U s user %S s sys, %e s wall' -a -o "$dir/build-cpu" \
+		make -C "$src" O="$dir" "${KTOOLS[@]}" -j"$(nproc)" KDEB_PKGVERSION="$ver+rust1" bindeb-pkg \
 		>"$dir/build.log" 2>&1 ||
 		{ tail -40 "$dir/build.log" >&2; die "bindeb-pkg failed (log: $dir/build.log)"; }
+	end=$(date +%s)
+	# Earlier, interrupted runs: start from build-runs, end from their log's mtime.
+	total=$((end - start)) n=1
+	mapfile -t starts <"$runs"
+	for ((i = 1; i < ${#starts[@]}; i++)); do
+		[[ -e $dir/build.log.$i ]] || continue
+		total=$((total + $(stat -c %Y "$dir/build.log.$i") - starts[i - 1])) n=$((n + 1))
+	done
 	mkdir -p "$outdir"
 	shopt -s nullglob
 	debs=("$(dirname "$dir")"/linux-*"$ver+rust1"*.deb)
 	((${#debs[@]})) || die "bindeb-pkg produced no .deb (log: $dir/build.log)"
 	mv "${debs[@]}" "$outdir/"
 	for h in "$outdir"/linux-headers-*"$ver+rust1"*.deb; do add_rust_headers "$h" "$dir"; done
-	log "kernel-deb: done in $(($(date +%s) - start)) s: $(ls "$outdir")"
+	log "kernel-deb: done: this run $((end - start)) s, $total s wall over $n run(s) ($(tail -1 "$dir/build-cpu")): $(ls "$outdir")"
 	echo "$outdir"
 	;;
 *) die "usage: $0 config [DIR] | dir | verify DEBIAN_CONFIG NEW_CONFIG | build | add-rust-headers DEB KBUILD_DIR" ;;
