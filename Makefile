@@ -71,11 +71,11 @@ fuzz: deps
 
 bench: deps
 	@IBCM_PROF=$(PROF) $(TOP)/tests/bench/req_flood.sh $${ROUNDS:-2} $${N:-2000}
-	@IBCM_PROF=$(PROF) $(TOP)/tests/bench/conn_bench.sh $${BOOTS:-2} $${CONNS:-100} $${CONN_ROUNDS:-4}
+	@IBCM_PROF=$(PROF) IBCM_PERF=$(PERF) $(TOP)/tests/bench/conn_bench.sh $${BOOTS:-2} $${CONNS:-100} $${CONN_ROUNDS:-4}
 
 # Only the connection benchmark (cmtime through rdma_cm, ours vs C).
 bench-conn: deps
-	@IBCM_PROF=$(PROF) $(TOP)/tests/bench/conn_bench.sh $${BOOTS:-2} $${CONNS:-100} $${CONN_ROUNDS:-4}
+	@IBCM_PROF=$(PROF) IBCM_PERF=$(PERF) $(TOP)/tests/bench/conn_bench.sh $${BOOTS:-2} $${CONNS:-100} $${CONN_ROUNDS:-4}
 
 # Installing needs the kernel named: the default KDIR is the project's test kernel.
 ifeq ($(MODULES_PREREQ),kernel)

@@ -86,6 +86,10 @@ void ibcm_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 /* --- glue.c: completions (last-reference waits) --- */
 void ibcm_glue_init_completion(struct completion *done);
 
+/* --- glue.c: the hashed wait on an id's use count (src/use_count.rs) --- */
+void ibcm_glue_wake_var(void *var);
+bool ibcm_glue_wait_var_zero(u32 *var, unsigned int ms);
+
 /* --- glue.c: the CM workqueue --- */
 struct workqueue_struct *ibcm_glue_alloc_wq(void);
 void ibcm_glue_flush_wq(struct workqueue_struct *wq);
@@ -143,10 +147,11 @@ bool ibcm_glue_comm_empty(void);
 void ibcm_glue_call_rcu(struct rcu_head *head);
 void ibcm_glue_rcu_barrier(void);
 
-/* --- glue.c: timewait timers (src/timewait.rs) --- */
+/* --- glue.c: delayed works (the timewait queue of src/timewait.rs, the reply sweep) --- */
 void ibcm_glue_init_delayed_work(struct delayed_work *dw);
-bool ibcm_glue_queue_delayed_work(struct workqueue_struct *wq, struct delayed_work *dw,
-				  unsigned int ms);
+bool ibcm_glue_mod_delayed_work(struct workqueue_struct *wq, struct delayed_work *dw,
+				unsigned long delay);
+bool ibcm_glue_flush_delayed_work(struct delayed_work *dw);
 bool ibcm_glue_queue_delayed_work_jiffies(struct workqueue_struct *wq, struct delayed_work *dw,
 					  unsigned long delay);
 void ibcm_glue_init_sweep_work(struct delayed_work *dw);	/* the reply-cache sweep (device.rs) */

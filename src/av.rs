@@ -16,8 +16,6 @@ use kernel::{alloc::KBox, prelude::*, types::Opaque};
 /// `attr` was initialised by ib_core (`ib_init_ah_attr_from_wc`, `ib_init_ah_attr_from_path`
 /// or a copy) and holds its references until `Drop` releases them.
 pub(crate) struct Av {
-    /// The port the address leaves from.
-    pub(crate) port_num: u32,
     /// The P_Key index of sends.
     pub(crate) pkey_index: u16,
     /// The path's local ACK timeout exponent (`packet_life_time + 1`, later adjusted by the
@@ -128,15 +126,25 @@ impl Av {
         timeout: u8,
         attr: bindings::rdma_ah_attr,
     ) -> Result<KBox<Self>> {
+        // The port the address leaves from is the attribute's own (`port_num()`); every
+        // caller built the attribute for `port_num` already, this makes it the rule.
+        let mut attr = attr;
+        attr.port_num = port_num;
         // If the allocation fails, the returned value is dropped, which releases `attr`.
         let av = Self {
-            port_num,
             pkey_index,
             timeout,
             dlid_datapath: 0,
             attr: Opaque::new(attr),
         };
         Ok(KBox::new(av, GFP_KERNEL)?)
+    }
+
+    /// The port the address leaves from.
+    pub(crate) fn port_num(&self) -> u32 {
+        // SAFETY: `attr` is initialised (type invariant); only the CM writes it, and not
+        // while shared.
+        unsafe { (*self.attr.get()).port_num }
     }
 
     /// The address attribute.

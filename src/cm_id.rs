@@ -16,7 +16,6 @@ use crate::{
     av::Av,
     bindings,
     comm_id::CommId,
-    completion::Completion,
     device::CmDevice,
     event::{Event, EventQueue},
     listen::{ListenReservation, Released},
@@ -26,8 +25,10 @@ use crate::{
         state::{Lap, State},
     },
     remote::RemoteKey,
+    timewait::TwLink,
+    use_count::UseCount,
 };
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     alloc::KBox,
     ffi,
@@ -134,7 +135,8 @@ pub(crate) struct CmIdInner {
     pub(crate) remote: Option<RemoteKey>,
     /// Private data of the last MRA, RTU or DREP, for retransmissions.
     pub(crate) stored_pd: Option<KBox<StoredPd>>,
-    /// The timewait timer is armed (it holds a reference).
+    /// The id is in timewait and its timewait has not ended (`timewait.rs`; while queued, the
+    /// device's timewait queue holds a reference).
     pub(crate) timewait_armed: bool,
 }
 
@@ -145,8 +147,8 @@ pub(crate) struct CmIdInner {
 /// - `id` is only written by the CM under `inner`'s lock (`state`, `lap_state`, `service_id`,
 ///   `remote_id`) or before the id is visible; callers may write `context`, `cm_handler` and
 ///   `remote_cm_qpn` at any time, so every read of those is volatile.
-/// - `users` is 1 (the owner's bias, until destroy) plus the uses in flight; `released` is
-///   completed when it reaches 0, after which it never rises again.
+/// - `users` is 1 (the owner's bias, until destroy) plus the uses in flight; once it reaches 0
+///   it never rises again.
 #[pin_data]
 pub(crate) struct CmId {
     /// The ABI handle. Must stay the object C callers point at; see [`CmId::from_raw`].
@@ -160,16 +162,12 @@ pub(crate) struct CmId {
     #[pin]
     pub(crate) inner: SpinLockIrq<CmIdInner>,
     /// Uses in flight; see the type invariants.
-    users: AtomicU32,
-    /// Signalled when `users` drops to 0.
-    #[pin]
-    released: Completion,
+    users: UseCount,
     /// Gives the comm table's reference back after a grace period.
     #[pin]
     rcu: Opaque<bindings::callback_head>,
-    /// The timewait timer (`timewait.rs`).
-    #[pin]
-    pub(crate) timewait: Opaque<bindings::delayed_work>,
+    /// The id's place in its device's timewait queue (`timewait.rs`).
+    pub(crate) timewait: TwLink,
 }
 
 // SAFETY: The raw pointers inside `id` (device, context, handler) are plain values owned by
@@ -277,13 +275,9 @@ impl CmId {
                     },
                     "CmId::inner"
                 ),
-                users: AtomicU32::new(1),
-                released <- Completion::new(),
+                users: UseCount::new(),
                 rcu: Opaque::uninit(),
-                timewait <- Opaque::ffi_init(|dw: *mut bindings::delayed_work| {
-                    // SAFETY: `dw` is valid for writes; the glue initialises it in place.
-                    unsafe { bindings::ibcm_glue_init_delayed_work(dw) }
-                }),
+                timewait: TwLink::new(),
             }),
             GFP_KERNEL,
         );
@@ -368,21 +362,6 @@ impl CmId {
             kernel::container_of!(head.cast::<Opaque<bindings::callback_head>>(), CmId, rcu)
         };
         // SAFETY: The table's reference came from `Arc::into_raw` in `CommId::publish`.
-        unsafe { Arc::from_raw(this) }
-    }
-
-    /// The id of a timewait timer.
-    ///
-    /// # Safety
-    ///
-    /// `dw` must be the `timewait` field of a live `CmId` whose timer reference the caller
-    /// takes over.
-    pub(crate) unsafe fn from_timewait(dw: *mut bindings::delayed_work) -> Arc<CmId> {
-        // SAFETY: See the contract.
-        let this = unsafe {
-            kernel::container_of!(dw.cast::<Opaque<bindings::delayed_work>>(), CmId, timewait)
-        };
-        // SAFETY: The armed timer's reference came from `Arc::into_raw` (`timewait::arm`).
         unsafe { Arc::from_raw(this) }
     }
 
@@ -478,26 +457,12 @@ impl CmId {
 
     /// Takes one use unless the id is already past its destroy (`refcount_inc_not_zero`).
     pub(crate) fn get_user(&self) -> bool {
-        let mut n = self.users.load(Ordering::Relaxed);
-        loop {
-            if n == 0 {
-                return false;
-            }
-            match self
-                .users
-                .compare_exchange_weak(n, n + 1, Ordering::Acquire, Ordering::Relaxed)
-            {
-                Ok(_) => return true,
-                Err(cur) => n = cur,
-            }
-        }
+        self.users.get()
     }
 
     /// Ends a use (`cm_deref_id`).
     pub(crate) fn put_user(&self) {
-        if self.users.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.released.complete();
-        }
+        self.users.put();
     }
 
     /// Pins a listener found in the tree for one handler invocation. Called under the device
@@ -509,7 +474,7 @@ impl CmId {
     /// Takes one more use for a holder of the id lock (a MAD about to be posted): the bias is
     /// still held, destroy drops it only after its last locked step.
     pub(crate) fn add_user(&self) {
-        self.users.fetch_add(1, Ordering::Relaxed);
+        self.users.add();
     }
 
     /// Ends a pin taken by [`CmId::listener_get`].
@@ -520,7 +485,7 @@ impl CmId {
     /// In-flight uses (the bias included), for tests and diagnostics.
     #[cfg_attr(not(ibcm_kunit), allow(dead_code))]
     pub(crate) fn users(&self) -> u32 {
-        self.users.load(Ordering::Relaxed)
+        self.users.load()
     }
 
     /// Whether the last share of this id has been destroyed.
@@ -649,14 +614,14 @@ impl CmId {
         }
         self.put_user();
         let mut waited = 0u32;
-        while !self.released.wait_timeout_ms(DESTROY_WAIT_MS) {
+        while !self.users.wait_zero_ms(DESTROY_WAIT_MS) {
             waited += DESTROY_WAIT_MS / 1000;
             pr_warn!(
                 "ib_cm: destroy of id {:#010x} (state {} -> {}) still waiting for {} use(s) after {}s\n",
                 self.local_id(),
                 old_state,
                 self.state(),
-                self.users.load(Ordering::Relaxed),
+                self.users.load(),
                 waited
             );
         }
@@ -694,6 +659,15 @@ impl CmId {
         false
     }
 }
+
+// The footprint the README quotes: the id in kmalloc-256, its address in kmalloc-64. Lock
+// debugging makes every spinlock bigger, so this holds only without it.
+#[cfg(not(any(CONFIG_DEBUG_SPINLOCK, CONFIG_DEBUG_LOCK_ALLOC)))]
+const _: () = assert!(
+    core::mem::size_of::<bindings::refcount_t>().next_multiple_of(8) + core::mem::size_of::<CmId>()
+        <= 256
+        && core::mem::size_of::<Av>() <= 64
+);
 
 /// Prints what one connection end costs in memory (a figure for the README's table, at module
 /// load): the id (`ArcInner<CmId>`: a refcount, then the id), its primary address and its two

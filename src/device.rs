@@ -21,6 +21,7 @@ use crate::{
     recv,
     remote::{QpKey, RemoteTable, ReqKey, SidrKey},
     reply_ah::{self, ReplyAh, ReplyAhCache},
+    timewait::{self, TimewaitQueue},
 };
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::{
@@ -56,6 +57,10 @@ pub(crate) struct CmDevice {
     /// only under `reply_ahs`'s lock while the cache is open, cancelled by removal.
     #[pin]
     sweep: Opaque<bindings::delayed_work>,
+    /// Ends the due timewaits of the device's ids (`timewait.rs`); queued only under `inner`'s
+    /// lock while the device is not going down, run a last time by removal.
+    #[pin]
+    pub(crate) timewait: Opaque<bindings::delayed_work>,
     /// The device's debugfs directory (`debugfs.rs`), NULL without one; removed first by
     /// removal.
     debugfs: AtomicPtr<bindings::dentry>,
@@ -75,6 +80,8 @@ pub(crate) struct DeviceInner {
     pub(crate) remote_qps: RemoteTable<QpKey>,
     /// Passive ids still holding an unanswered SIDR_REQ.
     pub(crate) remote_sidrs: RemoteTable<SidrKey>,
+    /// Ids in timewait, by deadline.
+    pub(crate) timewait: TimewaitQueue,
 }
 
 // SAFETY: `ib_dev` is only used as an identity and for ib_core calls that are thread-safe; all
@@ -114,6 +121,7 @@ impl CmDevice {
                         remote_reqs: RemoteTable::new(),
                         remote_qps: RemoteTable::new(),
                         remote_sidrs: RemoteTable::new(),
+                        timewait: TimewaitQueue::new(),
                     },
                     "CmDevice::inner"
                 ),
@@ -126,6 +134,10 @@ impl CmDevice {
                 sweep <- Opaque::ffi_init(|dw: *mut bindings::delayed_work| {
                     // SAFETY: `dw` is this field's memory; the work is only queued later.
                     unsafe { bindings::ibcm_glue_init_sweep_work(dw) }
+                }),
+                timewait <- Opaque::ffi_init(|dw: *mut bindings::delayed_work| {
+                    // SAFETY: `dw` is this field's memory; the work is only queued later.
+                    unsafe { bindings::ibcm_glue_init_delayed_work(dw) }
                 }),
                 debugfs: AtomicPtr::new(core::ptr::null_mut()),
             }),
@@ -291,7 +303,7 @@ impl CmDevice {
 
     /// Tears down the first `registered` ports of a device marked `going_down`, in cm.c's
     /// order (`cm_remove_one`): CM support off, sends past the gate drained, queued receive
-    /// work run, the reply cache closed (and its sweep stopped) before the agents' protection
+    /// work run, the timewaits still queued ended, the reply cache closed (and its sweep stopped) before the agents' protection
     /// domain goes, then the agents (waiting for their callbacks) and the sysfs groups.
     fn shut_down(&self, registered: usize, wait_sends: bool) {
         for port in self.ports.iter().take(registered) {
@@ -304,6 +316,7 @@ impl CmDevice {
             }
         }
         recv::flush();
+        timewait::end_all(self);
         self.close_reply_ahs();
         for port in self.ports.iter().take(registered) {
             self.unregister_port(port);

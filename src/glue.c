@@ -15,6 +15,7 @@
 #include <linux/module.h>
 #include <linux/random.h>
 #include <linux/rcupdate.h>
+#include <linux/wait_bit.h>
 #include <linux/xarray.h>
 #include <rdma/ib_cache.h>
 #include <rdma/opa_addr.h>
@@ -244,6 +245,18 @@ void ibcm_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
 void ibcm_glue_init_completion(struct completion *done)
 {
 	init_completion(done);
+}
+
+void ibcm_glue_wake_var(void *var)
+{
+	/* wake_up_var() wants a full barrier between the condition's store and its check. */
+	smp_mb();
+	wake_up_var(var);
+}
+
+bool ibcm_glue_wait_var_zero(u32 *var, unsigned int ms)
+{
+	return wait_var_event_timeout(var, READ_ONCE(*var) == 0, msecs_to_jiffies(ms)) != 0;
 }
 
 struct workqueue_struct *ibcm_glue_alloc_wq(void)
@@ -486,7 +499,7 @@ void ibcm_glue_rcu_barrier(void)
 	rcu_barrier();
 }
 
-/* --- timewait timers (src/timewait.rs) --- */
+/* --- delayed works: each device's timewait queue (src/timewait.rs), the reply sweep --- */
 
 static void ibcm_glue_timewait_fn(struct work_struct *work)
 {
@@ -498,10 +511,15 @@ void ibcm_glue_init_delayed_work(struct delayed_work *dw)
 	INIT_DELAYED_WORK(dw, ibcm_glue_timewait_fn);
 }
 
-bool ibcm_glue_queue_delayed_work(struct workqueue_struct *wq, struct delayed_work *dw,
-				  unsigned int ms)
+bool ibcm_glue_mod_delayed_work(struct workqueue_struct *wq, struct delayed_work *dw,
+				unsigned long delay)
 {
-	return queue_delayed_work(wq, dw, msecs_to_jiffies(ms));
+	return mod_delayed_work(wq, dw, delay);
+}
+
+bool ibcm_glue_flush_delayed_work(struct delayed_work *dw)
+{
+	return flush_delayed_work(dw);
 }
 
 bool ibcm_glue_queue_delayed_work_jiffies(struct workqueue_struct *wq, struct delayed_work *dw,

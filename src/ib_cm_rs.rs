@@ -33,6 +33,7 @@ mod reply_ah;
 mod send;
 mod timewait;
 mod trace;
+mod use_count;
 
 module! {
     type: IbCm,

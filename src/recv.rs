@@ -541,7 +541,7 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
         remote_id: req.local_comm_id,
         av: Some(av),
         conn: conn_of_req(req, hdr.tid),
-        remote: Some(RemoteKey::Req(key, qp)),
+        remote: Some(RemoteKey::req(key, qp)),
         delivering: true,
     };
     let Ok(id) = CmId::build(dev.clone(), init) else {

@@ -233,7 +233,7 @@ pub(crate) fn send_for_id(
 ) -> Result<(*mut bindings::ib_mad_send_buf, u64)> {
     let dev = &*id.dev;
     let _gate = dev.enter_send().ok_or(ENODEV)?;
-    let agent = dev.port(av.port_num).map(|p| p.agent()).ok_or(EINVAL)?;
+    let agent = dev.port(av.port_num()).map(|p| p.agent()).ok_or(EINVAL)?;
     if agent.is_null() {
         return Err(EINVAL);
     }

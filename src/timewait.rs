@@ -1,79 +1,284 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-//! The timewait timer of an id, and the USER_ESTABLISHED work of `ib_cm_notify()`.
+//! The timewait queue of a device, and the USER_ESTABLISHED work of `ib_cm_notify()`.
 //!
 //! Stands for `cm_create_timewait_info()`, the timer half of `cm_enter_timewait()`,
-//! `cm_timewait_handler()`, `cm_establish()` and `cm_establish_handler()` in cm.c. The timer is
-//! a `delayed_work` embedded in the id (cm.c allocates a `cm_timewait_info` per connection);
-//! an armed timer holds one reference to the id. Destroy cancels it synchronously: a timewait
-//! whose id is gone has nothing left to do (cm.c lets it fire and finds no id). A device going
-//! down arms no timer, as in cm.c.
+//! `cm_timewait_handler()`, `cm_establish()` and `cm_establish_handler()` in cm.c. cm.c
+//! allocates a `cm_timewait_info` with its own `delayed_work` per connection; here an id in
+//! timewait is linked into its device's [`TimewaitQueue`] (24 bytes in the id: two links and a
+//! deadline, kept in deadline order by `logic::deadline_list`), and one `delayed_work` per
+//! device, armed for the earliest deadline, ends every due timewait. A queued id holds one
+//! reference. Destroy takes the id off the queue: a timewait whose id is gone has nothing left
+//! to do (cm.c lets it fire and finds no id). A device going down queues no id, as in cm.c, and
+//! removal ends the timewaits still queued at once (cm.c's already queued timers fire later).
 
 use crate::{
     bindings,
     cm_id::{CmId, CmIdInner},
     conn,
+    device::CmDevice,
     event::Event,
-    logic::{state::Input, timeout},
+    logic::{
+        deadline_list::{DeadlineList, Links},
+        state::Input,
+        timeout,
+    },
     recv,
 };
+use core::{cell::UnsafeCell, ptr::NonNull};
 use kernel::{
     new_work,
     prelude::*,
     sync::Arc,
+    types::Opaque,
     workqueue::{impl_has_work, Work, WorkItem},
 };
 
-/// Arms the timewait timer for `conv(av.timeout)` ms. Called with the id lock held.
+/// An id's place in its device's timewait queue.
+///
+/// # Invariants
+///
+/// Only read or written by a holder of the lock of the id's device (`CmDevice::inner`, proved
+/// by `&mut TimewaitQueue`). Both links are `None` while the id is not queued.
+pub(crate) struct TwLink(UnsafeCell<TwNode>);
+
+#[derive(Clone, Copy)]
+struct TwNode {
+    prev: Option<NonNull<CmId>>,
+    next: Option<NonNull<CmId>>,
+    deadline: usize,
+}
+
+impl TwLink {
+    /// Not queued.
+    pub(crate) const fn new() -> Self {
+        Self(UnsafeCell::new(TwNode {
+            prev: None,
+            next: None,
+            deadline: 0,
+        }))
+    }
+}
+
+/// The ids of one device in timewait, by deadline; inside the device lock.
+///
+/// # Invariants
+///
+/// Every node is a `CmId` of this device whose queue reference (`Arc::into_raw`) the queue
+/// owns, so it is live while queued.
+pub(crate) struct TimewaitQueue {
+    list: DeadlineList<NonNull<CmId>>,
+}
+
+// SAFETY: The queue owns `Arc<CmId>` references (`CmId` is `Send + Sync`); the nodes' links are
+// only touched by the holder of the device lock the queue lives in.
+unsafe impl Send for TimewaitQueue {}
+
+/// Access to the links of the queued ids (and of one id being queued or unqueued); only made
+/// by [`TimewaitQueue`]'s methods, whose `&mut self` proves the device lock.
+struct Nodes;
+
+impl Nodes {
+    fn node(&self, n: NonNull<CmId>) -> TwNode {
+        // SAFETY: `n` is a live id of the queue's device (queued, or the caller's); its link is
+        // only touched under that device's lock, which our creator holds (`TwLink`'s invariant).
+        unsafe { *n.as_ref().timewait.0.get() }
+    }
+
+    fn with(&mut self, n: NonNull<CmId>, f: impl FnOnce(&mut TwNode)) {
+        // SAFETY: As in `node`; the mutable borrow ends before any other node is touched.
+        f(unsafe { &mut *n.as_ref().timewait.0.get() })
+    }
+}
+
+impl Links for Nodes {
+    type Node = NonNull<CmId>;
+    fn prev(&self, n: Self::Node) -> Option<Self::Node> {
+        self.node(n).prev
+    }
+    fn next(&self, n: Self::Node) -> Option<Self::Node> {
+        self.node(n).next
+    }
+    fn set(&mut self, n: Self::Node, prev: Option<Self::Node>, next: Option<Self::Node>) {
+        self.with(n, |t| {
+            t.prev = prev;
+            t.next = next;
+        })
+    }
+    fn set_prev(&mut self, n: Self::Node, prev: Option<Self::Node>) {
+        self.with(n, |t| t.prev = prev)
+    }
+    fn set_next(&mut self, n: Self::Node, next: Option<Self::Node>) {
+        self.with(n, |t| t.next = next)
+    }
+    fn deadline(&self, n: Self::Node) -> usize {
+        self.node(n).deadline
+    }
+    fn set_deadline(&mut self, n: Self::Node, at: usize) {
+        self.with(n, |t| t.deadline = at)
+    }
+}
+
+impl TimewaitQueue {
+    /// Empty.
+    pub(crate) const fn new() -> Self {
+        Self {
+            list: DeadlineList::new(),
+        }
+    }
+
+    /// Queues `id` (of this device, not queued) until tick `at`; whether it is now first.
+    fn insert(&mut self, id: Arc<CmId>, at: usize) -> bool {
+        // INVARIANT: the queue takes over the reference.
+        // SAFETY: `Arc::into_raw` never returns NULL.
+        let n = unsafe { NonNull::new_unchecked(Arc::into_raw(id).cast_mut()) };
+        self.list.insert(&mut Nodes, n, at)
+    }
+
+    /// Takes `id` (of this device) off the queue, with the queue's reference, if queued.
+    fn remove(&mut self, id: &CmId) -> Option<Arc<CmId>> {
+        let n = NonNull::from(id);
+        if !self.list.remove(&mut Nodes, n) {
+            return None;
+        }
+        // SAFETY: It was queued, so the queue owned this reference (type invariant).
+        Some(unsafe { Arc::from_raw(n.as_ptr()) })
+    }
+
+    /// Takes the first id off if its deadline has come (or in any case if `all`).
+    fn pop_due(&mut self, now: usize, all: bool) -> Option<Arc<CmId>> {
+        let n = self.list.pop_due(&mut Nodes, now, all)?;
+        // SAFETY: As in `remove`.
+        Some(unsafe { Arc::from_raw(n.as_ptr()) })
+    }
+
+    /// Ticks until the first deadline, `None` if the queue is empty.
+    fn next_delay(&self, now: usize) -> Option<usize> {
+        self.list.next_delay(&Nodes, now)
+    }
+
+    /// Whether no id is queued.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+}
+
+fn jiffies() -> usize {
+    // SAFETY: Reads the tick counter.
+    unsafe { bindings::ibcm_glue_jiffies() }
+}
+
+/// Queues the id for `conv(av.timeout)` ms of timewait. Called with the id lock held.
 pub(crate) fn arm(id: &Arc<CmId>, g: &mut CmIdInner) {
-    // Queued under the device lock, so device removal's `going_down` and flush are ordered
-    // with it (cm.c queues under `cm.lock`).
-    let dev = id.dev.inner.lock();
+    // Under the device lock, so device removal's `going_down` and its final run of the queue
+    // are ordered with it (cm.c queues under `cm.lock`).
+    let mut dev = id.dev.inner.lock();
     if g.timewait_armed || dev.going_down {
         return;
     }
-    let ms = timeout::conv_ms(g.av.as_ref().map_or(0, |av| av.timeout));
     let wq = recv::wq();
     if wq.is_null() {
         return;
     }
-    let raw = Arc::into_raw(id.clone());
-    // SAFETY: `wq` lives until module exit, after every id is destroyed (and destroy cancels
-    // the timer); the timer takes over the reference `raw` carries.
-    let queued = unsafe { bindings::ibcm_glue_queue_delayed_work(wq, id.timewait.get(), ms) };
-    if queued {
-        g.timewait_armed = true;
-    } else {
-        // SAFETY: Not queued: the reference is still ours.
-        drop(unsafe { Arc::from_raw(raw) });
+    let ms = timeout::conv_ms(g.av.as_ref().map_or(0, |av| av.timeout));
+    // SAFETY: A pure conversion.
+    let delay = unsafe { bindings::__msecs_to_jiffies(ms) };
+    let first = dev
+        .timewait
+        .insert(id.clone(), jiffies().wrapping_add(delay));
+    g.timewait_armed = true;
+    if first {
+        // The device's timer was later (or idle): move it up. `mod_delayed_work` may be called
+        // under a spinlock.
+        // SAFETY: `wq` lives until module exit, after every device is removed; the work is
+        // the device's, initialised with it and live while the device is (removal runs it a
+        // last time and queues nothing after `going_down`).
+        unsafe { bindings::ibcm_glue_mod_delayed_work(wq, id.dev.timewait.get(), delay) };
     }
 }
 
-/// Stops the timer of an id being destroyed; sleeps until a running expiry has finished.
+/// Takes an id being destroyed out of timewait. An expiry already running for it finds
+/// `timewait_armed` cleared and does nothing; one that got past that check holds a use, which
+/// destroy waits for.
 pub(crate) fn cancel(id: &CmId) {
     let armed = core::mem::replace(&mut id.inner.lock().timewait_armed, false);
     if !armed {
         return;
     }
-    // SAFETY: The timer was initialised with the id; cancelling may sleep (destroy may).
-    if unsafe { bindings::ibcm_glue_cancel_delayed_work_sync(id.timewait.get()) } {
-        // SAFETY: It was pending, so its reference was never taken back: take it now.
-        drop(unsafe { CmId::from_timewait(id.timewait.get()) });
+    let queued = id.dev.inner.lock().timewait.remove(id);
+    // The queue's reference, dropped outside the lock.
+    drop(queued);
+}
+
+/// Removal: ends every timewait still queued on a device marked `going_down` and waits until
+/// that is done; nothing is queued on it afterwards.
+pub(crate) fn end_all(dev: &CmDevice) {
+    let wq = recv::wq();
+    if wq.is_null() {
+        return;
+    }
+    // SAFETY: The work is the device's and live; `wq` is live (see `arm`). Flushing may sleep:
+    // removal runs in process context.
+    unsafe {
+        bindings::ibcm_glue_mod_delayed_work(wq, dev.timewait.get(), 0);
+        bindings::ibcm_glue_flush_delayed_work(dev.timewait.get());
+    }
+    if !dev.inner.lock().timewait.is_empty() {
+        pr_warn!("ib_cm: timewait queue not empty after device removal ended it\n");
     }
 }
 
-/// The timer fired (`cm_timewait_handler`): TIMEWAIT -> IDLE and TIMEWAIT_EXIT.
+/// The device's timewait timer fired (`cm_timewait_handler`, for every due id): TIMEWAIT ->
+/// IDLE and TIMEWAIT_EXIT, then the timer is armed for the next deadline.
 ///
 /// # Safety
 ///
-/// Called by the workqueue (through `glue.c`) for a timer armed by [`arm`].
+/// Called by the workqueue (through `glue.c`) for the `timewait` work of a live [`CmDevice`]:
+/// removal runs it a last time before it drops the device's last reference from ib_core.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn ibcm_rs_timewait(dw: *mut bindings::delayed_work) {
-    // SAFETY: The armed timer held this reference (see `arm`).
-    let id = unsafe { CmId::from_timewait(dw) };
+    // SAFETY: `dw` is the `timewait` field of a live `CmDevice` (caller contract); `Opaque<T>`
+    // has `T`'s layout.
+    let dev = unsafe {
+        &*kernel::container_of!(
+            dw.cast::<Opaque<bindings::delayed_work>>(),
+            CmDevice,
+            timewait
+        )
+    };
+    loop {
+        let id = {
+            let mut inner = dev.inner.lock();
+            let now = jiffies();
+            let all = inner.going_down;
+            match inner.timewait.pop_due(now, all) {
+                Some(id) => id,
+                None => {
+                    let wq = recv::wq();
+                    match inner.timewait.next_delay(now) {
+                        Some(delay) if !all && !wq.is_null() => {
+                            // A sooner arming by `arm` stays: queueing a pending work is a
+                            // no-op.
+                            // SAFETY: As in `arm`.
+                            unsafe {
+                                bindings::ibcm_glue_queue_delayed_work_jiffies(wq, dw, delay)
+                            };
+                        }
+                        _ => {}
+                    }
+                    return;
+                }
+            }
+        };
+        expire(id);
+    }
+}
+
+/// Ends one id's timewait, unless destroy took it out first.
+fn expire(id: Arc<CmId>) {
     {
         let mut g = id.inner.lock();
         if !g.timewait_armed {
-            // Destroy got here first and will not cancel: the reference is ours to drop.
+            // Destroy got here first.
             return;
         }
         g.timewait_armed = false;

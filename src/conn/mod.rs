@@ -335,9 +335,13 @@ fn leave_remote(id: &CmId, g: &mut CmIdInner, out: &mut Outcome) {
     if let Some(key) = g.remote.take() {
         let mut dev = id.dev.inner.lock();
         match key {
-            RemoteKey::Req(k, q) => {
-                out.unlinked.req = dev.remote_reqs.remove(&k, id);
-                out.unlinked.qp = dev.remote_qps.remove(&q, id);
+            RemoteKey::Req {
+                ca_guid,
+                comm_id,
+                qpn,
+            } => {
+                out.unlinked.req = dev.remote_reqs.remove(&ReqKey { ca_guid, comm_id }, id);
+                out.unlinked.qp = dev.remote_qps.remove(&QpKey { ca_guid, qpn }, id);
             }
             RemoteKey::Sidr(k) => out.unlinked.sidr = dev.remote_sidrs.remove(&k, id),
         }

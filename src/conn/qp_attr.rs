@@ -80,7 +80,7 @@ pub(crate) fn init_qp_attr(
             attr.qp_access_flags = access as i32;
             if let Some(av) = g.av.as_ref() {
                 attr.pkey_index = av.pkey_index;
-                attr.port_num = av.port_num;
+                attr.port_num = av.port_num();
             }
         }
         Target::Rtr => {
@@ -105,7 +105,7 @@ pub(crate) fn init_qp_attr(
             }
             if m & mask::ALT_PATH != 0 {
                 if let Some(alt) = g.alt_av.as_ref() {
-                    attr.alt_port_num = alt.port_num;
+                    attr.alt_port_num = alt.port_num();
                     attr.alt_pkey_index = alt.pkey_index;
                     attr.alt_timeout = alt.timeout;
                     // SAFETY: As above.
@@ -136,7 +136,7 @@ pub(crate) fn init_qp_attr(
                 // SAFETY: All-zero is a valid `rdma_ah_attr` (no sgid attribute).
                 attr.alt_ah_attr = unsafe { core::mem::zeroed() };
                 if let Some(alt) = g.alt_av.as_ref() {
-                    attr.alt_port_num = alt.port_num;
+                    attr.alt_port_num = alt.port_num();
                     attr.alt_pkey_index = alt.pkey_index;
                     attr.alt_timeout = alt.timeout;
                     // SAFETY: As above.

@@ -137,7 +137,7 @@ pub(crate) fn insert_remote(id: &Arc<CmId>, g: &mut CmIdInner, ctx: &mut Ctx<'_>
     let _ = dev.remote_reqs.insert(key, id, res);
     let _ = dev.remote_qps.insert(qp, id, qres);
     drop(dev);
-    g.remote = Some(RemoteKey::Req(key, qp));
+    g.remote = Some(RemoteKey::req(key, qp));
     Ok(())
 }
 

@@ -5,6 +5,7 @@
 //! under `tests/host` (through `#[path]`), where `cargo test` runs its unit and property tests.
 #![forbid(unsafe_code)]
 
+pub(crate) mod deadline_list;
 pub(crate) mod qp_attr;
 pub(crate) mod reject;
 pub(crate) mod req_event;

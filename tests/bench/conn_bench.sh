@@ -12,6 +12,9 @@
 #   - the guest's busy CPU per connection (/proc/stat), everything included.
 # A benchmark, not a test: nothing here passes or fails on speed.
 #
+# PERF=1 (IBCM_PERF) adds a perf cpu-clock profile of the whole guest over the same rounds,
+# by symbol, into out/bench/conn-perf-CM-BOOT.txt (a diagnostic; it perturbs the timings).
+#
 #   tests/bench/conn_bench.sh [BOOTS] [N] [ROUNDS]
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -27,11 +30,12 @@ mkdir -p "$res"
 for b in $(seq 1 "$boots"); do
 	for cm in c rs; do
 		log "conn bench: boot $b, $cm CM"
-		KAPPEND="ibcm.bench_n=$n ibcm.bench_rounds=$rounds${IBCM_PROF:+ ibcm.prof=$IBCM_PROF}" "$top/tests/qemu/run.sh" \
+		KAPPEND="ibcm.bench_n=$n ibcm.bench_rounds=$rounds${IBCM_PROF:+ ibcm.prof=$IBCM_PROF}${IBCM_PERF:+ ibcm.perf=1}" "$top/tests/qemu/run.sh" \
 			"$out/bzImage" "$out/initramfs.cpio.gz" "$cm" connbench "$res/conn-$cm-$b.log" 1800 ||
 			log "conn bench: warning: boot $b ($cm) did not finish cleanly"
 		sed -n "s/.*IBCM-BENCH: \(.*\)/boot=$b \1/p" "$res/conn-$cm-$b.log" >>"$res/conn-raw.txt"
 		grep -h -o "IBCM-MEM: .*\|ib_cm: connection end: .*" "$res/conn-$cm-$b.log" >>"$res/conn-mem.txt"
+		grep -h -o "IBCM-PERF: .*" "$res/conn-$cm-$b.log" >"$res/conn-perf-$cm-$b.txt" || true
 	done
 done
 python3 - "$res/conn-raw.txt" <<'PY' | tee "$res/conn-results.txt"

@@ -34,7 +34,16 @@ srv=$!
 sleep 1
 r=0
 while [ $r -lt "$ROUNDS" ]; do
-	[ $r = 1 ] && { echo 1 >$T/function_profile_enabled; }
+	if [ $r = 1 ]; then
+		echo 1 >$T/function_profile_enabled
+		# PERF=1: every CPU sampled (software clock: TCG has no PMU) through the profiled rounds.
+		if [ -n "$PERF" ] && [ -x /usr/bin/perf ]; then
+			echo 0 >/proc/sys/kernel/kptr_restrict
+			echo -1 >/proc/sys/kernel/perf_event_paranoid
+			perf record -q -a -g -e cpu-clock -F 10000 -o /tmp/perf.data >/tmp/perf-rec.log 2>&1 &
+			perfpid=$!
+		fi
+	fi
 	cpu0=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat)
 	if ! timeout 300 cmtime -s 10.0.0.1 -b 10.0.0.2 -c "$N" >/tmp/cmtime-c.log 2>&1; then
 		klog "IBCM-BENCH: $CM round=$r failed: $(tail -2 /tmp/cmtime-c.log | tr '\n' ' ')"
@@ -48,6 +57,19 @@ while [ $r -lt "$ROUNDS" ]; do
 	sleep 1
 done
 echo 0 >$T/function_profile_enabled
+if [ -n "${perfpid:-}" ]; then
+	kill -INT "$perfpid"
+	wait "$perfpid"
+	rep() { perf report -i /tmp/perf.data --stdio "$@" 2>/dev/null | grep -v '^#' | grep -v '^ *$'; }
+	# Self time by symbol (idle left out), the CM module's own symbols, and by module.
+	rep --no-children --sort dso,sym --percent-limit 0.05 | grep -v 'default_idle\|\[k\] __sched_text_start' |
+		head -150 | while IFS= read -r l; do klog "IBCM-PERF: $CM self $l"; done
+	rep --no-children --sort sym --dsos '[ib_cm]' | head -60 | while IFS= read -r l; do klog "IBCM-PERF: $CM cm $l"; done
+	# Inclusive time (callees included) of everything the CM module's code ran.
+	rep --children --sort sym -g none --percent-limit 0.05 | grep -v 'default_idle' | head -100 |
+		while IFS= read -r l; do klog "IBCM-PERF: $CM incl $l"; done
+	rep --no-children --sort dso | head -12 | while IFS= read -r l; do klog "IBCM-PERF: $CM dso $l"; done
+fi
 cat $T/trace_stat/function* >/tmp/prof.txt 2>/dev/null
 # Self time per function over the profiled rounds: name, hits, total (us).
 awk -v cm=" $CMFN " -v api=" $(echo $API) " -v ulp=" $ULP " -v lib=" $LIB " '

@@ -23,12 +23,14 @@ CM=rs
 MODE=check
 ROLE=
 PROF=
+PERF=
 for arg in $(cat /proc/cmdline); do
 	case $arg in
 	ibcm.cm=*) CM=${arg#ibcm.cm=} ;;
 	ibcm.mode=*) MODE=${arg#ibcm.mode=} ;;
 	ibcm.role=*) ROLE=${arg#ibcm.role=} ;;
 	ibcm.prof=*) PROF=$(echo "${arg#ibcm.prof=}" | tr , ' ') ;;
+	ibcm.perf=*) PERF=${arg#ibcm.perf=} ;;
 	ibcm.bench_n=*) BENCH_N=${arg#ibcm.bench_n=} ;;
 	ibcm.bench_rounds=*) BENCH_ROUNDS=${arg#ibcm.bench_rounds=} ;;
 	esac

@@ -45,6 +45,11 @@ done
 # Userspace: real binaries (busybox's own `ip` cannot create veth) and their libraries.
 bins=(/usr/bin/rping /usr/bin/ucmatose /usr/bin/udaddy /usr/bin/rdma_server /usr/bin/rdma_client
       /usr/bin/cmtime /usr/bin/ib_send_bw /usr/bin/ibv_devices /usr/bin/rdma /usr/sbin/ip "$tool")
+# `make bench-conn PERF=1`: perf (package linux-perf) for a sampled profile of the guest.
+if [[ -n ${IBCM_PERF:-} ]]; then
+	[[ -x /usr/bin/perf ]] || die "PERF=1: /usr/bin/perf missing (apt-get install linux-perf)"
+	bins+=(/usr/bin/perf)
+fi
 libs=()
 for b in "${bins[@]}"; do
 	[[ -x $b ]] || die "$b missing (rdmacm-utils, ibverbs-utils, perftest, iproute2)"

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! An id's uses in flight and the wait for the last one (cm.c's `refcount` and `comp` of
+//! `cm_id_private`).
+//!
+//! The count is the owner's bias plus every use in flight. `ib_destroy_cm_id()` drops the bias
+//! and sleeps until the count is zero. The sleeper waits on the kernel's hashed wait queues
+//! keyed by the counter's address (`wait_var_event`), so an id carries 4 bytes for this instead
+//! of a `struct completion`: waits are rare (only a destroy that races a use in flight sleeps),
+//! and the hashed queue is shared with the rest of the kernel.
+
+use crate::bindings;
+use core::sync::atomic::{AtomicU32, Ordering};
+
+/// The use count; see the module documentation.
+pub(crate) struct UseCount(AtomicU32);
+
+impl UseCount {
+    /// One use: the owner's bias.
+    pub(crate) const fn new() -> Self {
+        Self(AtomicU32::new(1))
+    }
+
+    /// Takes one use unless the count already reached zero (`refcount_inc_not_zero`).
+    pub(crate) fn get(&self) -> bool {
+        let mut n = self.0.load(Ordering::Relaxed);
+        loop {
+            if n == 0 {
+                return false;
+            }
+            match self
+                .0
+                .compare_exchange_weak(n, n + 1, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(cur) => n = cur,
+            }
+        }
+    }
+
+    /// Takes one more use for a holder that knows the count is not zero (it holds a use or
+    /// the bias is still there).
+    pub(crate) fn add(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Ends a use; the last one wakes the destroyer. The caller holds memory (an `Arc`) to the
+    /// object the count is in, so the address stays valid through the wake.
+    pub(crate) fn put(&self) {
+        if self.0.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // SAFETY: Only the address is used, as the wait queue's key.
+            unsafe { bindings::ibcm_glue_wake_var(self.0.as_ptr().cast()) };
+        }
+    }
+
+    /// Sleeps up to `ms` milliseconds for the count to reach zero; whether it did.
+    pub(crate) fn wait_zero_ms(&self, ms: u32) -> bool {
+        // SAFETY: The counter is live for the call (`&self`); the glue only reads it
+        // (`READ_ONCE`) and uses its address as the wait key, as `put` does.
+        unsafe { bindings::ibcm_glue_wait_var_zero(self.0.as_ptr(), ms) }
+    }
+
+    /// The current count, for diagnostics and tests.
+    pub(crate) fn load(&self) -> u32 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
