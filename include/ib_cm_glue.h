@@ -3,7 +3,7 @@
  * The one C<->Rust contract of ib_cm.ko.
  *
  * src/glue.c implements the "glue" half: the ib_client, wrappers for static inline ib_core
- * helpers that bindgen cannot bind, an IRQ-saving spinlock backend and completions. The Rust
+ * helpers that bindgen cannot bind, an IRQ-saving spinlock backend and hashed waits. The Rust
  * crate (src/ib_cm_rs.rs and siblings) implements the "rs" half: the client callbacks and every
  * exported ib_* entry point (the EXPORT_SYMBOL lines themselves live in glue.c). The Rust side
  * of this header is the `ibcm_rs_*` functions (src/device.rs, recv.rs, send.rs, port.rs,
@@ -12,7 +12,6 @@
 #ifndef IB_CM_GLUE_H
 #define IB_CM_GLUE_H
 
-#include <linux/completion.h>
 #include <linux/spinlock.h>
 #include <linux/stddef.h>
 #include <linux/types.h>
@@ -83,10 +82,7 @@ void ibcm_glue_spin_lock_init(spinlock_t *lock, const char *name,
 unsigned long ibcm_glue_spin_lock_irqsave(spinlock_t *lock);
 void ibcm_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 
-/* --- glue.c: completions (last-reference waits) --- */
-void ibcm_glue_init_completion(struct completion *done);
-
-/* --- glue.c: the hashed wait on an id's use count (src/use_count.rs) --- */
+/* --- glue.c: hashed waits on a counter (src/use_count.rs, the send gate of src/device.rs) --- */
 void ibcm_glue_wake_var(void *var);
 bool ibcm_glue_wait_var_zero(u32 *var, unsigned int ms);
 

@@ -12,9 +12,7 @@
 //! after the agents are unregistered.
 
 use crate::{
-    bindings,
-    completion::Completion,
-    debugfs,
+    bindings, debugfs,
     listen::ListenTable,
     lock::{new_spinlock_irq, SpinLockIrq},
     port::CmPort,
@@ -23,7 +21,7 @@ use crate::{
     reply_ah::{self, ReplyAh, ReplyAhCache},
     timewait::{self, TimewaitQueue},
 };
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use kernel::{
     alloc::KVec,
     error::code::ENODEV,
@@ -47,9 +45,8 @@ pub(crate) struct CmDevice {
     /// Mutable state; the lock is taken after a `CmId`'s lock when both are needed.
     #[pin]
     pub(crate) inner: SpinLockIrq<DeviceInner>,
-    /// Signalled when the last in-flight send ends after `going_down` was set.
-    #[pin]
-    sends_drained: Completion,
+    /// Sends in flight, and whether removal closed the gate to new ones.
+    sends: SendGate,
     /// Recent requesters' addresses and reply handles (`reply_ah.rs`); a leaf lock.
     #[pin]
     reply_ahs: SpinLockIrq<ReplyAhCache>,
@@ -70,8 +67,6 @@ pub(crate) struct CmDevice {
 pub(crate) struct DeviceInner {
     /// Set once removal starts: no listener is accepted, no work is queued, no MAD is sent.
     pub(crate) going_down: bool,
-    /// Sends between [`CmDevice::enter_send`] and the end of their post.
-    sends: u32,
     /// Listeners of this device, keyed by service ID.
     pub(crate) listen: ListenTable,
     /// Passive ids still holding an unanswered REQ, for duplicate detection.
@@ -90,6 +85,57 @@ unsafe impl Send for CmDevice {}
 // SAFETY: See `Send`.
 unsafe impl Sync for CmDevice {}
 
+/// The send gate of a device, without a lock: the sends between [`CmDevice::enter_send`] and
+/// the end of their post, and whether removal has closed the gate.
+///
+/// A sender counts itself in, then looks at the gate; removal closes the gate, then looks at
+/// the count. Both orders are sequentially consistent, so at least one of them sees the other's
+/// write: the sender backs out, or removal waits for it (on the count's hashed wait queue,
+/// woken by the send that brings the count to zero once the gate is closed).
+struct SendGate {
+    inflight: AtomicU32,
+    closed: AtomicBool,
+}
+
+impl SendGate {
+    const fn new() -> Self {
+        Self {
+            inflight: AtomicU32::new(0),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    fn enter(&self) -> bool {
+        self.inflight.fetch_add(1, Ordering::SeqCst);
+        if self.closed.load(Ordering::SeqCst) {
+            self.leave();
+            return false;
+        }
+        true
+    }
+
+    fn leave(&self) {
+        if self.inflight.fetch_sub(1, Ordering::SeqCst) == 1 && self.closed.load(Ordering::SeqCst) {
+            // SAFETY: Only the address is used, as the wait queue's key.
+            unsafe { bindings::ibcm_glue_wake_var(self.inflight.as_ptr().cast()) };
+        }
+    }
+
+    /// Closes the gate: no send starts from now on.
+    fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
+
+    /// Waits until the sends that passed the gate before it closed have ended.
+    fn drain(&self) {
+        // SAFETY: The counter is live for the call; the glue only reads it and uses its
+        // address as the wait key, as `leave` does.
+        while !unsafe { bindings::ibcm_glue_wait_var_zero(self.inflight.as_ptr(), 10_000) } {
+            pr_warn!("ib_cm: device removal waiting for in-flight sends\n");
+        }
+    }
+}
+
 /// Proof that the device is not going down; keeps removal from unregistering the MAD agents
 /// until it is dropped.
 pub(crate) struct SendGuard<'a> {
@@ -98,11 +144,7 @@ pub(crate) struct SendGuard<'a> {
 
 impl Drop for SendGuard<'_> {
     fn drop(&mut self) {
-        let mut inner = self.dev.inner.lock();
-        inner.sends -= 1;
-        if inner.going_down && inner.sends == 0 {
-            self.dev.sends_drained.complete();
-        }
+        self.dev.sends.leave();
     }
 }
 
@@ -116,7 +158,6 @@ impl CmDevice {
                 inner <- new_spinlock_irq!(
                     DeviceInner {
                         going_down: false,
-                        sends: 0,
                         listen: ListenTable::new(),
                         remote_reqs: RemoteTable::new(),
                         remote_qps: RemoteTable::new(),
@@ -125,7 +166,7 @@ impl CmDevice {
                     },
                     "CmDevice::inner"
                 ),
-                sends_drained <- Completion::new(),
+                sends: SendGate::new(),
                 reply_ahs <- new_spinlock_irq!(
                     // SAFETY: A pure conversion.
                     ReplyAhCache::new(unsafe { bindings::__msecs_to_jiffies(reply_ah::TTL_MS) }),
@@ -155,14 +196,16 @@ impl CmDevice {
         self.ports.iter().find(|p| p.port_num() == port_num)
     }
 
+    /// Marks the device going down (no listener is accepted, no work queued) and closes the
+    /// send gate.
+    fn mark_going_down(&self) {
+        self.inner.lock().going_down = true;
+        self.sends.close();
+    }
+
     /// Allows one send unless the device is going down.
     pub(crate) fn enter_send(&self) -> Option<SendGuard<'_>> {
-        let mut inner = self.inner.lock();
-        if inner.going_down {
-            return None;
-        }
-        inner.sends += 1;
-        Some(SendGuard { dev: self })
+        self.sends.enter().then_some(SendGuard { dev: self })
     }
 
     /// The address of the sender of the MAD received with `wc` and `grh` on the port of
@@ -305,16 +348,13 @@ impl CmDevice {
     /// order (`cm_remove_one`): CM support off, sends past the gate drained, queued receive
     /// work run, the timewaits still queued ended, the reply cache closed (and its sweep stopped) before the agents' protection
     /// domain goes, then the agents (waiting for their callbacks) and the sysfs groups.
-    fn shut_down(&self, registered: usize, wait_sends: bool) {
+    fn shut_down(&self, registered: usize) {
+        debug_assert!(self.sends.closed.load(Ordering::Relaxed));
         for port in self.ports.iter().take(registered) {
             // SAFETY: `ib_dev` is live during add and remove.
             unsafe { bindings::ibcm_glue_clear_cm_sup(self.ib_dev, port.port_num()) };
         }
-        if wait_sends {
-            while !self.sends_drained.wait_timeout_ms(10_000) {
-                pr_warn!("ib_cm: device removal waiting for in-flight sends\n");
-            }
-        }
+        self.sends.drain();
         recv::flush();
         timewait::end_all(self);
         self.close_reply_ahs();
@@ -393,12 +433,8 @@ pub(crate) unsafe extern "C" fn ibcm_rs_add_one(ib_dev: *mut bindings::ib_device
     if let Err((e, registered)) = dev.register_ports() {
         // The ports registered before the failure may have queued receive work (which may
         // send, and arm the reply cache's sweep): shut them down as removal does.
-        let wait_sends = {
-            let mut inner = dev.inner.lock();
-            inner.going_down = true;
-            inner.sends > 0
-        };
-        dev.shut_down(registered, wait_sends);
+        dev.mark_going_down();
+        dev.shut_down(registered);
         return e.to_errno();
     }
     dev.debugfs.store(debugfs::add(&dev), Ordering::Release);
@@ -430,11 +466,11 @@ pub(crate) unsafe extern "C" fn ibcm_rs_remove_one(
     // 0. Its debugfs files go first (this waits for their readers).
     debugfs::remove(dev.debugfs.swap(core::ptr::null_mut(), Ordering::AcqRel));
     // 1. No new work is queued, no new send starts, no new listener is accepted.
-    let (leftover, pending, wait_sends) = {
-        let mut inner = dev.inner.lock();
-        inner.going_down = true;
+    dev.mark_going_down();
+    let (leftover, pending) = {
+        let inner = dev.inner.lock();
         let pending = inner.remote_reqs.len() + inner.remote_sidrs.len();
-        (inner.listen.len(), pending, inner.sends > 0)
+        (inner.listen.len(), pending)
     };
     if leftover != 0 {
         pr_warn!("ib_cm: device removed with {leftover} listener(s) not destroyed\n");
@@ -447,7 +483,7 @@ pub(crate) unsafe extern "C" fn ibcm_rs_remove_one(
     //    protection domain (sends still using one hold it until unregistering the agent
     //    completes them); 3. the agents go (waiting for their callbacks), then the sysfs
     //    groups.
-    dev.shut_down(dev.ports.len(), wait_sends);
+    dev.shut_down(dev.ports.len());
     // SAFETY: `ib_dev` is live during remove; clearing the slot stops new lookups, and the
     // grace period lets lookups already inside their RCU section take their reference first.
     unsafe {

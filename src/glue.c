@@ -242,11 +242,6 @@ void ibcm_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
 	spin_unlock_irqrestore(lock, flags);
 }
 
-void ibcm_glue_init_completion(struct completion *done)
-{
-	init_completion(done);
-}
-
 void ibcm_glue_wake_var(void *var)
 {
 	/* wake_up_var() wants a full barrier between the condition's store and its check. */

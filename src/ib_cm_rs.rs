@@ -15,7 +15,6 @@ mod av;
 mod bindings;
 mod cm_id;
 mod comm_id;
-mod completion;
 mod conn;
 mod debugfs;
 mod device;
