@@ -40,7 +40,7 @@ while [ $r -lt "$ROUNDS" ]; do
 		if [ -n "$PERF" ] && [ -x /usr/bin/perf ]; then
 			echo 0 >/proc/sys/kernel/kptr_restrict
 			echo -1 >/proc/sys/kernel/perf_event_paranoid
-			perf record -q -a -g -e cpu-clock -F 10000 -o /tmp/perf.data >/tmp/perf-rec.log 2>&1 &
+			perf record -q -a -g -e cpu-clock -F 2000 -o /tmp/perf.data >/tmp/perf-rec.log 2>&1 &
 			perfpid=$!
 		fi
 	fi
@@ -62,13 +62,13 @@ if [ -n "${perfpid:-}" ]; then
 	wait "$perfpid"
 	rep() { perf report -i /tmp/perf.data --stdio "$@" 2>/dev/null | grep -v '^#' | grep -v '^ *$'; }
 	# Self time by symbol (idle left out), the CM module's own symbols, and by module.
-	rep --no-children --sort dso,sym --percent-limit 0.05 | grep -v 'default_idle\|\[k\] __sched_text_start' |
+	rep --no-children --sort dso,sym -g none --percent-limit 0.05 | grep -v 'default_idle\|\[k\] __sched_text_start' |
 		head -150 | while IFS= read -r l; do klog "IBCM-PERF: $CM self $l"; done
-	rep --no-children --sort sym --dsos '[ib_cm]' | head -60 | while IFS= read -r l; do klog "IBCM-PERF: $CM cm $l"; done
+	rep --no-children --sort sym -g none --dsos '[ib_cm]' | head -60 | while IFS= read -r l; do klog "IBCM-PERF: $CM cm $l"; done
 	# Inclusive time (callees included) of everything the CM module's code ran.
 	rep --children --sort sym -g none --percent-limit 0.05 | grep -v 'default_idle' | head -100 |
 		while IFS= read -r l; do klog "IBCM-PERF: $CM incl $l"; done
-	rep --no-children --sort dso | head -12 | while IFS= read -r l; do klog "IBCM-PERF: $CM dso $l"; done
+	rep --no-children --sort dso -g none | head -12 | while IFS= read -r l; do klog "IBCM-PERF: $CM dso $l"; done
 fi
 cat $T/trace_stat/function* >/tmp/prof.txt 2>/dev/null
 # Self time per function over the profiled rounds: name, hits, total (us).
