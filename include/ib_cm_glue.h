@@ -85,6 +85,7 @@ void ibcm_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 /* --- glue.c: hashed waits on a counter (src/use_count.rs, the send gate of src/device.rs) --- */
 void ibcm_glue_wake_var(void *var);
 bool ibcm_glue_wait_var_zero(u32 *var, unsigned int ms);
+void ibcm_glue_cond_resched(void);
 
 /* --- glue.c: the CM workqueue --- */
 struct workqueue_struct *ibcm_glue_alloc_wq(void);
@@ -97,6 +98,7 @@ void ibcm_glue_clear_cm_sup(struct ib_device *device, u32 port_num);
 struct ib_ah *ibcm_glue_ah_from_wc(struct ib_mad_agent *agent, const struct ib_wc *wc,
 				   const struct ib_grh *grh);
 struct ib_ah *ibcm_glue_ah_from_attr(struct ib_mad_agent *agent, struct rdma_ah_attr *attr);
+bool ibcm_glue_ah_attr_same(const struct rdma_ah_attr *a, const struct rdma_ah_attr *b);
 void ibcm_glue_destroy_ah(struct ib_ah *ah);
 
 /*

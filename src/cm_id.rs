@@ -5,12 +5,13 @@
 //! `cm_process_work()` and `cm_destroy_id()` in cm.c.
 //!
 //! Memory is owned by `Arc` references: one per handle a C caller holds (a shared listener's
-//! pointer is handed out once per share), one held by the listener tree or the remote tables,
-//! one by the comm-ID table while the id is published, one per MAD in flight and per queued
-//! work. Separately, `users` is cm.c's refcount as a protocol count: the owner's bias plus
-//! every use in flight (a handler being called, a lookup from the receive path, a MAD whose
-//! completion is pending). `ib_destroy_cm_id()` drops the bias and sleeps until `users` is
-//! zero, so after it returns no callback on the id runs and no MAD refers to it.
+//! pointer is handed out once per share), one held by the listener tree or the remote tables, one
+//! by the comm-ID table while the id is published, one per MAD in flight and per queued work, one
+//! by its device's timewait queue while it is queued there. Separately, `users` is cm.c's refcount
+//! as a protocol count: the owner's bias plus every use in flight (a handler being called, a lookup
+//! from the receive path, a MAD whose completion is pending). `ib_destroy_cm_id()` drops the bias
+//! and sleeps until `users` is zero, so after it returns no callback on the id runs and no MAD
+//! refers to it.
 
 use crate::{
     av::Av,
@@ -138,6 +139,8 @@ pub(crate) struct CmIdInner {
     /// The id is in timewait and its timewait has not ended (`timewait.rs`; while queued, the
     /// device's timewait queue holds a reference).
     pub(crate) timewait_armed: bool,
+    /// Which of its device's timewait lists the id was queued on (its timeout exponent).
+    pub(crate) timewait_class: u8,
 }
 
 /// A CM id: the C-visible `struct ib_cm_id` plus the CM's private state.
@@ -172,7 +175,8 @@ pub(crate) struct CmId {
 
 // SAFETY: The raw pointers inside `id` (device, context, handler) are plain values owned by
 // the C caller; the CM reads them only as the type invariants allow, and all CM-mutable state
-// is behind `inner`'s lock or atomic. `inner.msg` is only used under the lock.
+// is behind `inner`'s lock or atomic, except `timewait`, which is behind the lock of the id's
+// device (`TwLink`'s invariant). `inner.msg` is only used under the lock.
 unsafe impl Send for CmId {}
 // SAFETY: See `Send`.
 unsafe impl Sync for CmId {}
@@ -272,6 +276,7 @@ impl CmId {
                         remote: init.remote,
                         stored_pd: None,
                         timewait_armed: false,
+                        timewait_class: 0,
                     },
                     "CmId::inner"
                 ),
@@ -661,8 +666,9 @@ impl CmId {
 }
 
 // The footprint the README quotes: the id in kmalloc-256, its address in kmalloc-64. Lock
-// debugging makes every spinlock bigger, so this holds only without it.
-#[cfg(not(any(CONFIG_DEBUG_SPINLOCK, CONFIG_DEBUG_LOCK_ALLOC)))]
+// debugging and PREEMPT_RT (an rt_mutex per spinlock) make every spinlock bigger, so this holds
+// only without them.
+#[cfg(not(any(CONFIG_DEBUG_SPINLOCK, CONFIG_DEBUG_LOCK_ALLOC, CONFIG_PREEMPT_RT)))]
 const _: () = assert!(
     core::mem::size_of::<bindings::refcount_t>().next_multiple_of(8) + core::mem::size_of::<CmId>()
         <= 256

@@ -88,10 +88,10 @@ unsafe impl Sync for CmDevice {}
 /// The send gate of a device, without a lock: the sends between [`CmDevice::enter_send`] and
 /// the end of their post, and whether removal has closed the gate.
 ///
-/// A sender counts itself in, then looks at the gate; removal closes the gate, then looks at
-/// the count. Both orders are sequentially consistent, so at least one of them sees the other's
-/// write: the sender backs out, or removal waits for it (on the count's hashed wait queue,
-/// woken by the send that brings the count to zero once the gate is closed).
+/// A sender counts itself in, then looks at the gate; removal closes the gate, then (after a full
+/// fence) looks at the count. Both sides order their write before their read, so at least one of
+/// them sees the other's write: the sender backs out, or removal waits for it (on the count's
+/// hashed wait queue, woken by the send that brings the count to zero once the gate is closed).
 struct SendGate {
     inflight: AtomicU32,
     closed: AtomicBool,
@@ -124,6 +124,10 @@ impl SendGate {
     /// Closes the gate: no send starts from now on.
     fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
+        // The drain's first look at the count is a plain load (in C): without a full barrier
+        // it could pass this store on a weakly ordered CPU and miss a sender that saw the gate
+        // open.
+        core::sync::atomic::fence(Ordering::SeqCst);
     }
 
     /// Waits until the sends that passed the gate before it closed have ended.
@@ -246,7 +250,7 @@ impl CmDevice {
         let ah = Arc::new(unsafe { ReplyAh::create(agent, wc, grh) }?, GFP_KERNEL)?;
         let evicted = {
             let mut cache = self.reply_ahs.lock();
-            let evicted = cache.insert(port_num, key, jiffies(), ah.clone());
+            let evicted = cache.insert(port_num, Some(key), jiffies(), ah.clone());
             if cache.is_open() {
                 self.arm_sweep(cache.ttl());
             }
@@ -254,6 +258,45 @@ impl CmDevice {
         };
         drop(evicted);
         Ok(Some(ah))
+    }
+
+    /// An address handle for the address `attr` of an id on the port of `agent`: the cached
+    /// one of an equal address if one was created less than [`reply_ah::TTL_MS`] ago, else a
+    /// new one, cached. cm.c creates and destroys a handle for every message it sends; here the
+    /// messages of one connection, and of every connection between the same two ports, share
+    /// one. Does not sleep (the caller holds the id lock; allocations are `GFP_ATOMIC`).
+    ///
+    /// # Safety
+    ///
+    /// `agent` must be this device's registered agent and stay so for the call (the caller
+    /// holds a [`SendGuard`]); `attr` must be initialised.
+    pub(crate) unsafe fn id_ah(
+        &self,
+        agent: *mut bindings::ib_mad_agent,
+        attr: *const bindings::rdma_ah_attr,
+    ) -> Result<Arc<ReplyAh>> {
+        // SAFETY: The caller guarantees `agent` is registered.
+        let port_num = u32::from(unsafe { (*agent).port_num });
+        let (hit, evicted) = {
+            let mut cache = self.reply_ahs.lock();
+            cache.get_for_attr(port_num, attr, jiffies())
+        };
+        drop(evicted);
+        if let Some(ah) = hit {
+            return Ok(ah);
+        }
+        // SAFETY: As above; only the cache lock is not held (the caller's id lock may be).
+        let ah = Arc::new(unsafe { ReplyAh::for_attr(agent, attr) }?, GFP_ATOMIC)?;
+        let evicted = {
+            let mut cache = self.reply_ahs.lock();
+            let evicted = cache.insert(port_num, None, jiffies(), ah.clone());
+            if cache.is_open() {
+                self.arm_sweep(cache.ttl());
+            }
+            evicted
+        };
+        drop(evicted);
+        Ok(ah)
     }
 
     /// Queues the sweep in `delay` jiffies unless it is already pending (which is sooner).
@@ -344,10 +387,11 @@ impl CmDevice {
         Ok(())
     }
 
-    /// Tears down the first `registered` ports of a device marked `going_down`, in cm.c's
-    /// order (`cm_remove_one`): CM support off, sends past the gate drained, queued receive
-    /// work run, the timewaits still queued ended, the reply cache closed (and its sweep stopped) before the agents' protection
-    /// domain goes, then the agents (waiting for their callbacks) and the sysfs groups.
+    /// Tears down the first `registered` ports of a device marked `going_down`, in cm.c's order
+    /// (`cm_remove_one`): CM support off, sends past the gate drained, queued receive work run, the
+    /// timewaits still queued ended, the reply cache closed (and its sweep stopped) before the
+    /// agents' protection domain goes, then the agents (waiting for their callbacks) and the sysfs
+    /// groups.
     fn shut_down(&self, registered: usize) {
         debug_assert!(self.sends.closed.load(Ordering::Relaxed));
         for port in self.ports.iter().take(registered) {

@@ -18,7 +18,7 @@ use crate::{
     device::CmDevice,
     event::Event,
     logic::{
-        deadline_list::{DeadlineList, Links},
+        deadline_list::{self, DeadlineList, Links},
         state::Input,
         timeout,
     },
@@ -59,14 +59,22 @@ impl TwLink {
     }
 }
 
+/// Timeout exponents (`av.timeout`, 5 bits): one list each.
+const CLASSES: usize = 32;
+
 /// The ids of one device in timewait, by deadline; inside the device lock.
+///
+/// One list per timeout exponent: the ids of one list wait equally long and the tick count is
+/// read under the device lock, so each id goes to its list's tail (an O(1) insertion; the
+/// list's own ordered insertion stops at once) and every list stays in deadline order. The
+/// earliest deadline is the earliest of the 32 heads.
 ///
 /// # Invariants
 ///
 /// Every node is a `CmId` of this device whose queue reference (`Arc::into_raw`) the queue
-/// owns, so it is live while queued.
+/// owns, so it is live while queued; it is on the list of its `timewait_class`.
 pub(crate) struct TimewaitQueue {
-    list: DeadlineList<NonNull<CmId>>,
+    lists: [DeadlineList<NonNull<CmId>>; CLASSES],
 }
 
 // SAFETY: The queue owns `Arc<CmId>` references (`CmId` is `Send + Sync`); the nodes' links are
@@ -122,43 +130,66 @@ impl TimewaitQueue {
     /// Empty.
     pub(crate) const fn new() -> Self {
         Self {
-            list: DeadlineList::new(),
+            lists: [const { DeadlineList::new() }; CLASSES],
         }
     }
 
-    /// Queues `id` (of this device, not queued) until tick `at`; whether it is now first.
-    fn insert(&mut self, id: Arc<CmId>, at: usize) -> bool {
+    /// The list with the earliest head, and that head.
+    fn earliest(&self) -> Option<(usize, NonNull<CmId>)> {
+        let nodes = Nodes;
+        let mut best: Option<(usize, NonNull<CmId>)> = None;
+        for (i, l) in self.lists.iter().enumerate() {
+            if let Some(n) = l.first() {
+                let sooner = best.map_or(true, |(_, b)| {
+                    deadline_list::before(nodes.deadline(n), nodes.deadline(b))
+                });
+                if sooner {
+                    best = Some((i, n));
+                }
+            }
+        }
+        best
+    }
+
+    /// Queues `id` (of this device, not queued) on list `class` until tick `at`; whether it is
+    /// now the earliest of all.
+    fn insert(&mut self, id: Arc<CmId>, class: u8, at: usize) -> bool {
         // INVARIANT: the queue takes over the reference.
         // SAFETY: `Arc::into_raw` never returns NULL.
         let n = unsafe { NonNull::new_unchecked(Arc::into_raw(id).cast_mut()) };
-        self.list.insert(&mut Nodes, n, at)
+        let list = &mut self.lists[usize::from(class) % CLASSES];
+        list.insert(&mut Nodes, n, at);
+        self.earliest().is_some_and(|(_, e)| e == n)
     }
 
-    /// Takes `id` (of this device) off the queue, with the queue's reference, if queued.
-    fn remove(&mut self, id: &CmId) -> Option<Arc<CmId>> {
+    /// Takes `id` (of this device, queued on list `class` if at all) off the queue, with the
+    /// queue's reference, if queued.
+    fn remove(&mut self, id: &CmId, class: u8) -> Option<Arc<CmId>> {
         let n = NonNull::from(id);
-        if !self.list.remove(&mut Nodes, n) {
+        if !self.lists[usize::from(class) % CLASSES].remove(&mut Nodes, n) {
             return None;
         }
         // SAFETY: It was queued, so the queue owned this reference (type invariant).
         Some(unsafe { Arc::from_raw(n.as_ptr()) })
     }
 
-    /// Takes the first id off if its deadline has come (or in any case if `all`).
+    /// Takes the earliest id off if its deadline has come (or in any case if `all`).
     fn pop_due(&mut self, now: usize, all: bool) -> Option<Arc<CmId>> {
-        let n = self.list.pop_due(&mut Nodes, now, all)?;
+        let (i, _) = self.earliest()?;
+        let n = self.lists[i].pop_due(&mut Nodes, now, all)?;
         // SAFETY: As in `remove`.
         Some(unsafe { Arc::from_raw(n.as_ptr()) })
     }
 
-    /// Ticks until the first deadline, `None` if the queue is empty.
+    /// Ticks until the earliest deadline, `None` if the queue is empty.
     fn next_delay(&self, now: usize) -> Option<usize> {
-        self.list.next_delay(&Nodes, now)
+        let (i, _) = self.earliest()?;
+        self.lists[i].next_delay(&Nodes, now)
     }
 
     /// Whether no id is queued.
     pub(crate) fn is_empty(&self) -> bool {
-        self.list.is_empty()
+        self.lists.iter().all(|l| l.is_empty())
     }
 }
 
@@ -179,13 +210,15 @@ pub(crate) fn arm(id: &Arc<CmId>, g: &mut CmIdInner) {
     if wq.is_null() {
         return;
     }
-    let ms = timeout::conv_ms(g.av.as_ref().map_or(0, |av| av.timeout));
+    let class = g.av.as_ref().map_or(0, |av| av.timeout);
+    let ms = timeout::conv_ms(class);
     // SAFETY: A pure conversion.
     let delay = unsafe { bindings::__msecs_to_jiffies(ms) };
     let first = dev
         .timewait
-        .insert(id.clone(), jiffies().wrapping_add(delay));
+        .insert(id.clone(), class, jiffies().wrapping_add(delay));
     g.timewait_armed = true;
+    g.timewait_class = class;
     if first {
         // The device's timer was later (or idle): move it up. `mod_delayed_work` may be called
         // under a spinlock.
@@ -197,14 +230,21 @@ pub(crate) fn arm(id: &Arc<CmId>, g: &mut CmIdInner) {
 }
 
 /// Takes an id being destroyed out of timewait. An expiry already running for it finds
-/// `timewait_armed` cleared and does nothing; one that got past that check holds a use, which
-/// destroy waits for.
+/// `timewait_armed` cleared and does nothing; one that got past that check either fails to
+/// take a use (destroy dropped the bias) and does nothing, or holds one, which destroy waits
+/// for: no event reaches a destroyed id.
 pub(crate) fn cancel(id: &CmId) {
-    let armed = core::mem::replace(&mut id.inner.lock().timewait_armed, false);
+    let (armed, class) = {
+        let mut g = id.inner.lock();
+        (
+            core::mem::replace(&mut g.timewait_armed, false),
+            g.timewait_class,
+        )
+    };
     if !armed {
         return;
     }
-    let queued = id.dev.inner.lock().timewait.remove(id);
+    let queued = id.dev.inner.lock().timewait.remove(id, class);
     // The queue's reference, dropped outside the lock.
     drop(queued);
 }
@@ -270,6 +310,10 @@ pub(crate) unsafe extern "C" fn ibcm_rs_timewait(dw: *mut bindings::delayed_work
             }
         };
         expire(id);
+        // A batch of expiries (removal ends them all at once) must not hog the CPU: each one
+        // runs a handler.
+        // SAFETY: Plain scheduling point; the work runs in process context, no lock held.
+        unsafe { bindings::ibcm_glue_cond_resched() };
     }
 }
 

@@ -61,6 +61,11 @@ impl<N: Copy + Eq> DeadlineList<N> {
         }
     }
 
+    /// The node with the earliest deadline.
+    pub(crate) fn first(&self) -> Option<N> {
+        self.head
+    }
+
     /// Whether the list is empty.
     pub(crate) fn is_empty(&self) -> bool {
         self.head.is_none()

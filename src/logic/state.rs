@@ -15,9 +15,9 @@
 //! follow the step's [`OnFail`] policy when they fail, which is how cm.c differs between
 //! "the state changes only once the MAD is posted" and "the state changes whatever happens".
 
-/// `enum ib_cm_state`, with the ABI's values.
+/// `enum ib_cm_state`, with the ABI's values (all below 256: one byte in every id).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-#[repr(u32)]
+#[repr(u8)]
 pub(crate) enum State {
     /// Unused, or back to unused.
     Idle = 0,
@@ -81,8 +81,8 @@ impl State {
 
     /// The ABI value.
     pub(crate) fn raw(self) -> u32 {
-        // CAST: a fieldless `repr(u32)` enum to its discriminant.
-        self as u32
+        // CAST: a fieldless `repr(u8)` enum to its discriminant.
+        u32::from(self as u8)
     }
 
     /// The state's name without the `IB_CM_` prefix, as the tracepoints print it.
