@@ -326,11 +326,10 @@ impl CmDevice {
         unsafe { bindings::ibcm_glue_cancel_delayed_work_sync(self.sweep.get()) };
     }
 
-    /// The cached handles' addresses (the replies', or with `ids` the ids'), for the white-box
-    /// tests.
+    /// The cached reply handles' addresses, for the white-box tests.
     #[cfg(ibcm_kunit)]
-    pub(crate) fn reply_ah_addresses(&self, ids: bool) -> [usize; reply_ah::SLOTS] {
-        self.reply_ahs.lock().addresses(ids)
+    pub(crate) fn reply_ah_addresses(&self) -> [usize; reply_ah::SLOTS] {
+        self.reply_ahs.lock().addresses()
     }
 
     /// The CM state of `ib_dev`, or `ENODEV` if the CM does not manage that device (no
