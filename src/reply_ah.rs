@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-//! Addresses and address handles for the replies the CM sends straight from a received MAD, and
-//! address handles for the ids' sends.
+//! Addresses and address handles for the replies the CM sends straight from a received MAD.
 //!
 //! A REQ for a service nobody listens on, a stale REQ and a SIDR_REQ nobody serves are
 //! answered straight from the received MAD (cm.c's `cm_issue_rej()` and
@@ -21,11 +20,6 @@
 //! Staleness is bounded by [`TTL_MS`] too: a peer that changed its MAC address behind the same GID
 //! gets its answers at the old address for at most that long (they are answers to requests
 //! that failed anyway; the peer retries).
-//!
-//! The ids' own sends use the cache too ([`ReplyAh::for_attr`], `CmDevice::id_ah`): entries
-//! without a reply key, matched by an equal `rdma_ah_attr` on the same port, so the messages of
-//! a connection (and of every connection between the same two ports) share one handle instead
-//! of creating and destroying one per MAD as cm.c's `cm_alloc_msg()` does.
 //!
 //! The attribute also serves a REQ or SIDR_REQ that finds a listener: the new id's reply
 //! address (`cm_id.rs`'s `ReplyPath`, cm.c's `cm_init_av_for_response()`) is a copy of the
