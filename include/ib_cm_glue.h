@@ -98,7 +98,6 @@ void ibcm_glue_clear_cm_sup(struct ib_device *device, u32 port_num);
 struct ib_ah *ibcm_glue_ah_from_wc(struct ib_mad_agent *agent, const struct ib_wc *wc,
 				   const struct ib_grh *grh);
 struct ib_ah *ibcm_glue_ah_from_attr(struct ib_mad_agent *agent, struct rdma_ah_attr *attr);
-bool ibcm_glue_ah_attr_same(const struct rdma_ah_attr *a, const struct rdma_ah_attr *b);
 void ibcm_glue_destroy_ah(struct ib_ah *ah);
 
 /*

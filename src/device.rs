@@ -250,7 +250,7 @@ impl CmDevice {
         let ah = Arc::new(unsafe { ReplyAh::create(agent, wc, grh) }?, GFP_KERNEL)?;
         let evicted = {
             let mut cache = self.reply_ahs.lock();
-            let evicted = cache.insert(port_num, Some(key), jiffies(), ah.clone());
+            let evicted = cache.insert(port_num, key, jiffies(), ah.clone());
             if cache.is_open() {
                 self.arm_sweep(cache.ttl());
             }
@@ -258,45 +258,6 @@ impl CmDevice {
         };
         drop(evicted);
         Ok(Some(ah))
-    }
-
-    /// An address handle for the address `attr` of an id on the port of `agent`: the cached
-    /// one of an equal address if one was created less than [`reply_ah::TTL_MS`] ago, else a
-    /// new one, cached. cm.c creates and destroys a handle for every message it sends; here the
-    /// messages of one connection, and of every connection between the same two ports, share
-    /// one. Does not sleep (the caller holds the id lock; allocations are `GFP_ATOMIC`).
-    ///
-    /// # Safety
-    ///
-    /// `agent` must be this device's registered agent and stay so for the call (the caller
-    /// holds a [`SendGuard`]); `attr` must be initialised.
-    pub(crate) unsafe fn id_ah(
-        &self,
-        agent: *mut bindings::ib_mad_agent,
-        attr: *const bindings::rdma_ah_attr,
-    ) -> Result<Arc<ReplyAh>> {
-        // SAFETY: The caller guarantees `agent` is registered.
-        let port_num = u32::from(unsafe { (*agent).port_num });
-        let (hit, evicted) = {
-            let mut cache = self.reply_ahs.lock();
-            cache.get_for_attr(port_num, attr, jiffies())
-        };
-        drop(evicted);
-        if let Some(ah) = hit {
-            return Ok(ah);
-        }
-        // SAFETY: As above; only the cache lock is not held (the caller's id lock may be).
-        let ah = Arc::new(unsafe { ReplyAh::for_attr(agent, attr) }?, GFP_ATOMIC)?;
-        let evicted = {
-            let mut cache = self.reply_ahs.lock();
-            let evicted = cache.insert(port_num, None, jiffies(), ah.clone());
-            if cache.is_open() {
-                self.arm_sweep(cache.ttl());
-            }
-            evicted
-        };
-        drop(evicted);
-        Ok(ah)
     }
 
     /// Queues the sweep in `delay` jiffies unless it is already pending (which is sooner).

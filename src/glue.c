@@ -12,7 +12,6 @@
  */
 #include <linux/build_bug.h>
 #include <linux/err.h>
-#include <linux/etherdevice.h>
 #include <linux/module.h>
 #include <linux/random.h>
 #include <linux/rcupdate.h>
@@ -328,34 +327,6 @@ struct ib_ah *ibcm_glue_ah_from_wc(struct ib_mad_agent *agent, const struct ib_w
 struct ib_ah *ibcm_glue_ah_from_attr(struct ib_mad_agent *agent, struct rdma_ah_attr *attr)
 {
 	return rdma_create_ah(agent->qp->pd, attr, 0);
-}
-
-bool ibcm_glue_ah_attr_same(const struct rdma_ah_attr *a, const struct rdma_ah_attr *b)
-{
-	/* Everything rdma_create_ah() builds a handle from: equal attributes, equal handles. */
-	if (a->type != b->type || a->sl != b->sl || a->port_num != b->port_num ||
-	    a->static_rate != b->static_rate || a->ah_flags != b->ah_flags)
-		return false;
-	if (a->ah_flags & IB_AH_GRH) {
-		const struct ib_global_route *x = &a->grh, *y = &b->grh;
-
-		if (memcmp(x->dgid.raw, y->dgid.raw, sizeof(x->dgid.raw)) ||
-		    x->flow_label != y->flow_label || x->sgid_index != y->sgid_index ||
-		    x->hop_limit != y->hop_limit || x->traffic_class != y->traffic_class ||
-		    x->sgid_attr != y->sgid_attr)
-			return false;
-	}
-	switch (a->type) {
-	case RDMA_AH_ATTR_TYPE_ROCE:
-		return ether_addr_equal(a->roce.dmac, b->roce.dmac);
-	case RDMA_AH_ATTR_TYPE_IB:
-		return a->ib.dlid == b->ib.dlid && a->ib.src_path_bits == b->ib.src_path_bits;
-	case RDMA_AH_ATTR_TYPE_OPA:
-		return a->opa.dlid == b->opa.dlid && a->opa.src_path_bits == b->opa.src_path_bits &&
-		       a->opa.make_grd == b->opa.make_grd;
-	default:
-		return false;
-	}
 }
 
 void ibcm_glue_destroy_ah(struct ib_ah *ah)

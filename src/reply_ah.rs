@@ -84,34 +84,6 @@ impl ReplyAh {
         Ok(Self { attr, ah })
     }
 
-    /// A handle for the address `attr` of an id (cm.c creates one per send from the id's
-    /// address: `cm_alloc_msg()`), keeping a copy of the attribute as the cache key. Does not
-    /// sleep (the id lock may be held).
-    ///
-    /// # Safety
-    ///
-    /// `agent` must be registered and stay so for the call; `attr` must be initialised.
-    pub(crate) unsafe fn for_attr(
-        agent: *mut bindings::ib_mad_agent,
-        attr: *const bindings::rdma_ah_attr,
-    ) -> Result<Self> {
-        let mut own = core::mem::MaybeUninit::<bindings::rdma_ah_attr>::uninit();
-        // SAFETY: `attr` is initialised (caller); `own` is ours and holds nothing yet.
-        unsafe { bindings::rdma_copy_ah_attr(own.as_mut_ptr(), attr) };
-        // SAFETY: `agent` is registered (caller); `own` was just initialised.
-        let ah = unsafe { bindings::ibcm_glue_ah_from_attr(agent, own.as_mut_ptr()) };
-        if let Some(e) = crate::error::ptr_error(ah, ENOMEM) {
-            // SAFETY: Initialised above; released once.
-            unsafe { bindings::rdma_destroy_ah_attr(own.as_mut_ptr()) };
-            return Err(e);
-        }
-        // INVARIANT: `own` is initialised and `ah` was created from it; an `rdma_ah_attr`
-        // holds no pointer to itself, so it may move.
-        // SAFETY: Initialised above.
-        let attr = unsafe { own.assume_init() };
-        Ok(Self { attr, ah })
-    }
-
     /// The handle, for a send buffer (valid while this object lives).
     pub(crate) fn ah(&self) -> *mut bindings::ib_ah {
         self.ah
@@ -162,11 +134,10 @@ fn key_slid_is_wc_slid(wc: &bindings::ib_wc, key: &mut Key) {
     key.slid = wc.slid;
 }
 
-/// One cached address handle.
+/// One cached reply address.
 pub(crate) struct Entry {
     port_num: u32,
-    /// A reply's key; `None` for an id's handle, which is keyed by its attribute.
-    key: Option<Key>,
+    key: Key,
     ah: Arc<ReplyAh>,
 }
 
@@ -204,31 +175,7 @@ impl ReplyAhCache {
         let evicted = self.slots.expire(now);
         let hit = self
             .slots
-            .find(now, |e| {
-                e.port_num == port_num && e.key.as_ref().is_some_and(|k| same(k, key))
-            })
-            .map(|e| e.ah.clone());
-        (hit, evicted)
-    }
-
-    /// Evicts what has expired at jiffies `now`, then looks up the live handle of an id's
-    /// address `attr` on `port_num`.
-    pub(crate) fn get_for_attr(
-        &mut self,
-        port_num: u32,
-        attr: *const bindings::rdma_ah_attr,
-        now: usize,
-    ) -> (Option<Arc<ReplyAh>>, Evicted) {
-        let evicted = self.slots.expire(now);
-        let hit = self
-            .slots
-            .find(now, |e| {
-                e.port_num == port_num
-                    && e.key.is_none()
-                    // SAFETY: Both attributes are initialised (`attr`: the caller's id's
-                    // address, live under its lock); the helper only reads them.
-                    && unsafe { bindings::ibcm_glue_ah_attr_same(&e.ah.attr, attr) }
-            })
+            .find(now, |e| e.port_num == port_num && same(&e.key, key))
             .map(|e| e.ah.clone());
         (hit, evicted)
     }
@@ -239,7 +186,7 @@ impl ReplyAhCache {
     pub(crate) fn insert(
         &mut self,
         port_num: u32,
-        key: Option<Key>,
+        key: Key,
         now: usize,
         ah: Arc<ReplyAh>,
     ) -> (Evicted, Option<Entry>) {

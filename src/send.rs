@@ -244,7 +244,11 @@ pub(crate) fn send_for_id(
         (u64::from(hi) << 32) | u64::from(id.local_id().to_be())
     });
     // SAFETY: `agent` is registered (gate held); `av.attr()` is initialised.
-    let ah = SendAh::Shared(unsafe { dev.id_ah(agent, av.attr()) }?);
+    let ah = unsafe { bindings::ibcm_glue_ah_from_attr(agent, av.attr()) };
+    if let Some(e) = ptr_error(ah, ENOMEM) {
+        return Err(e);
+    }
+    let ah = SendAh::Own(ah);
     // SAFETY: `agent` is registered; sizes are the CM's fixed MAD layout.
     let buf = unsafe {
         bindings::ib_create_send_mad(
