@@ -20,6 +20,7 @@ use crate::{
     remote::{QpKey, RemoteTable, ReqKey, SidrKey},
     reply_ah::{self, ReplyAh, ReplyAhCache},
     timewait::{self, TimewaitQueue},
+    use_count,
 };
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use kernel::{
@@ -116,8 +117,7 @@ impl SendGate {
 
     fn leave(&self) {
         if self.inflight.fetch_sub(1, Ordering::SeqCst) == 1 && self.closed.load(Ordering::SeqCst) {
-            // SAFETY: Only the address is used, as the wait queue's key.
-            unsafe { bindings::ibcm_glue_wake_var(self.inflight.as_ptr().cast()) };
+            use_count::wake_zero_waiter(&self.inflight);
         }
     }
 
@@ -132,9 +132,7 @@ impl SendGate {
 
     /// Waits until the sends that passed the gate before it closed have ended.
     fn drain(&self) {
-        // SAFETY: The counter is live for the call; the glue only reads it and uses its
-        // address as the wait key, as `leave` does.
-        while !unsafe { bindings::ibcm_glue_wait_var_zero(self.inflight.as_ptr(), 10_000) } {
+        while !use_count::wait_zero_ms(&self.inflight, 10_000) {
             pr_warn!("ib_cm: device removal waiting for in-flight sends\n");
         }
     }
@@ -527,7 +525,8 @@ pub(crate) unsafe extern "C" fn ibcm_rs_reply_sweep(dw: *mut bindings::delayed_w
 }
 
 /// The tick counter.
-fn jiffies() -> usize {
+/// The tick counter (`jiffies`).
+pub(crate) fn jiffies() -> usize {
     // SAFETY: Reads the tick counter.
     unsafe { bindings::ibcm_glue_jiffies() }
 }

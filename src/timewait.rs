@@ -15,7 +15,7 @@ use crate::{
     bindings,
     cm_id::{CmId, CmIdInner},
     conn,
-    device::CmDevice,
+    device::{jiffies, CmDevice},
     event::Event,
     logic::{
         deadline_list::{self, DeadlineList, Links},
@@ -191,11 +191,6 @@ impl TimewaitQueue {
     pub(crate) fn is_empty(&self) -> bool {
         self.lists.iter().all(|l| l.is_empty())
     }
-}
-
-fn jiffies() -> usize {
-    // SAFETY: Reads the tick counter.
-    unsafe { bindings::ibcm_glue_jiffies() }
 }
 
 /// Queues the id for `conv(av.timeout)` ms of timewait. Called with the id lock held.

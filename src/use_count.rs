@@ -47,20 +47,31 @@ impl UseCount {
     /// object the count is in, so the address stays valid through the wake.
     pub(crate) fn put(&self) {
         if self.0.fetch_sub(1, Ordering::AcqRel) == 1 {
-            // SAFETY: Only the address is used, as the wait queue's key.
-            unsafe { bindings::ibcm_glue_wake_var(self.0.as_ptr().cast()) };
+            wake_zero_waiter(&self.0);
         }
     }
 
     /// Sleeps up to `ms` milliseconds for the count to reach zero; whether it did.
     pub(crate) fn wait_zero_ms(&self, ms: u32) -> bool {
-        // SAFETY: The counter is live for the call (`&self`); the glue only reads it
-        // (`READ_ONCE`) and uses its address as the wait key, as `put` does.
-        unsafe { bindings::ibcm_glue_wait_var_zero(self.0.as_ptr(), ms) }
+        wait_zero_ms(&self.0, ms)
     }
 
     /// The current count, for diagnostics and tests.
     pub(crate) fn load(&self) -> u32 {
         self.0.load(Ordering::Relaxed)
     }
+}
+
+/// Wakes whoever waits in [`wait_zero_ms`] on `counter` (its caller just brought it to zero).
+pub(crate) fn wake_zero_waiter(counter: &AtomicU32) {
+    // SAFETY: Only the address is used, as the wait queue's key.
+    unsafe { bindings::ibcm_glue_wake_var(counter.as_ptr().cast()) };
+}
+
+/// Sleeps up to `ms` milliseconds for `counter` to reach zero (woken by
+/// [`wake_zero_waiter`]); whether it did.
+pub(crate) fn wait_zero_ms(counter: &AtomicU32, ms: u32) -> bool {
+    // SAFETY: The counter is live for the call; the glue only reads it (an acquire load) and
+    // uses its address as the wait key, as `wake_zero_waiter` does.
+    unsafe { bindings::ibcm_glue_wait_var_zero(counter.as_ptr(), ms) }
 }
