@@ -22,9 +22,9 @@ use crate::{
         state::{Input, State},
         timeout,
         wire::{
-            conn::{Req, MSG_REQ},
-            decode_mad,
-            sidr::SidrReq,
+            conn::{Drep, Dreq, Mra, Rej, Rep, Req, Rtu, MSG_REQ},
+            decode_header,
+            sidr::{SidrRep, SidrReq},
             AttrId, CmMessage, MadHeader, WireError, MAD_HDR_LEN, MAD_LEN,
         },
     },
@@ -214,21 +214,10 @@ fn process(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc) {
     let Some(port) = dev.port(port_num) else {
         return;
     };
-    match decode_mad(wc.mad()) {
-        Ok((hdr, CmMessage::Req(req))) => handle_req(dev, port_num, wc, &hdr, &req),
-        Ok((hdr, CmMessage::SidrReq(sidr))) => handle_sidr_req(dev, port_num, wc, &hdr, &sidr),
-        Ok((hdr, CmMessage::Rep(rep))) => conn::rep_rtu::on_rep(port_num, wc, &hdr, &rep),
-        Ok((hdr, CmMessage::Rtu(rtu))) => conn::rep_rtu::on_rtu(port_num, wc, &hdr, &rtu),
-        Ok((hdr, CmMessage::Dreq(dreq))) => {
-            conn::dreq_drep::on_dreq(dev, port_num, wc, &hdr, &dreq)
-        }
-        Ok((hdr, CmMessage::Drep(drep))) => conn::dreq_drep::on_drep(port_num, wc, &hdr, &drep),
-        Ok((hdr, CmMessage::Rej(rej))) => conn::rej_mra::on_rej(dev, port_num, wc, &hdr, &rej),
-        Ok((hdr, CmMessage::Mra(mra))) => conn::rej_mra::on_mra(port_num, wc, &hdr, &mra),
-        Ok((hdr, CmMessage::SidrRep(rep))) => conn::sidr::on_sidr_rep(port_num, wc, &hdr, &rep),
-        // LAP and APR: no alternate-path support (cm.c ignores them on RoCE too); counted
-        // on receipt and dropped.
-        Ok(_) => {}
+    // Each message is decoded straight into the handler's argument: no enum of every message
+    // kind is built and moved around.
+    let (hdr, attr, p) = match decode_header(wc.mad()) {
+        Ok(x) => x,
         Err(e) => {
             port.count_malformed();
             let what = match e {
@@ -240,7 +229,22 @@ fn process(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc) {
                 WireError::UnknownAttribute => c_str!("unknown attribute"),
             };
             warn_malformed(dev, port_num, what);
+            return;
         }
+    };
+    match attr {
+        AttrId::Req => handle_req(dev, port_num, wc, &hdr, &Req::decode(p)),
+        AttrId::SidrReq => handle_sidr_req(dev, port_num, wc, &hdr, &SidrReq::decode(p)),
+        AttrId::Rep => conn::rep_rtu::on_rep(port_num, wc, &hdr, &Rep::decode(p)),
+        AttrId::Rtu => conn::rep_rtu::on_rtu(port_num, wc, &hdr, &Rtu::decode(p)),
+        AttrId::Dreq => conn::dreq_drep::on_dreq(dev, port_num, wc, &hdr, &Dreq::decode(p)),
+        AttrId::Drep => conn::dreq_drep::on_drep(port_num, wc, &hdr, &Drep::decode(p)),
+        AttrId::Rej => conn::rej_mra::on_rej(dev, port_num, wc, &hdr, &Rej::decode(p)),
+        AttrId::Mra => conn::rej_mra::on_mra(port_num, wc, &hdr, &Mra::decode(p)),
+        AttrId::SidrRep => conn::sidr::on_sidr_rep(port_num, wc, &hdr, &SidrRep::decode(p)),
+        // LAP and APR: no alternate-path support (cm.c ignores them on RoCE too); counted
+        // on receipt and dropped.
+        AttrId::Lap | AttrId::Apr => {}
     }
 }
 

@@ -114,6 +114,19 @@ unsafe fn release(buf: *mut bindings::ib_mad_send_buf) {
     }
 }
 
+/// The MAD of a send buffer from `ib_create_send_mad` with the CM's sizes (header plus
+/// payload: one whole MAD), for encoding in place (no copy through the stack).
+///
+/// # Safety
+///
+/// `buf` must be such a buffer that we own and have not posted; the borrow must end before
+/// it is posted.
+unsafe fn buf_mad<'a>(buf: *mut bindings::ib_mad_send_buf) -> &'a mut [u8; MAD_LEN] {
+    // SAFETY: The buffer's `mad` is `MAD_HDR_LEN + PAYLOAD_LEN` = `MAD_LEN` bytes, allocated
+    // with it and not aliased while we own it (caller).
+    unsafe { &mut *(*buf).mad.cast::<[u8; MAD_LEN]>() }
+}
+
 /// Sends `msg` from port `port_num` of `dev`, with `tid` and `attr_mod` in the MAD header.
 ///
 /// `gfp_atomic` selects `GFP_ATOMIC` for callers that may be in atomic context; those must
@@ -190,14 +203,13 @@ pub(crate) unsafe fn send(
         // `ah` is dropped: an own handle is destroyed, a shared one released.
         return Err(e);
     }
-    let mut mad = [0u8; MAD_LEN];
-    encode_mad(msg, tid, attr_mod, &mut mad);
+    // SAFETY: `buf` is a fresh send buffer we own until it is posted.
+    let mad = unsafe { buf_mad(buf) };
+    encode_mad(msg, tid, attr_mod, mad);
     #[cfg(ibcm_kunit)]
-    crate::kunit::capture(&mad);
-    // SAFETY: `buf` is a fresh send buffer whose `mad` holds a whole MAD; we own it until it
-    // is posted, and `ah` moves into it.
+    crate::kunit::capture(mad);
+    // SAFETY: `buf` is ours until it is posted, and `ah` moves into it.
     unsafe {
-        core::ptr::copy_nonoverlapping(mad.as_ptr(), (*buf).mad.cast::<u8>(), MAD_LEN);
         ah.into_buf(buf);
         (*buf).timeout_ms = 0;
         (*buf).retries = 0;
@@ -269,18 +281,17 @@ pub(crate) fn send_for_id(
     if let Some(ev) = trace {
         crate::trace::id(ev, id);
     }
-    let mut mad = [0u8; MAD_LEN];
-    encode_mad(msg, tid, attr_mod, &mut mad);
+    // SAFETY: `buf` is a fresh send buffer we own until it is posted.
+    let mad = unsafe { buf_mad(buf) };
+    encode_mad(msg, tid, attr_mod, mad);
     #[cfg(ibcm_kunit)]
-    crate::kunit::capture(&mad);
+    crate::kunit::capture(mad);
     // The buffer's use: the caller's id is alive and not past destroy's wait (it holds the
     // id lock, and destroy drops its bias only after its last locked step).
     id.add_user();
     let owner = Arc::into_raw(id.clone());
-    // SAFETY: `buf` is a fresh send buffer whose `mad` holds a whole MAD; we own it until it
-    // is posted, and `ah` and the id reference move into it.
+    // SAFETY: `buf` is ours until it is posted, and `ah` and the id reference move into it.
     unsafe {
-        core::ptr::copy_nonoverlapping(mad.as_ptr(), (*buf).mad.cast::<u8>(), MAD_LEN);
         ah.into_buf(buf);
         (*buf).context[1] = owner.cast_mut().cast();
         (*buf).timeout_ms = if timeout_ms == 0 {

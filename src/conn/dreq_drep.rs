@@ -25,15 +25,17 @@ pub(crate) fn send_dreq(id: &Arc<CmId>, pd: &[u8]) -> Result {
     if pd.len() > DREQ_PRIVATE_DATA {
         return Err(EINVAL);
     }
-    let mut d = Dreq {
+    let mut msg = CmMessage::Dreq(Dreq {
         local_comm_id: 0,
         remote_comm_id: 0,
         remote_qpn_eecn: 0,
         private_data: [0; DREQ_PRIVATE_DATA],
-    };
-    d.private_data[..pd.len()].copy_from_slice(pd);
+    });
+    if let CmMessage::Dreq(d) = &mut msg {
+        d.private_data[..pd.len()].copy_from_slice(pd);
+    }
     let ctx = Ctx {
-        msg: Some(CmMessage::Dreq(d)),
+        msg: Some(&mut msg),
         ..Ctx::default()
     };
     api(id, Input::SendDreq, ctx, |_, _| {}, |_, _| {})
@@ -45,15 +47,17 @@ pub(crate) fn send_drep(id: &Arc<CmId>, pd: &[u8]) -> Result {
     if pd.len() > DREP_PRIVATE_DATA {
         return Err(EINVAL);
     }
-    let mut d = CommIdsAndData {
+    let mut msg = CmMessage::Drep(CommIdsAndData {
         local_comm_id: 0,
         remote_comm_id: 0,
         private_data: [0; DREP_PRIVATE_DATA],
-    };
-    d.private_data[..pd.len()].copy_from_slice(pd);
+    });
+    if let CmMessage::Drep(d) = &mut msg {
+        d.private_data[..pd.len()].copy_from_slice(pd);
+    }
     let keep = StoredPd::copy(pd)?;
     let ctx = Ctx {
-        msg: Some(CmMessage::Drep(d)),
+        msg: Some(&mut msg),
         keep_pd: Some(keep),
         ..Ctx::default()
     };

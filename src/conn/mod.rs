@@ -60,7 +60,9 @@ pub(crate) struct Recv<'a> {
 #[derive(Default)]
 pub(crate) struct Ctx<'a> {
     /// The message of an API call, complete but for what the id fills in (comm IDs, REJ form).
-    pub(crate) msg: Option<CmMessage>,
+    /// It stays in the caller's frame: the send patches it there and encodes it straight into
+    /// the MAD buffer.
+    pub(crate) msg: Option<&'a mut CmMessage>,
     /// `attr_mod` of that message (ECE).
     pub(crate) attr_mod: u32,
     /// The event to deliver, preallocated (its type is set here).
@@ -91,8 +93,9 @@ pub(crate) struct Outcome {
     pub(crate) result: Result,
     /// The caller became the deliverer of this event.
     pub(crate) deliver: Option<KBox<Event>>,
-    /// An answer to the received MAD's sender.
-    pub(crate) response: Option<CmMessage>,
+    /// An answer to the received MAD's sender (a retransmission's, rare: boxed so that the
+    /// outcome stays small).
+    pub(crate) response: Option<KBox<CmMessage>>,
     /// Table nodes to free.
     pub(crate) unlinked: Unlinked,
     /// The input was refused.
@@ -160,9 +163,9 @@ pub(crate) fn run(
         .iter()
         .any(|a| matches!(a, Action::Send(Out::Rej { .. })))
     {
-        let reason = match &ctx.msg {
+        let reason = match ctx.msg.as_deref() {
             Some(CmMessage::Rej(rej)) => rej.reason,
-            _ => default_rej(id).reason,
+            _ => default_rej_reason(id),
         };
         trace::send_rej(id, reason);
     }
@@ -305,7 +308,7 @@ pub(crate) fn api(
 /// The tracepoint cm.c emits where it refuses `input` (`logic::trace`).
 fn trace_refusal(id: &CmId, input: Input, r: Refusal, ctx: &Ctx<'_>) {
     if input == Input::SendRej {
-        if let Some(CmMessage::Rej(rej)) = &ctx.msg {
+        if let Some(CmMessage::Rej(rej)) = ctx.msg.as_deref() {
             trace::send_rej(id, rej.reason);
         }
     }
@@ -434,6 +437,15 @@ fn act(
     Ok(())
 }
 
+/// The reason of [`default_rej`].
+fn default_rej_reason(id: &CmId) -> u16 {
+    if matches!(id.cm_state(), State::ReqSent | State::MraReqRcvd) {
+        REJ_TIMEOUT
+    } else {
+        REJ_CONSUMER_DEFINED
+    }
+}
+
 /// The REJ an id sends by default (destroy): TIMEOUT with the node GUID as ARI from the
 /// active side's REQ states, CONSUMER_DEFINED otherwise.
 fn default_rej(id: &CmId) -> Rej {
@@ -457,6 +469,43 @@ fn default_rej(id: &CmId) -> Rej {
     rej
 }
 
+/// Whether an API call's message is the one `o` sends.
+fn fits(o: Out, m: &CmMessage) -> bool {
+    matches!(
+        (o, m),
+        (Out::Rej { .. }, CmMessage::Rej(_))
+            | (Out::Dreq, CmMessage::Dreq(_))
+            | (Out::Drep, CmMessage::Drep(_))
+            | (Out::SidrRep, CmMessage::SidrRep(_))
+            | (Out::Mra(_), CmMessage::Mra(_))
+            | (Out::Rep, CmMessage::Rep(_))
+            | (Out::Rtu, CmMessage::Rtu(_))
+            | (Out::Req, CmMessage::Req(_))
+            | (Out::SidrReq, CmMessage::SidrReq(_))
+    )
+}
+
+/// The message `o` sends when the input brought none (destroy, timeouts); `EINVAL` for those
+/// that only an API call sends.
+fn default_msg(id: &CmId, o: Out) -> Result<CmMessage> {
+    Ok(match o {
+        Out::Rej { .. } => CmMessage::Rej(default_rej(id)),
+        Out::Dreq => CmMessage::Dreq(Dreq {
+            local_comm_id: 0,
+            remote_comm_id: 0,
+            remote_qpn_eecn: 0,
+            private_data: [0; 220],
+        }),
+        Out::Drep => CmMessage::Drep(CommIdsAndData {
+            local_comm_id: 0,
+            remote_comm_id: 0,
+            private_data: [0; 224],
+        }),
+        Out::SidrRep => CmMessage::SidrRep(sidr::sidr_rep_of(id, SIDR_REJECT)),
+        _ => return Err(EINVAL),
+    })
+}
+
 fn send_out(
     id: &Arc<CmId>,
     g: &mut CmIdInner,
@@ -466,91 +515,65 @@ fn send_out(
     out: &mut Outcome,
 ) -> Result {
     let (local, remote) = (id.local_id(), id.remote_id());
-    let msg = match o {
-        Out::ResendRtu | Out::ResendMra(_) | Out::ResendDrep | Out::ResendRejStale => {
-            if let Some(ev) = logic_trace::for_send(o) {
-                trace::id(ev, id);
-            }
-            out.response = Some(resend(id, g, o));
-            return Ok(());
+    if matches!(
+        o,
+        Out::ResendRtu | Out::ResendMra(_) | Out::ResendDrep | Out::ResendRejStale
+    ) {
+        if let Some(ev) = logic_trace::for_send(o) {
+            trace::id(ev, id);
         }
-        Out::Rej {
-            msg: kind,
-            zero_local_id,
-        } => {
-            let mut rej = match ctx.msg.take() {
-                Some(CmMessage::Rej(r)) => r,
-                _ => default_rej(id),
-            };
+        // Without memory the answer is dropped, as cm.c drops it when its allocation fails;
+        // the peer retransmits.
+        out.response = KBox::new(resend(id, g, o), GFP_ATOMIC).ok();
+        return Ok(());
+    }
+    let mut own;
+    let msg: &mut CmMessage = match ctx.msg.take() {
+        Some(m) if fits(o, m) => m,
+        _ => {
+            own = default_msg(id, o)?;
+            &mut own
+        }
+    };
+    // What the id fills in.
+    match (o, &mut *msg) {
+        (
+            Out::Rej {
+                msg: kind,
+                zero_local_id,
+            },
+            CmMessage::Rej(rej),
+        ) => {
             rej.local_comm_id = if zero_local_id { 0 } else { local };
             rej.remote_comm_id = remote;
             rej.message_rejected = kind.wire();
-            CmMessage::Rej(rej)
         }
-        Out::Dreq => {
-            let mut d = match ctx.msg.take() {
-                Some(CmMessage::Dreq(d)) => d,
-                _ => Dreq {
-                    local_comm_id: 0,
-                    remote_comm_id: 0,
-                    remote_qpn_eecn: 0,
-                    private_data: [0; 220],
-                },
-            };
+        (_, CmMessage::Dreq(d)) => {
             d.local_comm_id = local;
             d.remote_comm_id = remote;
             d.remote_qpn_eecn = g.conn.remote_qpn;
-            CmMessage::Dreq(d)
         }
-        Out::Drep => {
-            let mut d = match ctx.msg.take() {
-                Some(CmMessage::Drep(d)) => d,
-                _ => CommIdsAndData {
-                    local_comm_id: 0,
-                    remote_comm_id: 0,
-                    private_data: [0; 224],
-                },
-            };
+        (_, CmMessage::Drep(d)) | (_, CmMessage::Rtu(d)) => {
             d.local_comm_id = local;
             d.remote_comm_id = remote;
-            CmMessage::Drep(d)
         }
-        Out::SidrRep => match ctx.msg.take() {
-            Some(CmMessage::SidrRep(mut r)) => {
-                r.request_id = remote;
-                r.service_id = id.service_id().get();
-                CmMessage::SidrRep(r)
-            }
-            _ => CmMessage::SidrRep(sidr::sidr_rep_of(id, SIDR_REJECT)),
-        },
-        Out::Mra(kind) => {
-            let mut m = match ctx.msg.take() {
-                Some(CmMessage::Mra(m)) => m,
-                _ => return Err(EINVAL),
-            };
+        (_, CmMessage::SidrRep(r)) => {
+            r.request_id = remote;
+            r.service_id = id.service_id().get();
+        }
+        (Out::Mra(kind), CmMessage::Mra(m)) => {
             m.local_comm_id = local;
             m.remote_comm_id = remote;
             m.message_mraed = kind.wire();
-            CmMessage::Mra(m)
         }
-        Out::Rep | Out::Rtu | Out::Req | Out::SidrReq => {
-            let mut m = ctx.msg.take().ok_or(EINVAL)?;
-            match &mut m {
-                CmMessage::Rep(r) => {
-                    r.local_comm_id = local;
-                    r.remote_comm_id = remote;
-                }
-                CmMessage::Rtu(r) => {
-                    r.local_comm_id = local;
-                    r.remote_comm_id = remote;
-                }
-                CmMessage::Req(r) => r.local_comm_id = local,
-                CmMessage::SidrReq(r) => r.request_id = local,
-                _ => return Err(EINVAL),
-            }
-            m
+        (_, CmMessage::Rep(r)) => {
+            r.local_comm_id = local;
+            r.remote_comm_id = remote;
         }
-    };
+        (_, CmMessage::Req(r)) => r.local_comm_id = local,
+        (_, CmMessage::SidrReq(r)) => r.request_id = local,
+        _ => return Err(EINVAL),
+    }
     // Messages that open an exchange get a new TID (`cm_form_tid`, formed by the send under
     // its gate); the others answer with the id's.
     let tid = match o {
@@ -573,7 +596,7 @@ fn send_out(
     let (buf, tid) = send::send_for_id(
         id,
         av,
-        &msg,
+        msg,
         tid,
         attr_mod,
         timeout_ms,

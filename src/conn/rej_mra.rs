@@ -21,7 +21,7 @@ use kernel::{prelude::*, sync::Arc};
 
 /// `ib_send_cm_rej()` in any state of cm.c's list; the state decides the REJ's form.
 pub(crate) fn send_rej(id: &Arc<CmId>, reason: u16, ari: &[u8], pd: &[u8]) -> Result {
-    let mut rej = Rej {
+    let mut msg = CmMessage::Rej(Rej {
         local_comm_id: 0,
         remote_comm_id: 0,
         message_rejected: 0,
@@ -29,15 +29,17 @@ pub(crate) fn send_rej(id: &Arc<CmId>, reason: u16, ari: &[u8], pd: &[u8]) -> Re
         reason,
         ari: [0; REJ_ARI],
         private_data: [0; REJ_PRIVATE_DATA],
-    };
-    let n = ari.len().min(REJ_ARI);
-    rej.ari[..n].copy_from_slice(&ari[..n]);
-    // CAST: at most 72.
-    rej.ari_length = n as u8;
-    let n = pd.len().min(REJ_PRIVATE_DATA);
-    rej.private_data[..n].copy_from_slice(&pd[..n]);
+    });
+    if let CmMessage::Rej(rej) = &mut msg {
+        let n = ari.len().min(REJ_ARI);
+        rej.ari[..n].copy_from_slice(&ari[..n]);
+        // CAST: at most 72.
+        rej.ari_length = n as u8;
+        let n = pd.len().min(REJ_PRIVATE_DATA);
+        rej.private_data[..n].copy_from_slice(&pd[..n]);
+    }
     let ctx = Ctx {
-        msg: Some(CmMessage::Rej(rej)),
+        msg: Some(&mut msg),
         ..Ctx::default()
     };
     api(id, Input::SendRej, ctx, |_, _| {}, |_, _| {})
@@ -49,20 +51,22 @@ pub(crate) fn send_mra(id: &Arc<CmId>, service_timeout: u8, pd: &[u8]) -> Result
     if pd.len() > MRA_PRIVATE_DATA {
         return Err(EINVAL);
     }
-    let mut m = Mra {
+    let mut msg = CmMessage::Mra(Mra {
         local_comm_id: 0,
         remote_comm_id: 0,
         message_mraed: 0,
         service_timeout: service_timeout & 0x1F,
         private_data: [0; MRA_PRIVATE_DATA],
-    };
-    m.private_data[..pd.len()].copy_from_slice(pd);
+    });
+    if let CmMessage::Mra(m) = &mut msg {
+        m.private_data[..pd.len()].copy_from_slice(pd);
+    }
     let keep = StoredPd::copy(pd)?;
     let delay = service_timeout & 0x80 != 0;
     // The stored copy is kept whether or not a MAD goes out now.
     let mut keep = Some(keep);
     let ctx = Ctx {
-        msg: Some(CmMessage::Mra(m)),
+        msg: Some(&mut msg),
         ..Ctx::default()
     };
     api(

@@ -40,7 +40,7 @@ pub(crate) unsafe fn send_rep(id: &Arc<CmId>, param: &bindings::ib_cm_rep_param)
         )
     };
     let qpn = param.qp_num & 0x00FF_FFFF;
-    let mut rep = Rep {
+    let mut msg = CmMessage::Rep(Rep {
         local_comm_id: 0,
         remote_comm_id: 0,
         local_qkey: 0,
@@ -57,10 +57,12 @@ pub(crate) unsafe fn send_rep(id: &Arc<CmId>, param: &bindings::ib_cm_rep_param)
         srq: xrc_tgt || param.srq != 0,
         local_ca_guid: u64::from_be(guid),
         private_data: [0; REP_PRIVATE_DATA],
-    };
-    rep.private_data[..pd.len()].copy_from_slice(pd);
+    });
+    if let CmMessage::Rep(rep) = &mut msg {
+        rep.private_data[..pd.len()].copy_from_slice(pd);
+    }
     let ctx = Ctx {
-        msg: Some(CmMessage::Rep(rep)),
+        msg: Some(&mut msg),
         attr_mod: param.ece.attr_mod,
         ..Ctx::default()
     };
@@ -83,15 +85,17 @@ pub(crate) fn send_rtu(id: &Arc<CmId>, pd: &[u8]) -> Result {
     if pd.len() > RTU_PRIVATE_DATA {
         return Err(EINVAL);
     }
-    let mut rtu = CommIdsAndData {
+    let mut msg = CmMessage::Rtu(CommIdsAndData {
         local_comm_id: 0,
         remote_comm_id: 0,
         private_data: [0; RTU_PRIVATE_DATA],
-    };
-    rtu.private_data[..pd.len()].copy_from_slice(pd);
+    });
+    if let CmMessage::Rtu(rtu) = &mut msg {
+        rtu.private_data[..pd.len()].copy_from_slice(pd);
+    }
     let keep = StoredPd::copy(pd)?;
     let ctx = Ctx {
-        msg: Some(CmMessage::Rtu(rtu)),
+        msg: Some(&mut msg),
         keep_pd: Some(keep),
         ..Ctx::default()
     };

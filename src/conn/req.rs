@@ -119,7 +119,7 @@ pub(crate) unsafe fn send_req(id: &Arc<CmId>, param: &bindings::ib_cm_req_param)
         )
     };
     let xrc = qpt == bindings::ib_qp_type_IB_QPT_XRC_INI;
-    let mut req = Req {
+    let mut msg = CmMessage::Req(Req {
         local_comm_id: 0,
         vendor_id: param.ece.vendor_id & 0x00FF_FFFF,
         service_id: u64::from_be(param.service_id),
@@ -158,10 +158,12 @@ pub(crate) unsafe fn send_req(id: &Arc<CmId>, param: &bindings::ib_cm_req_param)
         },
         sap_supported: false,
         private_data: [0; REQ_PRIVATE_DATA],
-    };
-    req.private_data[..pd.len()].copy_from_slice(pd);
+    });
+    if let CmMessage::Req(req) = &mut msg {
+        req.private_data[..pd.len()].copy_from_slice(pd);
+    }
     let ctx = Ctx {
-        msg: Some(CmMessage::Req(req)),
+        msg: Some(&mut msg),
         attr_mod: param.ece.attr_mod,
         ..Ctx::default()
     };

@@ -38,8 +38,9 @@ pub(crate) fn sidr_rep_of(id: &CmId, status: u8) -> SidrRep {
 /// `ib_send_cm_sidr_rep()`: the state changes only once the reply is posted.
 pub(crate) fn send_sidr_rep(id: &Arc<CmId>, r: &SidrReply<'_>, attr_mod: u32) -> Result {
     let rep = req_event::sidr_rep(r);
+    let mut msg = CmMessage::SidrRep(rep);
     let ctx = Ctx {
-        msg: Some(CmMessage::SidrRep(rep)),
+        msg: Some(&mut msg),
         attr_mod,
         ..Ctx::default()
     };
@@ -70,15 +71,17 @@ pub(crate) unsafe fn send_sidr_req(
     let av = unsafe { Av::from_path(&id.dev, param.path, param.sgid_attr) }?;
     // SAFETY: `param.path` is valid (caller).
     let pkey = u16::from_be(unsafe { (*param.path).pkey });
-    let mut req = SidrReq {
+    let mut msg = CmMessage::SidrReq(SidrReq {
         request_id: 0,
         pkey,
         service_id: u64::from_be(param.service_id),
         private_data: [0; SIDR_REQ_PRIVATE_DATA],
-    };
-    req.private_data[..pd.len()].copy_from_slice(pd);
+    });
+    if let CmMessage::SidrReq(req) = &mut msg {
+        req.private_data[..pd.len()].copy_from_slice(pd);
+    }
     let ctx = Ctx {
-        msg: Some(CmMessage::SidrReq(req)),
+        msg: Some(&mut msg),
         ..Ctx::default()
     };
     let sid = ServiceId::from_be(param.service_id);

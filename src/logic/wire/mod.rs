@@ -151,7 +151,10 @@ impl CmMessage {
         }
     }
 
-    /// Decodes the payload (the 232 bytes after the MAD header) of attribute `attr`.
+    /// Decodes the payload (the 232 bytes after the MAD header) of attribute `attr`. The
+    /// module's receive path decodes the one message it gets in place instead; the white-box
+    /// and host tests use this.
+    #[cfg_attr(not(ibcm_kunit), allow(dead_code))]
     pub(crate) fn decode(attr: AttrId, payload: &[u8]) -> Result<Self, WireError> {
         let p = payload.get(..PAYLOAD_LEN).ok_or(WireError::Truncated)?;
         Ok(match attr {
@@ -188,9 +191,10 @@ impl CmMessage {
     }
 }
 
-/// Decodes a whole received MAD: header checks (base version, class, class version, method),
-/// attribute, then the message.
-pub(crate) fn decode_mad(mad: &[u8]) -> Result<(MadHeader, CmMessage), WireError> {
+/// Checks a received MAD's header (base version, class, class version, method, attribute)
+/// and returns it with the attribute and the payload (the 232 bytes after the header), so a
+/// receiver can decode the one message it names in place.
+pub(crate) fn decode_header(mad: &[u8]) -> Result<(MadHeader, AttrId, &[u8]), WireError> {
     let hdr = MadHeader::decode(mad)?;
     if hdr.base_version != BASE_VERSION {
         return Err(WireError::WrongBaseVersion);
@@ -205,16 +209,28 @@ pub(crate) fn decode_mad(mad: &[u8]) -> Result<(MadHeader, CmMessage), WireError
         return Err(WireError::WrongMethod);
     }
     let attr = AttrId::from_wire(hdr.attr_id).ok_or(WireError::UnknownAttribute)?;
-    let payload = mad.get(MAD_HDR_LEN..).ok_or(WireError::Truncated)?;
+    let payload = mad
+        .get(MAD_HDR_LEN..)
+        .and_then(|p| p.get(..PAYLOAD_LEN))
+        .ok_or(WireError::Truncated)?;
+    Ok((hdr, attr, payload))
+}
+
+/// Decodes a whole received MAD: [`decode_header`], then the message (for the tests, as
+/// [`CmMessage::decode`]).
+#[cfg_attr(not(ibcm_kunit), allow(dead_code))]
+pub(crate) fn decode_mad(mad: &[u8]) -> Result<(MadHeader, CmMessage), WireError> {
+    let (hdr, attr, payload) = decode_header(mad)?;
     Ok((hdr, CmMessage::decode(attr, payload)?))
 }
 
-/// Encodes a whole CM MAD (header for `tid` and `attr_mod`, then the message) into `mad`.
+/// Encodes a whole CM MAD (header for `tid` and `attr_mod`, then the message) into `mad`, in
+/// place (the send path hands the MAD layer's buffer itself).
 pub(crate) fn encode_mad(msg: &CmMessage, tid: u64, attr_mod: u32, mad: &mut [u8; MAD_LEN]) {
     let hdr = MadHeader::cm(msg.attr_id(), tid, attr_mod);
     let (h, p) = mad.split_at_mut(MAD_HDR_LEN);
     hdr.encode(h);
-    let mut payload = [0u8; PAYLOAD_LEN];
-    msg.encode(&mut payload);
-    p.copy_from_slice(&payload);
+    if let Ok(p) = <&mut [u8; PAYLOAD_LEN]>::try_from(p) {
+        msg.encode(p);
+    }
 }
