@@ -7,7 +7,8 @@
 #   make clippy     module build with CLIPPY=1     make clean
 #   make fuzz       long run of the wire-codec fuzz driver (IBCM_FUZZ_ITERS, default 20M)
 #   make bench      REQ flood and connection (cmtime) benchmarks, ours vs the in-tree C ib_cm
-#   make bench-conn the connection benchmark only (release kernel)
+#   make bench-conn the connection benchmark only (release kernel); ICOUNT=1: deterministic
+#                   mode (one CPU, QEMU -icount: every figure counts guest instructions)
 #   make install    (root) ib_cm.ko into /lib/modules/<release>/updates/ + depmod (INSTALL_MOD_PATH=)
 #   make uninstall  removes it again (KDIR= or KERNELRELEASE= names the kernel)
 #   make install-test  the INSTALL layer alone (preflight, install, DKMS, kernel-deb config)
@@ -71,11 +72,11 @@ fuzz: deps
 
 bench: deps
 	@IBCM_PROF=$(PROF) $(TOP)/tests/bench/req_flood.sh $${ROUNDS:-2} $${N:-2000}
-	@IBCM_PROF=$(PROF) IBCM_PERF=$(PERF) $(TOP)/tests/bench/conn_bench.sh $${BOOTS:-2} $${CONNS:-100} $${CONN_ROUNDS:-4}
+	@IBCM_PROF=$(PROF) IBCM_PERF=$(PERF) IBCM_ICOUNT=$(ICOUNT) $(TOP)/tests/bench/conn_bench.sh $${BOOTS:-2} $${CONNS:-100} $${CONN_ROUNDS:-4}
 
 # Only the connection benchmark (cmtime through rdma_cm, ours vs C).
 bench-conn: deps
-	@IBCM_PROF=$(PROF) IBCM_PERF=$(PERF) $(TOP)/tests/bench/conn_bench.sh $${BOOTS:-2} $${CONNS:-100} $${CONN_ROUNDS:-4}
+	@IBCM_PROF=$(PROF) IBCM_PERF=$(PERF) IBCM_ICOUNT=$(ICOUNT) $(TOP)/tests/bench/conn_bench.sh $${BOOTS:-2} $${CONNS:-100} $${CONN_ROUNDS:-4}
 
 # Installing needs the kernel named: the default KDIR is the project's test kernel.
 ifeq ($(MODULES_PREREQ),kernel)

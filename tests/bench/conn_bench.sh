@@ -12,6 +12,13 @@
 #   - the guest's busy CPU per connection (/proc/stat), everything included.
 # A benchmark, not a test: nothing here passes or fails on speed.
 #
+# ICOUNT=1 (IBCM_ICOUNT): the deterministic mode. Each guest has one CPU and QEMU's -icount
+# clock (one instruction = 1 ns, idle time skipped), so every figure is an instruction count
+# (1 us = 1000 guest instructions) that host load cannot disturb: the wall-clock figures of
+# TCG vary by 1.4x from boot to boot even for rdma_cm's own handlers, the same code under both
+# CMs. One CPU, because with two QEMU runs the vCPUs in turn under -icount, and one spinning on
+# a lock whose holder is not running burns instructions until the switch.
+#
 # PERF=1 (IBCM_PERF) adds a perf cpu-clock profile of the whole guest over the same rounds,
 # by symbol, into out/bench/conn-perf-CM-BOOT.txt (a diagnostic; it perturbs the timings).
 #
@@ -30,7 +37,7 @@ mkdir -p "$res"
 for b in $(seq 1 "$boots"); do
 	for cm in c rs; do
 		log "conn bench: boot $b, $cm CM"
-		KAPPEND="ibcm.bench_n=$n ibcm.bench_rounds=$rounds${IBCM_PROF:+ ibcm.prof=$IBCM_PROF}${IBCM_PERF:+ ibcm.perf=1}" "$top/tests/qemu/run.sh" \
+		QEMU_ICOUNT=${IBCM_ICOUNT:-} QEMU_SMP=${IBCM_ICOUNT:+1} KAPPEND="ibcm.bench_n=$n ibcm.bench_rounds=$rounds${IBCM_PROF:+ ibcm.prof=$IBCM_PROF}${IBCM_PERF:+ ibcm.perf=1}" "$top/tests/qemu/run.sh" \
 			"$out/bzImage" "$out/initramfs.cpio.gz" "$cm" connbench "$res/conn-$cm-$b.log" 1800 ||
 			log "conn bench: warning: boot $b ($cm) did not finish cleanly"
 		# ftrace's profiler reads sched_clock: on the jiffies clocksource (the guest could not
@@ -46,7 +53,12 @@ for b in $(seq 1 "$boots"); do
 		grep -h -o "IBCM-PERF: .*" "$res/conn-$cm-$b.log" >"$res/conn-perf-$cm-$b.txt" || true
 	done
 done
-python3 - "$res/conn-raw.txt" <<'PY' | tee "$res/conn-results.txt"
+if [[ -n ${IBCM_ICOUNT:-} ]]; then
+	echo "icount mode (one CPU per guest): every us below is 1000 guest instructions" | tee "$res/conn-results.txt"
+else
+	: >"$res/conn-results.txt"
+fi
+python3 - "$res/conn-raw.txt" <<'PY' | tee -a "$res/conn-results.txt"
 import statistics, sys
 rounds, prof, conns = [], {}, {}
 for line in open(sys.argv[1]):

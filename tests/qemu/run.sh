@@ -26,13 +26,24 @@ tsc_khz() {
 	[[ -n $mhz ]] || mhz=$(awk -F': *' '/^cpu MHz/ { print $2; exit }' /proc/cpuinfo)
 	[[ -n $mhz ]] && awk -v m="$mhz" 'BEGIN { printf " tsc_early_khz=%d", m * 1000 }'
 }
+# QEMU_ICOUNT=1 (the connection benchmark's deterministic mode): the guest's clock counts
+# executed instructions (-icount shift=0: one instruction is one nanosecond, idle time skipped),
+# so every time the guest measures is its instruction path length, free of host load. The
+# guest calibrates its TSC against that clock itself (the host's frequency would be wrong).
+clock="$(tsc_khz)"
+icount=()
+if [[ -n ${QEMU_ICOUNT:-} ]]; then
+	clock=""
+	icount=(-icount shift=0,sleep=off)
+fi
+smp=${QEMU_SMP:-2}
 # Two sockets so the guest really has two CPUs (no ACPI: -smp N alone boots one CPU);
 # tsc=reliable keeps timestamps fine-grained; panic=-1 makes a panic end QEMU at once.
 timeout --foreground -k 5 "$limit" qemu-system-x86_64 \
-	-machine pc -cpu max -m 2G -smp 2,sockets=2 \
+	-machine pc -cpu max -m 2G -smp "$smp,sockets=$smp" \
 	-kernel "$bz" -initrd "$initrd" \
-	-append "console=ttyS0 panic=-1 oops=panic tsc=reliable loglevel=7 ibcm.cm=$cm ibcm.mode=$mode$(tsc_khz) ${KAPPEND:-}" \
-	-display none -monitor none -serial "file:$log" ${QEMU_NET:--nic none} -no-reboot </dev/null
+	-append "console=ttyS0 panic=-1 oops=panic tsc=reliable loglevel=7 ibcm.cm=$cm ibcm.mode=$mode$clock ${KAPPEND:-}" \
+	"${icount[@]}" -display none -monitor none -serial "file:$log" ${QEMU_NET:--nic none} -no-reboot </dev/null
 rc=$?
 if ((rc == 124 || rc == 137)); then
 	echo "run: error: QEMU ($cm, $mode) timed out after ${limit}s; guest killed (log: $log)" >&2
