@@ -207,6 +207,78 @@ extern "C" fn destroy_waits_for_handlers(_test: *mut bindings::kunit) {
     expect!(dev.inner.lock().listen.find(ServiceId::new(SID)).is_none());
 }
 
+// --- a timewait expiry racing a destroy ---
+
+/// Iterations of [`timewait_expiry_races_destroy`] whose destroy has returned (an id's context
+/// is its iteration number plus one).
+static TW_DONE: AtomicU64 = AtomicU64::new(0);
+static TW_EXITS: AtomicU32 = AtomicU32::new(0);
+static TW_LATE: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn timewait_handler(
+    cm_id: *mut bindings::ib_cm_id,
+    event: *const bindings::ib_cm_event,
+) -> ffi::c_int {
+    // SAFETY: The CM passes its live id and event for the call.
+    let (iter, kind) = unsafe { ((*cm_id).context as usize as u64, (*event).event) };
+    if kind == bindings::ib_cm_event_type_IB_CM_TIMEWAIT_EXIT {
+        TW_EXITS.fetch_add(1, Ordering::SeqCst);
+    }
+    if iter <= TW_DONE.load(Ordering::SeqCst) {
+        TW_LATE.store(true, Ordering::SeqCst);
+    }
+    0
+}
+
+/// Ids in timewait (1 ms, the shortest) destroyed before, around and after their expiry: the
+/// expiry either delivers TIMEWAIT_EXIT before the destroy returns or nothing at all, every
+/// use is given back, and the device's queue ends empty.
+extern "C" fn timewait_expiry_races_destroy(_test: *mut bindings::kunit) {
+    const ROUNDS: u64 = 45;
+    let dev = require!(fake_device());
+    TW_DONE.store(0, Ordering::SeqCst);
+    TW_EXITS.store(0, Ordering::SeqCst);
+    TW_LATE.store(false, Ordering::SeqCst);
+    for i in 1..=ROUNDS {
+        let ctx = i as usize as *mut ffi::c_void;
+        let id = require!(CmId::new(dev.clone(), Some(timewait_handler), ctx, false));
+        {
+            let mut g = id.inner.lock();
+            id.set_state(crate::logic::state::State::Timewait.raw());
+            crate::timewait::arm(&id, &mut g);
+            expect!(g.timewait_armed);
+        }
+        // Destroy at once, after a busy wait of up to about a tick, or after a sleep past the
+        // expiry, in turn.
+        match i % 3 {
+            0 => {}
+            1 => {
+                for _ in 0..(i * 2000) {
+                    core::hint::spin_loop();
+                }
+            }
+            // SAFETY: Plain sleep in process context.
+            _ => unsafe { bindings::msleep(((i % 4) + 1) as u32) },
+        }
+        expect!(destroy(&id));
+        TW_DONE.store(i, Ordering::SeqCst);
+        expect!(id.users() == 0);
+    }
+    // Let a last expiry run that would be late.
+    // SAFETY: Plain sleep in process context.
+    unsafe { bindings::msleep(20) };
+    expect!(!TW_LATE.load(Ordering::SeqCst));
+    let exits = TW_EXITS.load(Ordering::SeqCst);
+    // Both sides of the race happened: some expiries came first, some destroys did.
+    expect!(exits > 0);
+    expect!(u64::from(exits) < ROUNDS);
+    expect!(dev.inner.lock().timewait.is_empty());
+    // The device's timer may still be armed for an id destroyed before its expiry: stop it
+    // before the device goes (device removal does this in `shut_down`).
+    // SAFETY: The device's own work, initialised with it.
+    unsafe { bindings::ibcm_glue_cancel_delayed_work_sync(dev.timewait.get()) };
+}
+
 /// Memory one listener costs: the `Arc<CmId>` allocation plus its tree node, each rounded up to
 /// its kmalloc bucket. Printed for the comparison with C's `cm_id_private` (measured with
 /// `ksize()` by the conformance suite); the bound keeps the tree node from growing into a
@@ -639,11 +711,15 @@ const fn suite(name: &[u8], cases: *mut bindings::kunit_case) -> bindings::kunit
 
 // KUnit writes run status into the cases and the suite, hence `static mut`; nothing in Rust
 // touches them after initialisation.
-static mut CASES: [bindings::kunit_case; 10] = [
+static mut CASES: [bindings::kunit_case; 11] = [
     case(c"tree_share_and_release", tree_share_and_release),
     case(c"listen_never_shares", listen_never_shares),
     case(c"assign_allocator", assign_allocator),
     case(c"destroy_waits_for_handlers", destroy_waits_for_handlers),
+    case(
+        c"timewait_expiry_races_destroy",
+        timewait_expiry_races_destroy,
+    ),
     case(
         c"req_without_listener_gets_rej",
         req_without_listener_gets_rej,

@@ -193,6 +193,17 @@ impl TimewaitQueue {
     }
 }
 
+impl Drop for TimewaitQueue {
+    fn drop(&mut self) {
+        // Cannot happen: a queued id holds a reference to its device (so the device, and this
+        // queue in it, outlive it), and removal ends every queued timewait (`end_all`). Should
+        // it happen, the ids stay leaked rather than touched: their device is going away.
+        if !self.is_empty() {
+            pr_warn!("ib_cm: a device's timewait queue was dropped with ids queued (leaked)\n");
+        }
+    }
+}
+
 /// Queues the id for `conv(av.timeout)` ms of timewait. Called with the id lock held.
 pub(crate) fn arm(id: &Arc<CmId>, g: &mut CmIdInner) {
     // Under the device lock, so device removal's `going_down` and its final run of the queue
