@@ -7,7 +7,7 @@
 #   make clippy     module build with CLIPPY=1     make clean
 #   make fuzz       long run of the wire-codec fuzz driver (IBCM_FUZZ_ITERS, default 20M)
 #   make bench      REQ flood and connection (cmtime) benchmarks, ours vs the in-tree C ib_cm
-#   make bench-conn the connection benchmark only (release kernel); ICOUNT=1: deterministic
+#   make bench-conn the connection benchmark only (release kernel); ICOUNT=1: low-noise
 #                   mode (one CPU, QEMU -icount: every figure counts guest instructions)
 #   make install    (root) ib_cm.ko into /lib/modules/<release>/updates/ + depmod (INSTALL_MOD_PATH=)
 #   make uninstall  removes it again (KDIR= or KERNELRELEASE= names the kernel)

@@ -236,6 +236,16 @@ extern "C" fn timewait_handler(
 extern "C" fn timewait_expiry_races_destroy(_test: *mut bindings::kunit) {
     const ROUNDS: u64 = 45;
     let dev = require!(fake_device());
+    // The device's timer may still be armed for an id destroyed before its expiry: stop it
+    // before the device goes, on every way out (device removal does this in `shut_down`).
+    struct StopTimer<'a>(&'a CmDevice);
+    impl Drop for StopTimer<'_> {
+        fn drop(&mut self) {
+            // SAFETY: The device's own work, initialised with it.
+            unsafe { bindings::ibcm_glue_cancel_delayed_work_sync(self.0.timewait.get()) };
+        }
+    }
+    let _stop = StopTimer(&dev);
     TW_DONE.store(0, Ordering::SeqCst);
     TW_EXITS.store(0, Ordering::SeqCst);
     TW_LATE.store(false, Ordering::SeqCst);
@@ -273,10 +283,6 @@ extern "C" fn timewait_expiry_races_destroy(_test: *mut bindings::kunit) {
     expect!(exits > 0);
     expect!(u64::from(exits) < ROUNDS);
     expect!(dev.inner.lock().timewait.is_empty());
-    // The device's timer may still be armed for an id destroyed before its expiry: stop it
-    // before the device goes (device removal does this in `shut_down`).
-    // SAFETY: The device's own work, initialised with it.
-    unsafe { bindings::ibcm_glue_cancel_delayed_work_sync(dev.timewait.get()) };
 }
 
 /// Memory one listener costs: the `Arc<CmId>` allocation plus its tree node, each rounded up to

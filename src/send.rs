@@ -114,17 +114,24 @@ unsafe fn release(buf: *mut bindings::ib_mad_send_buf) {
     }
 }
 
-/// The MAD of a send buffer from `ib_create_send_mad` with the CM's sizes (header plus
-/// payload: one whole MAD), for encoding in place (no copy through the stack).
+/// Encodes `msg` into the MAD of a send buffer from `ib_create_send_mad` with the CM's sizes
+/// (header plus payload: one whole MAD), in place, with no copy through the stack.
 ///
 /// # Safety
 ///
-/// `buf` must be such a buffer that we own and have not posted; the borrow must end before
-/// it is posted.
-unsafe fn buf_mad<'a>(buf: *mut bindings::ib_mad_send_buf) -> &'a mut [u8; MAD_LEN] {
+/// `buf` must be such a buffer that we own and have not posted.
+unsafe fn encode_into(
+    buf: *mut bindings::ib_mad_send_buf,
+    msg: &CmMessage,
+    tid: u64,
+    attr_mod: u32,
+) {
     // SAFETY: The buffer's `mad` is `MAD_HDR_LEN + PAYLOAD_LEN` = `MAD_LEN` bytes, allocated
-    // with it and not aliased while we own it (caller).
-    unsafe { &mut *(*buf).mad.cast::<[u8; MAD_LEN]>() }
+    // with it and not aliased while we own it (caller); the borrow ends with this function.
+    let mad = unsafe { &mut *(*buf).mad.cast::<[u8; MAD_LEN]>() };
+    encode_mad(msg, tid, attr_mod, mad);
+    #[cfg(ibcm_kunit)]
+    crate::kunit::capture(mad);
 }
 
 /// Sends `msg` from port `port_num` of `dev`, with `tid` and `attr_mod` in the MAD header.
@@ -204,10 +211,7 @@ pub(crate) unsafe fn send(
         return Err(e);
     }
     // SAFETY: `buf` is a fresh send buffer we own until it is posted.
-    let mad = unsafe { buf_mad(buf) };
-    encode_mad(msg, tid, attr_mod, mad);
-    #[cfg(ibcm_kunit)]
-    crate::kunit::capture(mad);
+    unsafe { encode_into(buf, msg, tid, attr_mod) };
     // SAFETY: `buf` is ours until it is posted, and `ah` moves into it.
     unsafe {
         ah.into_buf(buf);
@@ -282,10 +286,7 @@ pub(crate) fn send_for_id(
         crate::trace::id(ev, id);
     }
     // SAFETY: `buf` is a fresh send buffer we own until it is posted.
-    let mad = unsafe { buf_mad(buf) };
-    encode_mad(msg, tid, attr_mod, mad);
-    #[cfg(ibcm_kunit)]
-    crate::kunit::capture(mad);
+    unsafe { encode_into(buf, msg, tid, attr_mod) };
     // The buffer's use: the caller's id is alive and not past destroy's wait (it holds the
     // id lock, and destroy drops its bias only after its last locked step).
     id.add_user();

@@ -519,12 +519,14 @@ fn send_out(
         o,
         Out::ResendRtu | Out::ResendMra(_) | Out::ResendDrep | Out::ResendRejStale
     ) {
-        if let Some(ev) = logic_trace::for_send(o) {
-            trace::id(ev, id);
+        // Without memory the answer is dropped (and not traced), as cm.c drops it when its
+        // allocation fails; the peer retransmits.
+        if let Ok(msg) = KBox::new(resend(id, g, o), GFP_ATOMIC) {
+            if let Some(ev) = logic_trace::for_send(o) {
+                trace::id(ev, id);
+            }
+            out.response = Some(msg);
         }
-        // Without memory the answer is dropped, as cm.c drops it when its allocation fails;
-        // the peer retransmits.
-        out.response = KBox::new(resend(id, g, o), GFP_ATOMIC).ok();
         return Ok(());
     }
     let mut own;
@@ -572,6 +574,7 @@ fn send_out(
         }
         (_, CmMessage::Req(r)) => r.local_comm_id = local,
         (_, CmMessage::SidrReq(r)) => r.request_id = local,
+        // Not reached: `fits` and `default_msg` give every `o` its own kind of message.
         _ => return Err(EINVAL),
     }
     // Messages that open an exchange get a new TID (`cm_form_tid`, formed by the send under

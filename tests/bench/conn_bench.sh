@@ -12,7 +12,7 @@
 #   - the guest's busy CPU per connection (/proc/stat), everything included.
 # A benchmark, not a test: nothing here passes or fails on speed.
 #
-# ICOUNT=1 (IBCM_ICOUNT): the deterministic mode. Each guest has one CPU and QEMU's -icount
+# ICOUNT=1 (IBCM_ICOUNT): the low-noise mode. Each guest has one CPU and QEMU's -icount
 # clock (one instruction = 1 ns, idle time skipped), so every figure is an instruction count
 # (1 us = 1000 guest instructions) that host load cannot disturb: the wall-clock figures of
 # TCG vary by 1.4x from boot to boot even for rdma_cm's own handlers, the same code under both
@@ -24,6 +24,8 @@
 #
 #   tests/bench/conn_bench.sh [BOOTS] [N] [ROUNDS]
 set -uo pipefail
+icount=""
+[[ ${IBCM_ICOUNT:-} == 1 ]] && icount=1
 top=$(cd "$(dirname "$0")/../.." && pwd)
 source "$top/scripts/lib.sh"
 boots=${1:-2}
@@ -37,7 +39,7 @@ mkdir -p "$res"
 for b in $(seq 1 "$boots"); do
 	for cm in c rs; do
 		log "conn bench: boot $b, $cm CM"
-		QEMU_ICOUNT=${IBCM_ICOUNT:-} QEMU_SMP=${IBCM_ICOUNT:+1} KAPPEND="ibcm.bench_n=$n ibcm.bench_rounds=$rounds${IBCM_PROF:+ ibcm.prof=$IBCM_PROF}${IBCM_PERF:+ ibcm.perf=1}" "$top/tests/qemu/run.sh" \
+		QEMU_ICOUNT=$icount QEMU_SMP=${icount:+1} KAPPEND="ibcm.bench_n=$n ibcm.bench_rounds=$rounds${IBCM_PROF:+ ibcm.prof=$IBCM_PROF}${IBCM_PERF:+ ibcm.perf=1}" "$top/tests/qemu/run.sh" \
 			"$out/bzImage" "$out/initramfs.cpio.gz" "$cm" connbench "$res/conn-$cm-$b.log" 1800 ||
 			log "conn bench: warning: boot $b ($cm) did not finish cleanly"
 		# ftrace's profiler reads sched_clock: on the jiffies clocksource (the guest could not
@@ -53,7 +55,7 @@ for b in $(seq 1 "$boots"); do
 		grep -h -o "IBCM-PERF: .*" "$res/conn-$cm-$b.log" >"$res/conn-perf-$cm-$b.txt" || true
 	done
 done
-if [[ -n ${IBCM_ICOUNT:-} ]]; then
+if [[ -n $icount ]]; then
 	echo "icount mode (one CPU per guest): every us below is 1000 guest instructions" | tee "$res/conn-results.txt"
 else
 	: >"$res/conn-results.txt"

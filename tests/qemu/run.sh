@@ -4,9 +4,10 @@
 #
 #   run.sh BZIMAGE INITRAMFS CM MODE LOG [TIMEOUT_S]
 # CM is rs, c or none, MODE is check or demo. $QEMU_NET replaces `-nic none` (the two-guest
-# socket network) and $KAPPEND is added to the kernel command line. Exit status: 0 if the
-# guest reached the end,
-# 2 if QEMU timed out (the guest hung), 1 on any other QEMU failure.
+# socket network) and $KAPPEND is added to the kernel command line. QEMU_SMP=N gives the guest
+# N CPUs (default 2); QEMU_ICOUNT=1 runs it on QEMU's instruction-counting clock (below).
+# Exit status: 0 if the guest reached the end, 2 if QEMU timed out (the guest hung), 1 on any
+# other QEMU failure.
 set -uo pipefail
 bz=$1 initrd=$2 cm=$3 mode=$4 log=$5 limit=${6:-600}
 
@@ -37,7 +38,7 @@ if [[ -n ${QEMU_ICOUNT:-} ]]; then
 	icount=(-icount shift=0,sleep=off)
 fi
 smp=${QEMU_SMP:-2}
-# Two sockets so the guest really has two CPUs (no ACPI: -smp N alone boots one CPU);
+# One socket per CPU so the guest really has them all (no ACPI: -smp N alone boots one CPU);
 # tsc=reliable keeps timestamps fine-grained; panic=-1 makes a panic end QEMU at once.
 timeout --foreground -k 5 "$limit" qemu-system-x86_64 \
 	-machine pc -cpu max -m 2G -smp "$smp,sockets=$smp" \

@@ -224,6 +224,9 @@ pub(crate) fn decode_mad(mad: &[u8]) -> Result<(MadHeader, CmMessage), WireError
     Ok((hdr, CmMessage::decode(attr, payload)?))
 }
 
+// A MAD is its header and the payload, exactly.
+const _: () = assert!(MAD_LEN == MAD_HDR_LEN + PAYLOAD_LEN);
+
 /// Encodes a whole CM MAD (header for `tid` and `attr_mod`, then the message) into `mad`, in
 /// place (the send path hands the MAD layer's buffer itself).
 pub(crate) fn encode_mad(msg: &CmMessage, tid: u64, attr_mod: u32, mad: &mut [u8; MAD_LEN]) {
