@@ -218,9 +218,20 @@ reap() {
 	while kill -0 $1 2>/dev/null && [ "$(now)" -lt $end ]; do
 		sleep 0.2
 	done
+	if [ -n "${3:-}" ] && kill -0 $1 2>/dev/null; then stuck $1 $3; fi
 	kill $1 2>/dev/null
 	wait $1
 	reaped=$?
+}
+# stuck PID NAME: what the tool under `timeout` PID waits for although its peer is done (wait
+# channel and kernel stack of each of its threads), into the log before it is killed.
+stuck() {
+	for c in $(pgrep -P "$1"); do
+		klog "IBCM-DIAG: $2 pid $c ($(cat /proc/$c/comm 2>/dev/null)) did not end; wchan $(cat /proc/$c/wchan 2>/dev/null)"
+		for t in /proc/$c/task/*; do
+			sed "s|^|IBCM-DIAG: $2 task ${t##*/}: |" $t/stack 2>/dev/null | while IFS= read -r l; do klog "$l"; done
+		done
+	done
 }
 # last LOG: for a `# reason`, the first lines of a tool's output that look like an error,
 # else its last lines.
@@ -269,7 +280,7 @@ pair() {
 		# A server ends once its last connection is torn down; on a loaded host that can
 		# take a while after the client is done (a C-CM ucmatose server once needed more
 		# than 15 s with every guest step ten times slower than usual).
-		if [ $crc = 0 ]; then reap $spid 30; else reap $spid 0; fi
+		if [ $crc = 0 ]; then reap $spid 30 $name; else reap $spid 0; fi
 		src=$reaped
 	fi
 	counters >/tmp/pair-after
