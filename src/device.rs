@@ -524,7 +524,6 @@ pub(crate) unsafe extern "C" fn ibcm_rs_reply_sweep(dw: *mut bindings::delayed_w
     drop(evicted);
 }
 
-/// The tick counter.
 /// The tick counter (`jiffies`).
 pub(crate) fn jiffies() -> usize {
     // SAFETY: Reads the tick counter.

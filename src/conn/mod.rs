@@ -27,7 +27,10 @@ use crate::{
         state::{self, Action, Input, MsgKind, OnFail, Out, Refusal, State},
         timeout, trace as logic_trace,
         wire::{
-            conn::{CommIdsAndData, Dreq, Mra, Rej},
+            conn::{
+                CommIdsAndData, Dreq, Mra, Rej, DREP_PRIVATE_DATA, DREQ_PRIVATE_DATA, REJ_ARI,
+                REJ_PRIVATE_DATA,
+            },
             AttrId, CmMessage,
         },
     },
@@ -456,12 +459,11 @@ fn default_rej(id: &CmId) -> Rej {
         remote_comm_id: 0,
         message_rejected: 0,
         ari_length: 0,
-        reason: REJ_CONSUMER_DEFINED,
-        ari: [0; 72],
-        private_data: [0; 148],
+        reason: default_rej_reason(id),
+        ari: [0; REJ_ARI],
+        private_data: [0; REJ_PRIVATE_DATA],
     };
-    if matches!(id.cm_state(), State::ReqSent | State::MraReqRcvd) {
-        rej.reason = REJ_TIMEOUT;
+    if rej.reason == REJ_TIMEOUT {
         // `node_guid` is big-endian in memory: its bytes are the wire bytes.
         rej.ari[..8].copy_from_slice(&guid.to_ne_bytes());
         rej.ari_length = 8;
@@ -494,12 +496,12 @@ fn default_msg(id: &CmId, o: Out) -> Result<CmMessage> {
             local_comm_id: 0,
             remote_comm_id: 0,
             remote_qpn_eecn: 0,
-            private_data: [0; 220],
+            private_data: [0; DREQ_PRIVATE_DATA],
         }),
         Out::Drep => CmMessage::Drep(CommIdsAndData {
             local_comm_id: 0,
             remote_comm_id: 0,
-            private_data: [0; 224],
+            private_data: [0; DREP_PRIVATE_DATA],
         }),
         Out::SidrRep => CmMessage::SidrRep(sidr::sidr_rep_of(id, SIDR_REJECT)),
         _ => return Err(EINVAL),

@@ -27,7 +27,7 @@ tsc_khz() {
 	[[ -n $mhz ]] || mhz=$(awk -F': *' '/^cpu MHz/ { print $2; exit }' /proc/cpuinfo)
 	[[ -n $mhz ]] && awk -v m="$mhz" 'BEGIN { printf " tsc_early_khz=%d", m * 1000 }'
 }
-# QEMU_ICOUNT=1 (the connection benchmark's deterministic mode): the guest's clock counts
+# QEMU_ICOUNT=1 (the connection benchmark's low-noise mode): the guest's clock counts
 # executed instructions (-icount shift=0: one instruction is one nanosecond, idle time skipped),
 # so every time the guest measures is its instruction path length, free of host load. The
 # guest calibrates its TSC against that clock itself (the host's frequency would be wrong).
