@@ -127,6 +127,7 @@ unsigned long ibcm_glue_jiffies(void);
 const struct ib_gid_attr *ibcm_glue_ah_attr_sgid_attr(const struct rdma_ah_attr *attr);
 u8 ibcm_glue_ah_attr_hop_limit(const struct rdma_ah_attr *attr);
 bool ibcm_glue_cap_opa_ah(struct ib_device *device, u32 port_num);
+bool ibcm_glue_protocol_roce(struct ib_device *device, u32 port_num);
 void ibcm_glue_path_set_type(struct sa_path_rec *path, struct rdma_ah_attr *attr, bool opa);
 void ibcm_glue_path_set_lids(struct sa_path_rec *path, u32 dlid, u32 slid);
 

@@ -408,6 +408,11 @@ bool ibcm_glue_cap_opa_ah(struct ib_device *device, u32 port_num)
 	return rdma_cap_opa_ah(device, port_num);
 }
 
+bool ibcm_glue_protocol_roce(struct ib_device *device, u32 port_num)
+{
+	return rdma_protocol_roce(device, port_num);
+}
+
 void ibcm_glue_path_set_type(struct sa_path_rec *path, struct rdma_ah_attr *attr, bool opa)
 {
 	if (attr->type != RDMA_AH_ATTR_TYPE_ROCE) {

@@ -24,6 +24,7 @@ use crate::{
         wire::{
             conn::{Drep, Dreq, Mra, Rej, Rep, Req, Rtu, MSG_REQ},
             decode_header,
+            lap::{Apr, Lap},
             sidr::{SidrRep, SidrReq},
             AttrId, CmMessage, MadHeader, WireError, MAD_HDR_LEN, MAD_LEN,
         },
@@ -242,9 +243,8 @@ fn process(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc) {
         AttrId::Rej => conn::rej_mra::on_rej(dev, port_num, wc, &hdr, &Rej::decode(p)),
         AttrId::Mra => conn::rej_mra::on_mra(port_num, wc, &hdr, &Mra::decode(p)),
         AttrId::SidrRep => conn::sidr::on_sidr_rep(port_num, wc, &hdr, &SidrRep::decode(p)),
-        // LAP and APR: no alternate-path support (cm.c ignores them on RoCE too); counted
-        // on receipt and dropped.
-        AttrId::Lap | AttrId::Apr => {}
+        AttrId::Lap => conn::lap_apr::on_lap(dev, port_num, wc, &hdr, &Lap::decode(p)),
+        AttrId::Apr => conn::lap_apr::on_apr(dev, port_num, wc, &hdr, &Apr::decode(p)),
     }
 }
 
@@ -280,7 +280,8 @@ fn bth_pkey(dev: &CmDevice, port_num: u32, wc: &RecvWc) -> u16 {
     pkey
 }
 
-fn fill_path(out: &mut bindings::sa_path_rec, p: &PathRecord) {
+/// Fills a path record from what the logic computed (the type and LIDs are set apart).
+pub(crate) fn fill_path(out: &mut bindings::sa_path_rec, p: &PathRecord) {
     // SAFETY: `raw` is the byte view of the GID union; any bytes are valid.
     unsafe {
         *out.dgid.raw.as_mut() = p.dgid;

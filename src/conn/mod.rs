@@ -9,9 +9,10 @@
 //! stale connection, dropping table nodes, and delivering the event (`Id::deliver`).
 //!
 //! The files next to this one own one message family each: `req.rs` (REQ out and in),
-//! `rep_rtu.rs`, `dreq_drep.rs`, `rej_mra.rs`, `sidr.rs`, and `qp_attr.rs`.
+//! `rep_rtu.rs`, `dreq_drep.rs`, `rej_mra.rs`, `lap_apr.rs`, `sidr.rs`, and `qp_attr.rs`.
 
 pub(crate) mod dreq_drep;
+pub(crate) mod lap_apr;
 pub(crate) mod qp_attr;
 pub(crate) mod rej_mra;
 pub(crate) mod rep_rtu;
@@ -19,6 +20,7 @@ pub(crate) mod req;
 pub(crate) mod sidr;
 
 use crate::{
+    av::Av,
     bindings,
     cm_id::{CmId, CmIdInner, StoredPd},
     event::Event,
@@ -88,6 +90,11 @@ pub(crate) struct Ctx<'a> {
     pub(crate) stale_old: Option<Arc<CmId>>,
     /// The completion status a *_ERROR event reports.
     pub(crate) send_status: Option<bindings::ib_wc_status>,
+    /// A received LAP's addresses (the sender's, the alternate path's): they replace the
+    /// id's before the step, in any state.
+    pub(crate) lap_avs: Option<(KBox<Av>, KBox<Av>)>,
+    /// The addresses they replaced, dropped with the context (after the lock).
+    pub(crate) replaced_avs: (Option<KBox<Av>>, Option<KBox<Av>>),
 }
 
 /// What is left to do once the lock is dropped.
@@ -140,6 +147,15 @@ pub(crate) fn run(
         out.refused = Some(Refusal::Ignore);
         out.result = Err(EINVAL);
         return out;
+    }
+    if let Some((mut av, alt)) = ctx.lap_avs.take() {
+        // `cm_lap_handler()` replaces both addresses before it looks at the state; the
+        // primary keeps its ACK timeout and datapath DLID (`cm_init_av_for_lap()`).
+        if let Some(old) = g.av.as_deref() {
+            av.timeout = old.timeout;
+            av.dlid_datapath = old.dlid_datapath;
+        }
+        ctx.replaced_avs = (g.av.replace(av), g.alt_av.replace(alt));
     }
     if let (Input::SendFailed { sent_in }, Some(status)) = (input, ctx.send_status) {
         // cm.c traces a failed tracked MAD whenever the id is still in the state it was sent

@@ -100,6 +100,19 @@ fn opa_lid(gid: &[u8; 16]) -> u32 {
 }
 
 fn path_from(req: &Req, p: &Path, opa: bool) -> PathRecord {
+    record_of(p, req.pkey, req.path_mtu, req.service_id, opa)
+}
+
+/// The path record of a LAP's alternate path (`cm_path_set_rec_type()` and
+/// `cm_format_path_from_lap()`): the P_Key and MTU are the id's, the service ID is left 0,
+/// and the record is OPA when the port uses OPA addressing (`port_opa`) and the path's local
+/// GID is an OPA GID.
+pub(crate) fn lap_path(alt: &Path, pkey: u16, mtu: u8, port_opa: bool) -> PathRecord {
+    record_of(alt, pkey, mtu, 0, port_opa && is_opa_gid(&alt.local_gid))
+}
+
+/// A received path seen from our side: the sender's local fields are the destination.
+fn record_of(p: &Path, pkey: u16, mtu: u8, service_id: u64, opa: bool) -> PathRecord {
     PathRecord {
         dgid: p.local_gid,
         sgid: p.remote_gid,
@@ -107,12 +120,12 @@ fn path_from(req: &Req, p: &Path, opa: bool) -> PathRecord {
         hop_limit: p.hop_limit,
         traffic_class: p.traffic_class,
         reversible: 1,
-        pkey: req.pkey,
+        pkey,
         sl: p.sl,
-        mtu: req.path_mtu,
+        mtu,
         rate: p.packet_rate,
         packet_life_time: super::timeout::life_from_ack(p.local_ack_timeout),
-        service_id: req.service_id,
+        service_id,
         opa,
         dlid: if opa {
             opa_lid(&p.local_gid)
@@ -538,5 +551,37 @@ mod tests {
             (rep.vendor_id_h, rep.vendor_id_l, rep.qpn, rep.info_length),
             (0xCD, 0xEF, 0x42, 0)
         );
+    }
+
+    #[test]
+    fn lap_alternate_path_takes_the_ids_pkey_and_mtu() {
+        let mut alt = req().primary;
+        alt.local_lid = 0x31;
+        alt.remote_lid = 0x32;
+        alt.local_ack_timeout = 9;
+        alt.subnet_local = false;
+        let p = lap_path(&alt, 0x8001, 4, false);
+        assert_eq!((p.dgid[0], p.sgid[0]), (0xAB, 0xCD));
+        // No routed-path rewrite and no completion LID: the LAP's own LIDs.
+        assert_eq!((p.dlid, p.slid, p.opa), (0x31, 0x32, false));
+        assert_eq!(
+            (
+                p.pkey,
+                p.mtu,
+                p.packet_life_time,
+                p.service_id,
+                p.reversible
+            ),
+            (0x8001, 4, 8, 0, 1)
+        );
+        // OPA only on a port with OPA addressing and an OPA local GID; LIDs from the GIDs.
+        alt.local_gid = [
+            0xFE, 0x80, 0, 0, 0, 0, 0, 0, 0, 0x06, 0x6A, 0, 0, 0x12, 0x34, 0x56,
+        ];
+        alt.remote_gid = alt.local_gid;
+        alt.remote_gid[15] = 0x57;
+        assert!(!lap_path(&alt, 0, 4, false).opa);
+        let p = lap_path(&alt, 0, 4, true);
+        assert_eq!((p.opa, p.dlid, p.slid), (true, 0x12_3456, 0x12_3457));
     }
 }

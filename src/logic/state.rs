@@ -242,6 +242,11 @@ pub(crate) enum Input {
     },
     /// A SIDR_REP.
     RecvSidrRep,
+    /// A LAP (IB and OPA ports; cm.c drops LAPs on RoCE before they reach an id).
+    RecvLap,
+    /// An APR (likewise; only an id whose LAP is outstanding takes one, and nothing in 6.12
+    /// sends a LAP).
+    RecvApr,
     /// The tracked MAD ended in error (timeout after its retries), sent in `sent_in`.
     SendFailed {
         /// The state recorded with the MAD when it was sent (or re-armed by an MRA).
@@ -321,6 +326,10 @@ pub(crate) enum Event {
     MraReceived = 10,
     /// REJ received.
     RejReceived = 11,
+    /// LAP received.
+    LapReceived = 13,
+    /// APR received.
+    AprReceived = 14,
     /// SIDR_REQ timed out.
     SidrReqError = 15,
     /// SIDR_REP received.
@@ -654,6 +663,36 @@ pub(crate) fn step(state: State, lap: Lap, input: Input) -> Result<Step, Refusal
         }
         Input::RecvSidrRep => match state {
             SidrReqSent => to(Idle, lap, &[Cancel, Deliver(Event::SidrRepReceived)], Keep),
+            _ => Err(Refusal::Ignore),
+        },
+        // `cm_lap_handler()`: the id's addresses are replaced before this step whatever the
+        // state (the kernel side does that); only an established id with no alternate path
+        // exchange under way takes the LAP.
+        Input::RecvLap => match (state, lap) {
+            (Established, Lap::Uninit | Lap::Idle) => to(
+                Established,
+                Lap::Rcvd,
+                &[SaveTid, Deliver(Event::LapReceived)],
+                Keep,
+            ),
+            // Our MRA for it was lost: send it again.
+            (Established, Lap::MraLapSent) => to(
+                state,
+                lap,
+                &[CountDuplicate, Send(Out::ResendMra(MsgKind::Other))],
+                Keep,
+            ),
+            (Established, Lap::Rcvd) => Err(Refusal::Duplicate),
+            _ => Err(Refusal::Ignore),
+        },
+        // `cm_apr_handler()`.
+        Input::RecvApr => match (state, lap) {
+            (Established, Lap::Sent | Lap::MraLapRcvd) => to(
+                Established,
+                Lap::Idle,
+                &[Cancel, Deliver(Event::AprReceived)],
+                Keep,
+            ),
             _ => Err(Refusal::Ignore),
         },
         Input::SendFailed { sent_in } if sent_in != state => Err(Refusal::Ignore),

@@ -74,8 +74,9 @@ pub(crate) fn for_send(o: Out) -> Option<IdTrace> {
         Out::SidrRep => IdTrace::SendSidrRep,
         Out::Mra(_) => IdTrace::SendMra,
         Out::ResendMra(MsgKind::Req) | Out::ResendRejStale => IdTrace::SendDupReq,
-        Out::ResendMra(_) | Out::ResendRtu => IdTrace::SendDupRep,
-        Out::Rej { .. } | Out::ResendDrep => return None,
+        Out::ResendMra(MsgKind::Rep) | Out::ResendRtu => IdTrace::SendDupRep,
+        // cm.c's LAP handler sends its MRA again without a tracepoint.
+        Out::Rej { .. } | Out::ResendDrep | Out::ResendMra(MsgKind::Other) => return None,
     })
 }
 

@@ -43,6 +43,8 @@ fn inputs() -> Vec<Input> {
             mraed: MsgKind::Other,
         },
         Input::RecvSidrRep,
+        Input::RecvLap,
+        Input::RecvApr,
         Input::TimewaitExpired,
     ];
     for e in [false, true] {
@@ -148,6 +150,15 @@ fn expected(state: State, input: Input) -> Result<State, Refusal> {
                 Err(Ignore)
             }
         }
+        Input::RecvLap => {
+            if state == Established {
+                Ok(Established)
+            } else {
+                Err(Ignore)
+            }
+        }
+        // Only an id with a LAP outstanding takes an APR, and no LAP can be sent.
+        Input::RecvApr => Err(Ignore),
         Input::SendFailed { sent_in } if sent_in != state => Err(Ignore),
         Input::SendFailed { .. } => match state {
             ReqSent | MraReqRcvd | RepSent | MraRepRcvd | SidrReqSent => Ok(Idle),
@@ -174,7 +185,7 @@ fn every_state_and_input_pair_matches_cm_c() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 16 * (26 + 4 + 16));
+    assert_eq!(checked, 16 * (28 + 4 + 16));
 }
 
 fn actions(s: State, i: Input) -> Vec<Action> {
@@ -386,6 +397,56 @@ fn failure_policies_follow_cm_c() {
     assert_eq!(pol(Established, Input::SendDreq), OnFail::Timewait);
     // The delayed MRA sends nothing but still changes state.
     assert!(actions(ReqRcvd, Input::SendMra { delay: true }).is_empty());
+}
+
+/// `cm_lap_handler()` and `cm_apr_handler()` over every (state, LAP state) pair.
+#[test]
+fn lap_and_apr_over_every_state_and_lap_state() {
+    for s in State::ALL {
+        for l in Lap::ALL {
+            let lap = step(s, l, Input::RecvLap);
+            match (s, l) {
+                (Established, Lap::Uninit | Lap::Idle) => {
+                    let st = lap.unwrap();
+                    assert_eq!((st.next, st.lap), (Established, Lap::Rcvd));
+                    let a: Vec<Action> = st.actions.iter().collect();
+                    assert_eq!(a, [Action::SaveTid, Action::Deliver(Event::LapReceived)]);
+                }
+                (Established, Lap::MraLapSent) => {
+                    let st = lap.unwrap();
+                    assert_eq!((st.next, st.lap), (Established, Lap::MraLapSent));
+                    let a: Vec<Action> = st.actions.iter().collect();
+                    assert_eq!(
+                        a,
+                        [
+                            Action::CountDuplicate,
+                            Action::Send(Out::ResendMra(MsgKind::Other))
+                        ]
+                    );
+                }
+                (Established, Lap::Rcvd) => assert_eq!(lap, Err(Refusal::Duplicate)),
+                _ => assert_eq!(lap, Err(Refusal::Ignore), "LAP in {s:?}/{l:?}"),
+            }
+            let apr = step(s, l, Input::RecvApr);
+            match (s, l) {
+                (Established, Lap::Sent | Lap::MraLapRcvd) => {
+                    let st = apr.unwrap();
+                    assert_eq!((st.next, st.lap), (Established, Lap::Idle));
+                    let a: Vec<Action> = st.actions.iter().collect();
+                    assert_eq!(a, [Action::Cancel, Action::Deliver(Event::AprReceived)]);
+                }
+                _ => assert_eq!(apr, Err(Refusal::Ignore), "APR in {s:?}/{l:?}"),
+            }
+        }
+    }
+    // After the LAP, the id's MRA answers it (MRA_LAP_SENT), and a REJ no longer ends the
+    // connection (cm.c only takes one with LAP UNINIT or SENT).
+    assert_eq!(
+        step(Established, Lap::Rcvd, Input::RecvRej { stale: false }),
+        Err(Refusal::Ignore)
+    );
+    assert_eq!(Event::LapReceived.raw(), 13);
+    assert_eq!(Event::AprReceived.raw(), 14);
 }
 
 #[test]

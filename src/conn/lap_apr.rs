@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! LAP and APR, received: `cm_lap_handler()` and `cm_apr_handler()`. Linux 6.12 has no call
+//! that sends either (`ib_send_cm_lap()` and `ib_send_cm_apr()` are gone), so an id only ever
+//! takes a peer's LAP: it delivers LAP_RECEIVED, the user may answer with an MRA
+//! (`ib_send_cm_mra()` in ESTABLISHED with the LAP state RCVD), `ib_cm_init_qp_attr()` then
+//! gives the alternate path for RTS, and `ib_cm_notify(IB_EVENT_PATH_MIG)` makes it the primary.
+//! On RoCE ports both messages are dropped before any lookup (counted on receipt), as in cm.c.
+
+use super::{deliver_recv, finish, run, Ctx, Recv};
+use crate::{
+    av::Av,
+    bindings, comm_id,
+    device::CmDevice,
+    event::Event,
+    logic::{
+        req_event::lap_path,
+        state::Input,
+        wire::{
+            lap::{Apr, Lap},
+            AttrId, MadHeader,
+        },
+    },
+    recv::{fill_path, RecvWc},
+};
+
+/// Payload offset of a LAP's private data.
+const LAP_PD_OFFSET: usize = 64;
+/// Payload offset of an APR's additional information.
+const APR_INFO_OFFSET: usize = 12;
+/// Payload offset of an APR's private data.
+const APR_PD_OFFSET: usize = 84;
+
+/// Whether cm.c handles alternate-path messages on this port (not on RoCE).
+fn takes_alternate_paths(dev: &CmDevice, port_num: u32) -> bool {
+    // SAFETY: The device is live while its receive work runs.
+    !unsafe { bindings::ibcm_glue_protocol_roce(dev.ib_dev(), port_num) }
+}
+
+/// A LAP (`cm_lap_handler`). The event's path record is built from the LAP and the id's
+/// P_Key and MTU; the sender's address (from the completion) and the alternate path's address
+/// are resolved before the id's lock is taken and replace the id's in whatever state it is;
+/// the step decides the rest. A LAP whose addresses cannot be resolved is dropped.
+pub(crate) fn on_lap(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, lap: &Lap) {
+    if !takes_alternate_paths(dev, port_num) {
+        return;
+    }
+    let Some(id) = comm_id::acquire(lap.remote_comm_id, lap.local_comm_id) else {
+        return;
+    };
+    let (pkey, mtu) = {
+        let g = id.inner.lock();
+        // CAST: an `enum ib_mtu` value (1..=5).
+        (g.conn.pkey, g.conn.path_mtu as u8)
+    };
+    // SAFETY: The device is live while its receive work runs.
+    let port_opa = unsafe { bindings::ibcm_glue_cap_opa_ah(dev.ib_dev(), port_num) };
+    let path = lap_path(&lap.alternate, pkey, mtu, port_opa);
+    let prepared = (|| {
+        let mut ev = Event::new(0, wc.mad()).ok()?;
+        // SAFETY: `wc` is valid for the call, which runs in the device's receive work.
+        let wc_av = unsafe { Av::from_wc(dev, port_num, wc.wc(), wc.grh()) }.ok()?;
+        fill_path(&mut ev.paths[0], &path);
+        // SAFETY: Our own record and an initialised attribute (IB or OPA here, not RoCE). The
+        // record type is set before the LIDs, whose layout depends on it.
+        unsafe {
+            bindings::ibcm_glue_path_set_type(&mut ev.paths[0], wc_av.attr(), path.opa);
+            bindings::ibcm_glue_path_set_lids(&mut ev.paths[0], path.dlid, path.slid);
+        }
+        // The alternate address: the port of the path's source GID (`cm_init_av_by_path`
+        // with no GID attribute).
+        // SAFETY: Our own path record.
+        let alt_av = unsafe { Av::from_path(dev, &mut ev.paths[0], core::ptr::null()) }.ok()?;
+        ev.set_private_data(LAP_PD_OFFSET);
+        let alt_path: *mut bindings::sa_path_rec = &mut ev.paths[0];
+        // SAFETY: `lap_rcvd` is the union member of LAP_RECEIVED; the record lives in the
+        // event, which does not move (it is boxed).
+        unsafe { ev.ev.param.lap_rcvd.as_mut().alternate_path = alt_path };
+        Some((ev, wc_av, alt_av))
+    })();
+    let Some((ev, wc_av, alt_av)) = prepared else {
+        id.put_user();
+        return;
+    };
+    let recv = Recv {
+        port_num,
+        attr: AttrId::Lap,
+        tid: hdr.tid,
+        wc,
+    };
+    let mut ctx = Ctx {
+        event: Some(ev),
+        recv: Some(recv),
+        lap_avs: Some((wc_av, alt_av)),
+        ..Ctx::default()
+    };
+    let out = run(&id, Input::RecvLap, &mut ctx, |_, _| {}, |_, _| {});
+    let _ = finish(&id, out, ctx.recv.as_ref());
+}
+
+/// An APR (`cm_apr_handler`): taken only while our LAP is outstanding, which nothing in 6.12
+/// can make so; kept so that the table of inputs is cm.c's whole.
+pub(crate) fn on_apr(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, apr: &Apr) {
+    if !takes_alternate_paths(dev, port_num) {
+        return;
+    }
+    let Some(id) = comm_id::acquire(apr.remote_comm_id, apr.local_comm_id) else {
+        return;
+    };
+    let recv = Recv {
+        port_num,
+        attr: AttrId::Apr,
+        tid: hdr.tid,
+        wc,
+    };
+    deliver_recv(&id, Input::RecvApr, recv, APR_PD_OFFSET, |ev| {
+        let info = ev.payload_ptr(APR_INFO_OFFSET);
+        // SAFETY: `apr_rcvd` is the union member of APR_RECEIVED.
+        let p = unsafe { ev.ev.param.apr_rcvd.as_mut() };
+        p.ap_status = apr.ap_status.into();
+        p.apr_info = info;
+        p.info_len = apr.info_length;
+    });
+}
