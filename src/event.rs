@@ -2,45 +2,74 @@
 //! Events of one id, delivered one at a time, in arrival order, in process context.
 //!
 //! Stands for `struct cm_work`, `cm_queue_work_unlock()`, `cm_process_work()` and
-//! `cm_dequeue_work()` in cm.c. An [`Event`] owns a copy of the MAD it reports, so the
-//! pointers in its `struct ib_cm_event` (private data, ARI, paths) stay valid while it waits
-//! and while the handler runs. It is allocated before the id's lock is taken; queueing it only
-//! links it in. The thread that finds the id idle becomes its deliverer (see
-//! `CmId::deliver`), calls the handler with no lock held and drains what others queued
-//! meanwhile; everyone else only queues. cm.c does the same with `work_count`.
+//! `cm_dequeue_work()` in cm.c. An [`Event`] of a received MAD points into that MAD where the
+//! MAD layer put it (cm.c's work item keeps the receive completion until the event is done):
+//! the receive work that made it either delivers it itself while the MAD is still alive, or
+//! queues it, and queueing ([`EventQueue::push`]) first copies the MAD into the event and moves
+//! its pointers there, so a queued event owns everything it points to. The copy is the
+//! exception: an id's events queue only while one of its handlers is running. Events are
+//! allocated before the id's lock is taken; queueing only links them in. The thread that finds
+//! the id idle becomes its deliverer (see `CmId::deliver`), calls the handler with no lock held
+//! and drains what others queued meanwhile; everyone else only queues. cm.c does the same with
+//! `work_count`.
 
 use crate::{
     bindings,
     logic::wire::{MAD_HDR_LEN, MAD_LEN},
 };
-use kernel::{
-    alloc::{flags::__GFP_ZERO, KBox},
-    ffi,
-    prelude::*,
-};
+use core::mem::MaybeUninit;
+use kernel::{alloc::KBox, ffi, prelude::*};
 
 /// One event for a handler.
+///
+/// # Invariants
+///
+/// If `src` is not NULL, it points to `src_len` (at most [`MAD_LEN`]) bytes of a received MAD
+/// that stay valid while the event lives outside an [`EventQueue`]; the MAD pointers in `ev`
+/// point into it. Otherwise the first `src_len` bytes of `mad` are initialised and the MAD
+/// pointers point there (or are NULL).
 pub(crate) struct Event {
     next: Option<KBox<Event>>,
     /// The event as the handler sees it.
     pub(crate) ev: bindings::ib_cm_event,
-    /// REQ paths (`primary_path` / `alternate_path` point here).
+    /// REQ and LAP paths (`primary_path` / `alternate_path` point here).
     pub(crate) paths: [bindings::sa_path_rec; 2],
-    mad: [u8; MAD_LEN],
+    src: *const u8,
+    src_len: usize,
+    /// The MAD's copy once queued.
+    mad: MaybeUninit<[u8; MAD_LEN]>,
 }
 
-// SAFETY: The raw pointers inside point into the event itself or to objects (sgid attributes,
-// listener ids) that the sender keeps alive until the event is dropped.
+// SAFETY: The raw pointers inside point into the event itself, into a received MAD owned by
+// the receive work that holds the event (the event leaves that thread only through a queue,
+// which copies the MAD first), or to objects (sgid attributes, listener ids) that the sender
+// keeps alive until the event is dropped.
 unsafe impl Send for Event {}
 
 impl Event {
-    /// A zeroed event of type `kind`, carrying a copy of `mad` (may be empty).
-    pub(crate) fn new(kind: bindings::ib_cm_event_type, mad: &[u8]) -> Result<KBox<Event>> {
+    /// A zeroed event of type `kind` about the received MAD `mad` (may be empty), pointing into
+    /// it.
+    ///
+    /// # Safety
+    ///
+    /// `mad` must stay valid until the event is dropped or pushed on an [`EventQueue`].
+    pub(crate) unsafe fn for_mad(
+        kind: bindings::ib_cm_event_type,
+        mad: &[u8],
+    ) -> Result<KBox<Event>> {
         let mut e = Self::zeroed(GFP_KERNEL)?;
-        let n = mad.len().min(MAD_LEN);
-        e.mad[..n].copy_from_slice(&mad[..n]);
+        if !mad.is_empty() {
+            // INVARIANT: The caller keeps `mad` alive while the event is not queued.
+            e.src = mad.as_ptr();
+            e.src_len = mad.len().min(MAD_LEN);
+        }
         e.ev.event = kind;
         Ok(e)
+    }
+
+    /// A zeroed event about no MAD (timers, completions, API calls).
+    pub(crate) fn empty() -> Result<KBox<Event>> {
+        Self::zeroed(GFP_KERNEL)
     }
 
     /// An empty event allocated without sleeping (`GFP_ATOMIC`), for a timer or completion
@@ -49,27 +78,94 @@ impl Event {
         Self::zeroed(GFP_ATOMIC)
     }
 
-    /// An all-zero event, zeroed by the allocator in place (no copy of the ~900-byte object
-    /// through the stack).
+    /// An event whose fields are all zero but for the MAD buffer, which stays uninitialised
+    /// until a queue copies into it.
     fn zeroed(flags: kernel::alloc::Flags) -> Result<KBox<Event>> {
-        let e = KBox::<Event>::new_uninit(flags | __GFP_ZERO)?;
-        // SAFETY: The memory is zeroed, and all-zero is a valid `Event`: `next` is `None` (a
-        // box is a non-null pointer, so `None` is the null niche), `ev` and `paths` are plain C
-        // data whose pointers may be NULL, and `mad` is bytes.
-        Ok(unsafe { e.assume_init() })
+        let mut e = KBox::<Event>::new_uninit(flags)?;
+        let p = e.as_mut_ptr();
+        // SAFETY: `p` is valid for writes of an `Event`. All-zero is a valid value of every
+        // field written: `next` is `None` (a box is a non-null pointer, so `None` is the null
+        // niche), `ev` and `paths` are plain C data whose pointers may be NULL, `src` is NULL
+        // and `src_len` 0; `mad` is `MaybeUninit` and needs nothing.
+        unsafe {
+            core::ptr::addr_of_mut!((*p).next).write(None);
+            core::ptr::addr_of_mut!((*p).ev).write(core::mem::zeroed());
+            core::ptr::addr_of_mut!((*p).paths).write(core::mem::zeroed());
+            core::ptr::addr_of_mut!((*p).src).write(core::ptr::null());
+            core::ptr::addr_of_mut!((*p).src_len).write(0);
+            Ok(e.assume_init())
+        }
     }
 
-    /// A pointer to payload offset `offset` of the copied MAD.
-    pub(crate) fn payload_ptr(&mut self, offset: usize) -> *mut ffi::c_void {
-        match self.mad.get_mut(MAD_HDR_LEN + offset..) {
-            Some(rest) if !rest.is_empty() => rest.as_mut_ptr().cast(),
-            _ => core::ptr::null_mut(),
+    /// The MAD the event points into, and its length.
+    fn base(&mut self) -> (*mut u8, usize) {
+        if self.src.is_null() {
+            (self.mad.as_mut_ptr().cast(), self.src_len)
+        } else {
+            (self.src.cast_mut(), self.src_len)
         }
+    }
+
+    /// A pointer to payload offset `offset` of the MAD (NULL past its end).
+    pub(crate) fn payload_ptr(&mut self, offset: usize) -> *mut ffi::c_void {
+        let (base, len) = self.base();
+        let at = MAD_HDR_LEN + offset;
+        if at >= len {
+            return core::ptr::null_mut();
+        }
+        // SAFETY: `at` is inside the `len` bytes at `base` (type invariant).
+        unsafe { base.add(at).cast() }
     }
 
     /// Points `private_data` at payload offset `offset`.
     pub(crate) fn set_private_data(&mut self, offset: usize) {
         self.ev.private_data = self.payload_ptr(offset);
+    }
+
+    /// Copies the MAD the event points into into the event itself and moves the pointers
+    /// there: `private_data`, and by event type the REJ's ARI, the APR's and the SIDR_REP's
+    /// additional information (the path pointers already point into the event).
+    fn own_mad(&mut self) {
+        if self.src.is_null() {
+            return;
+        }
+        let (src, len) = (self.src, self.src_len);
+        let dst: *mut u8 = self.mad.as_mut_ptr().cast();
+        // SAFETY: `src` holds `len` valid bytes (type invariant), `dst` has room for
+        // `MAD_LEN >= len`, and they do not overlap (one is inside this event, the other is
+        // the MAD layer's buffer).
+        unsafe { core::ptr::copy_nonoverlapping(src, dst, len) };
+        let moved = |p: *mut ffi::c_void| -> *mut ffi::c_void {
+            let at = (p as usize).wrapping_sub(src as usize);
+            if p.is_null() || at >= len {
+                p
+            } else {
+                // SAFETY: `at < len <= MAD_LEN`: inside the copy.
+                unsafe { dst.add(at).cast() }
+            }
+        };
+        self.ev.private_data = moved(self.ev.private_data);
+        // SAFETY: Each member is read and written only for the event type that uses it.
+        unsafe {
+            match self.ev.event {
+                bindings::ib_cm_event_type_IB_CM_REJ_RECEIVED => {
+                    let p = self.ev.param.rej_rcvd.as_mut();
+                    p.ari = moved(p.ari);
+                }
+                bindings::ib_cm_event_type_IB_CM_APR_RECEIVED => {
+                    let p = self.ev.param.apr_rcvd.as_mut();
+                    p.apr_info = moved(p.apr_info);
+                }
+                bindings::ib_cm_event_type_IB_CM_SIDR_REP_RECEIVED => {
+                    let p = self.ev.param.sidr_rep_rcvd.as_mut();
+                    p.info = moved(p.info);
+                }
+                _ => {}
+            }
+        }
+        // INVARIANT: The pointers now point into `mad`, initialised for `len` (`src_len`)
+        // bytes.
+        self.src = core::ptr::null();
     }
 }
 
@@ -80,8 +176,11 @@ pub(crate) struct EventQueue {
 }
 
 impl EventQueue {
-    /// Appends `e` (the queue is short: a handful of transitions at most).
-    pub(crate) fn push(&mut self, e: KBox<Event>) {
+    /// Appends `e` (the queue is short: a handful of transitions at most). A queued event may
+    /// be delivered and dropped by another thread after the received MAD it was made from is
+    /// gone, so it takes a copy of that MAD first.
+    pub(crate) fn push(&mut self, mut e: KBox<Event>) {
+        e.own_mad();
         let mut slot = &mut self.head;
         while let Some(node) = slot {
             slot = &mut node.next;

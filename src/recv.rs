@@ -468,7 +468,10 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
     let Ok(wc_av) = (unsafe { Av::from_wc(dev, port_num, wc.wc(), wc.grh()) }) else {
         return;
     };
-    let Ok(mut ev) = Event::new(bindings::ib_cm_event_type_IB_CM_REQ_RECEIVED, wc.mad()) else {
+    // SAFETY: The receive work owns `wc` until this event is delivered (by `hand_over`, in
+    // this work) or dropped; queueing it copies the MAD first.
+    let ev = unsafe { Event::for_mad(bindings::ib_cm_event_type_IB_CM_REQ_RECEIVED, wc.mad()) };
+    let Ok(mut ev) = ev else {
         return;
     };
 
@@ -676,7 +679,9 @@ fn handle_sidr_req(
     };
     let (Ok(reservation), Ok(mut ev)) = (
         RemoteReservation::<SidrKey>::new(GFP_KERNEL),
-        Event::new(bindings::ib_cm_event_type_IB_CM_SIDR_REQ_RECEIVED, wc.mad()),
+        // SAFETY: The receive work owns `wc` until this event is delivered (by `hand_over`,
+        // in this work) or dropped; queueing it copies the MAD first.
+        unsafe { Event::for_mad(bindings::ib_cm_event_type_IB_CM_SIDR_REQ_RECEIVED, wc.mad()) },
     ) else {
         return;
     };

@@ -336,7 +336,7 @@ fn expire(id: Arc<CmId>) {
     if !id.get_user() {
         return;
     }
-    conn::input_with_event(&id, Input::TimewaitExpired, Event::new(0, &[]).ok());
+    conn::input_with_event(&id, Input::TimewaitExpired, Event::empty().ok());
 }
 
 /// The USER_ESTABLISHED work queued by `ib_cm_notify(IB_EVENT_COMM_EST)`. It holds only
@@ -372,6 +372,6 @@ impl WorkItem for EstablishWork {
         if !id.get_user() {
             return;
         }
-        conn::input_with_event(&id, Input::UserEstablished, Event::new(0, &[]).ok());
+        conn::input_with_event(&id, Input::UserEstablished, Event::empty().ok());
     }
 }

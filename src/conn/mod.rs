@@ -272,7 +272,9 @@ pub(crate) fn deliver_recv_ctx(
     mra_timeout: u8,
     fill: impl FnOnce(&mut Event),
 ) {
-    let Ok(mut ev) = Event::new(0, recv.wc.mad()) else {
+    // SAFETY: The receive work owns the completion until this event is delivered or dropped
+    // here; queueing it copies the MAD first.
+    let Ok(mut ev) = (unsafe { Event::for_mad(0, recv.wc.mad()) }) else {
         id.put_user();
         return;
     };
@@ -741,7 +743,7 @@ pub(crate) fn send_done(id: &Arc<CmId>, tracked_in: Option<State>, status: bindi
         return;
     };
     let mut ctx = Ctx {
-        event: Event::new(0, &[]).ok(),
+        event: Event::empty().ok(),
         send_status: Some(status),
         ..Ctx::default()
     };

@@ -163,8 +163,14 @@ pub(crate) fn accept_rep(id: &CmId, g: &mut CmIdInner, ctx: &Ctx<'_>) {
     }
 }
 
-fn rep_event(wc: &RecvWc, rep: &Rep, qp_type: u32, attr_mod: u32) -> Result<KBox<Event>> {
-    let mut ev = Event::new(0, wc.mad())?;
+/// The REP_RECEIVED event of `rep`, pointing into `wc`'s MAD.
+///
+/// # Safety
+///
+/// As [`Event::for_mad`]: `wc` must outlive the event unless the event is queued.
+unsafe fn rep_event(wc: &RecvWc, rep: &Rep, qp_type: u32, attr_mod: u32) -> Result<KBox<Event>> {
+    // SAFETY: The caller keeps `wc` alive as long as the event needs it.
+    let mut ev = unsafe { Event::for_mad(0, wc.mad()) }?;
     // SAFETY: `rep_rcvd` is the union member of REP_RECEIVED.
     let p = unsafe { ev.ev.param.rep_rcvd.as_mut() };
     p.remote_ca_guid = rep.local_ca_guid.to_be();
@@ -213,7 +219,9 @@ pub(crate) fn on_rep(port_num: u32, wc: &RecvWc, hdr: &MadHeader, rep: &Rep) {
     };
     let qp_type = id.inner.lock().conn.qp_type;
     let (Ok(ev), Ok(res), Ok(qres)) = (
-        rep_event(wc, rep, qp_type, hdr.attr_mod),
+        // SAFETY: The receive work owns `wc` until this event is delivered or dropped in it;
+        // queueing it copies the MAD first.
+        unsafe { rep_event(wc, rep, qp_type, hdr.attr_mod) },
         RemoteReservation::<ReqKey>::new(GFP_KERNEL),
         RemoteReservation::<QpKey>::new(GFP_KERNEL),
     ) else {
