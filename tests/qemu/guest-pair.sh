@@ -158,7 +158,7 @@ ulp-mode-*) echo "${cmd#ulp-mode-}" >/sys/module/ib_cm_test_ulp/parameters/mode 
 link-cycle)
 	# The counters die with the device: keep them for the checks at the end.
 	p=/sys/class/infiniband/rxe0/ports/1
-	for g in cm_rx_msgs cm_tx_msgs; do for f in req rej sidr_req sidr_rep; do
+	for g in cm_rx_msgs cm_tx_msgs; do for f in req rej sidr_req sidr_rep lap apr; do
 		echo "$g/$f=$(cat $p/$g/$f)"; done; done >/tmp/counters.log
 	cat $p/cm_rx_dropped/malformed >/tmp/malformed.log 2>/dev/null
 	echo "dup_req=$(cat $p/cm_rx_duplicates/req) dup_sidr=$(cat $p/cm_rx_duplicates/sidr_req)" >/tmp/dups.log
@@ -245,6 +245,10 @@ CMD
 	else
 		e2e "not ok counters_$CM # $(tr '\n' ' ' </tmp/counters.log)"
 	fi
+	# A's two LAPs and two APRs (one of each per wire phase) are counted on receipt and
+	# answered by nothing (RoCE: cm.c drops both before any lookup).
+	check lap_apr_counted_$CM /tmp/counters.log "cm_rx_msgs/lap=2" "cm_rx_msgs/apr=2" \
+		"cm_tx_msgs/lap=0" "cm_tx_msgs/apr=0"
 	check duplicates_counted_$CM /tmp/dups.log "dup_req=2 dup_sidr=2"
 	if [ "$CM" = rs ]; then
 		bad=$(cat /tmp/malformed.log 2>/dev/null || echo 0)
@@ -364,6 +368,8 @@ wire() { # wire PHASE: raw MADs with no CM on this side
 	else
 		check wire_sidr_reject /tmp/sidr.out "SIDR_REP tid_low=$tid request_id=$rid status=2"
 	fi
+	cm_umad rxe0 $PEER_IP altpath >/tmp/altpath.out 2>&1
+	check wire_lap_apr_dropped_$phase /tmp/altpath.out "NO_REPLY"
 	cm_umad rxe0 $PEER_IP bad >/dev/null 2>&1
 }
 

@@ -331,7 +331,7 @@ int main(int argc, char **argv)
 	uint64_t sid;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: cm_umad DEV DEST_IPV4 req|sidr|bad|flood [SERVICE_ID [N]]\n");
+		fprintf(stderr, "usage: cm_umad DEV DEST_IPV4 req|sidr|dup|dupsidr|stale|altpath|bad|flood [SERVICE_ID [N]]\n");
 		return 2;
 	}
 	open_umad(argv[1]);
@@ -412,6 +412,28 @@ int main(int argc, char **argv)
 				reason2 = (in.mad[HDR + 10] << 8) | in.mad[HDR + 11];
 		}
 		printf("STALE first_reason=%d second_reason=%d\n", reason1, reason2);
+		return 0;
+	}
+	if (!strcmp(argv[3], "altpath")) {
+		/* A LAP and an APR for a connection the peer does not have: over RoCE cm.c drops
+		 * both before any lookup (and an unknown id would drop them too): no answer. */
+		int i, answers = 0;
+		double t0;
+
+		for (i = 0; i < 2; i++) {
+			mad_hdr(m, i ? 0x1a : 0x19, 0x6000 + (rand() & 0xfff));
+			put32(m + HDR, 0x4c000000 | (rand() & 0xffff));
+			put32(m + HDR + 4, 0x4d000000 | (rand() & 0xffff));
+			send_mad(m);
+		}
+		t0 = now();
+		while (now() - t0 < 2)
+			if (recv_mad(&in, 500) && in.mad[1] == 0x07)
+				answers++;
+		if (answers)
+			printf("ANSWERED %d\n", answers);
+		else
+			printf("NO_REPLY\n");
 		return 0;
 	}
 	if (!strcmp(argv[3], "bad")) {
