@@ -689,6 +689,122 @@ extern "C" fn req_with_listener_is_dispatched(_test: *mut bindings::kunit) {
     expect!(destroy(&listener));
 }
 
+/// Whether `p` points into `ev`'s own allocation.
+fn inside(ev: &crate::event::Event, p: *const ffi::c_void) -> bool {
+    let base = core::ptr::from_ref(ev) as usize;
+    (base..base + core::mem::size_of::<crate::event::Event>()).contains(&(p as usize))
+}
+
+/// An event made from a received MAD points into that MAD; queueing it copies the MAD into the
+/// event and moves every pointer into it (private data, REJ ARI, APR and SIDR_REP information),
+/// so a queued event stays valid once the receive buffer is gone. A stand-in buffer is
+/// overwritten and freed after the push; KASAN would report a read of it.
+extern "C" fn queued_event_owns_its_mad(_test: *mut bindings::kunit) {
+    use crate::event::{Event, EventQueue};
+    use crate::logic::wire::{MAD_HDR_LEN, MAD_LEN};
+    let mut mad = require!(KBox::new([0u8; MAD_LEN], GFP_KERNEL));
+    for (i, b) in mad.iter_mut().enumerate() {
+        // CAST: a byte pattern.
+        *b = (i as u8) ^ 0x5A;
+    }
+    let at = |payload: usize| (MAD_HDR_LEN + payload) as u8 ^ 0x5A;
+    let mut q = EventQueue::default();
+    // (event type, private data offset, offset of the type's second pointer)
+    let kinds = [
+        (
+            bindings::ib_cm_event_type_IB_CM_REJ_RECEIVED,
+            84usize,
+            Some(12usize),
+        ),
+        (bindings::ib_cm_event_type_IB_CM_APR_RECEIVED, 84, Some(12)),
+        (
+            bindings::ib_cm_event_type_IB_CM_SIDR_REP_RECEIVED,
+            96,
+            Some(24),
+        ),
+        (bindings::ib_cm_event_type_IB_CM_RTU_RECEIVED, 8, None),
+        (bindings::ib_cm_event_type_IB_CM_LAP_RECEIVED, 64, None),
+    ];
+    for (kind, pd, second) in kinds {
+        // SAFETY: `mad` outlives the event until the push below, which copies it.
+        let mut ev = require!(unsafe { Event::for_mad(kind, &mad[..]) });
+        ev.set_private_data(pd);
+        expect!(ev.ev.private_data.cast_const() == mad[MAD_HDR_LEN + pd..].as_ptr().cast());
+        if let Some(off) = second {
+            let p = ev.payload_ptr(off);
+            // SAFETY: Each member is written for the event type that uses it.
+            unsafe {
+                match kind {
+                    bindings::ib_cm_event_type_IB_CM_REJ_RECEIVED => {
+                        ev.ev.param.rej_rcvd.as_mut().ari = p
+                    }
+                    bindings::ib_cm_event_type_IB_CM_APR_RECEIVED => {
+                        ev.ev.param.apr_rcvd.as_mut().apr_info = p
+                    }
+                    _ => ev.ev.param.sidr_rep_rcvd.as_mut().info = p,
+                }
+            }
+        }
+        if kind == bindings::ib_cm_event_type_IB_CM_LAP_RECEIVED {
+            let path: *mut bindings::sa_path_rec = &mut ev.paths[0];
+            // SAFETY: The LAP event's member; the record is inside the event.
+            unsafe { ev.ev.param.lap_rcvd.as_mut().alternate_path = path };
+        }
+        q.push(ev);
+    }
+    // Past the end of the payload there is nothing to point at.
+    // SAFETY: As above; the event is dropped before `mad`.
+    let mut short = require!(unsafe { Event::for_mad(0, &mad[..MAD_HDR_LEN + 4]) });
+    expect!(short.payload_ptr(4).is_null() && !short.payload_ptr(3).is_null());
+    drop(short);
+    let empty = require!(Event::empty());
+    q.push(empty);
+    mad.fill(0xEE);
+    drop(mad);
+    for (kind, pd, second) in kinds {
+        let Some(ev) = q.pop() else {
+            fail!("an event went missing");
+            return;
+        };
+        expect!(ev.ev.event == kind);
+        let p = ev.ev.private_data.cast_const();
+        expect!(inside(&ev, p));
+        // SAFETY: `p` points into the event's own copy (checked just above).
+        expect!(inside(&ev, p) && unsafe { *p.cast::<u8>() } == at(pd));
+        let q2 = match kind {
+            // SAFETY: Read as the member its event type uses.
+            bindings::ib_cm_event_type_IB_CM_REJ_RECEIVED => unsafe {
+                ev.ev.param.rej_rcvd.as_ref().ari.cast_const()
+            },
+            // SAFETY: As above.
+            bindings::ib_cm_event_type_IB_CM_APR_RECEIVED => unsafe {
+                ev.ev.param.apr_rcvd.as_ref().apr_info.cast_const()
+            },
+            // SAFETY: As above.
+            bindings::ib_cm_event_type_IB_CM_SIDR_REP_RECEIVED => unsafe {
+                ev.ev.param.sidr_rep_rcvd.as_ref().info.cast_const()
+            },
+            bindings::ib_cm_event_type_IB_CM_LAP_RECEIVED => {
+                // SAFETY: As above; the path pointer is not a MAD pointer and stays.
+                let path = unsafe { ev.ev.param.lap_rcvd.as_ref().alternate_path.cast_const() };
+                expect!(path == core::ptr::from_ref(&ev.paths[0]));
+                core::ptr::null()
+            }
+            _ => core::ptr::null(),
+        };
+        if let Some(off) = second {
+            // SAFETY: Read only once checked to be inside the event.
+            expect!(inside(&ev, q2) && unsafe { *q2.cast::<u8>() } == at(off));
+        }
+    }
+    let Some(last) = q.pop() else {
+        fail!("the empty event went missing");
+        return;
+    };
+    expect!(last.ev.private_data.is_null());
+    expect!(q.pop().is_none());
+}
+
 /// `const`-builds a KUnit case.
 const fn case(
     name: &'static core::ffi::CStr,
@@ -717,7 +833,7 @@ const fn suite(name: &[u8], cases: *mut bindings::kunit_case) -> bindings::kunit
 
 // KUnit writes run status into the cases and the suite, hence `static mut`; nothing in Rust
 // touches them after initialisation.
-static mut CASES: [bindings::kunit_case; 11] = [
+static mut CASES: [bindings::kunit_case; 12] = [
     case(c"tree_share_and_release", tree_share_and_release),
     case(c"listen_never_shares", listen_never_shares),
     case(c"assign_allocator", assign_allocator),
@@ -743,6 +859,7 @@ static mut CASES: [bindings::kunit_case; 11] = [
         c"debugfs_walk_finds_published_ids",
         debugfs_walk_finds_published_ids,
     ),
+    case(c"queued_event_owns_its_mad", queued_event_owns_its_mad),
     // SAFETY: The zeroed terminator KUnit looks for.
     unsafe { core::mem::zeroed() },
 ];

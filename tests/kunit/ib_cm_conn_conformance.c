@@ -136,29 +136,8 @@ static int handoff_thread(void *arg)
 	return 0;
 }
 
-/*
- * Slow-handler mode: the REQ handler sends the REP itself and then sleeps, so the RTU the
- * active side answers with arrives while the handler runs and has to wait in the id's queue
- * (cm.c: cm_queue_work_unlock). Its event must still carry the RTU's private data once the
- * receive buffer it came in is gone.
- */
-static struct {
-	bool on;
-	struct ib_cm_rep_param rep;
-	int rep_ret;
-	unsigned long returned_at;	/* jiffies when the REQ handler returned */
-} slow;
-
 static int passive_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 {
-	if (ev->event == IB_CM_REQ_RECEIVED && slow.on) {
-		passive.id = id;
-		record(&passive, ev);
-		slow.rep_ret = ib_send_cm_rep(id, &slow.rep);
-		msleep(1500);
-		slow.returned_at = jiffies;
-		return 0;
-	}
 	if (ev->event == IB_CM_REQ_RECEIVED && handoff.on) {
 		struct task_struct *t;
 
@@ -731,39 +710,6 @@ static void destroy_waits_for_running_handler(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_REJ_RECEIVED, 5000));
 }
 
-static void queued_event_keeps_its_private_data(struct kunit *test)
-{
-	struct conn_ctx *c = test->priv;
-	struct ib_cm_req_param req;
-	static const u8 rtu_pd[8] = { 'r', 't', 'u', '-', 'd', 'a', 't', 'a' };
-	unsigned long rtu_sent_at;
-	struct ib_cm_id *a;
-
-	memset(&slow, 0, sizeof(slow));
-	slow.rep.qp_num = 0x321;
-	slow.rep.starting_psn = 7;
-	slow.rep_ret = -1;
-	slow.on = true;
-	a = ib_create_cm_id(c->d1, active_handler, NULL);
-	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
-	active.id = a;
-	req_param(&req, &c->path, c->sgid, 20, 15);
-	KUNIT_ASSERT_EQ(test, ib_send_cm_req(a, &req), 0);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
-	/* The REP comes from inside the REQ handler, which then sleeps. */
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
-	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, rtu_pd, sizeof(rtu_pd)), 0);
-	rtu_sent_at = jiffies;
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
-	slow.on = false;
-	KUNIT_EXPECT_EQ(test, slow.rep_ret, 0);
-	/* The RTU went out while the handler still slept: its event waited in the queue. */
-	KUNIT_EXPECT_TRUE(test, time_before(rtu_sent_at, slow.returned_at));
-	KUNIT_EXPECT_EQ(test, memcmp(passive.pd, rtu_pd, sizeof(rtu_pd)), 0);
-	KUNIT_EXPECT_EQ(test, passive.n_events, 2);
-	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_ESTABLISHED);
-}
-
 /*
  * A SIDR_REP that cannot be sent (here its MAD allocation fails: failslab, armed by
  * guest-init.sh for tasks with make_it_fail, fails this task's atomic allocations) returns the
@@ -821,7 +767,6 @@ static struct kunit_case conn_cases[] = {
 	KUNIT_CASE(reject_reaches_active),
 	KUNIT_CASE(destroy_established_sends_dreq),
 	KUNIT_CASE(destroy_waits_for_running_handler),
-	KUNIT_CASE(queued_event_keeps_its_private_data),
 	KUNIT_CASE(qp_attr_uc_and_xrc),
 	{}
 };
