@@ -24,10 +24,10 @@ use kernel::{alloc::KBox, ffi, prelude::*};
 ///
 /// # Invariants
 ///
-/// If `src` is not NULL, it points to `src_len` (at most [`MAD_LEN`]) bytes of a received MAD
-/// that stay valid while the event lives outside an [`EventQueue`]; the MAD pointers in `ev`
-/// point into it. Otherwise the first `src_len` bytes of `mad` are initialised and the MAD
-/// pointers point there (or are NULL).
+/// `src_len` is 0 (no MAD) or [`MAD_LEN`]. If `src` is not NULL, it points to the `src_len`
+/// bytes of a received MAD that stay valid while the event lives outside an [`EventQueue`];
+/// the MAD pointers in `ev` point into it. Otherwise the first `src_len` bytes of `mad` are
+/// initialised and the MAD pointers point there (or are NULL).
 pub(crate) struct Event {
     next: Option<KBox<Event>>,
     /// The event as the handler sees it.
@@ -47,8 +47,9 @@ pub(crate) struct Event {
 unsafe impl Send for Event {}
 
 impl Event {
-    /// A zeroed event of type `kind` about the received MAD `mad` (may be empty), pointing into
-    /// it.
+    /// A zeroed event of type `kind` about the received MAD `mad`, pointing into it. A
+    /// received MAD that reached a handler is whole (`decode_header` checks its length), so
+    /// every fixed-size field an event points at lies inside it; a shorter one is refused.
     ///
     /// # Safety
     ///
@@ -57,12 +58,11 @@ impl Event {
         kind: bindings::ib_cm_event_type,
         mad: &[u8],
     ) -> Result<KBox<Event>> {
+        let mad: &[u8; MAD_LEN] = mad.try_into().map_err(|_| EINVAL)?;
         let mut e = Self::zeroed(GFP_KERNEL)?;
-        if !mad.is_empty() {
-            // INVARIANT: The caller keeps `mad` alive while the event is not queued.
-            e.src = mad.as_ptr();
-            e.src_len = mad.len().min(MAD_LEN);
-        }
+        // INVARIANT: The caller keeps `mad` alive while the event is not queued.
+        e.src = mad.as_ptr();
+        e.src_len = MAD_LEN;
         e.ev.event = kind;
         Ok(e)
     }
@@ -136,6 +136,7 @@ impl Event {
         // the MAD layer's buffer).
         unsafe { core::ptr::copy_nonoverlapping(src, dst, len) };
         let moved = |p: *mut ffi::c_void| -> *mut ffi::c_void {
+            // CAST: addresses compared as integers, only to find whether `p` is in the MAD.
             let at = (p as usize).wrapping_sub(src as usize);
             if p.is_null() || at >= len {
                 p

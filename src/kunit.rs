@@ -752,11 +752,14 @@ extern "C" fn queued_event_owns_its_mad(_test: *mut bindings::kunit) {
         }
         q.push(ev);
     }
-    // Past the end of the payload there is nothing to point at.
-    // SAFETY: As above; the event is dropped before `mad`.
-    let mut short = require!(unsafe { Event::for_mad(0, &mad[..MAD_HDR_LEN + 4]) });
-    expect!(short.payload_ptr(4).is_null() && !short.payload_ptr(3).is_null());
-    drop(short);
+    // A short MAD is refused; past the end of a whole one there is nothing to point at.
+    // SAFETY: As above; the events are dropped before `mad`.
+    expect!(unsafe { Event::for_mad(0, &mad[..MAD_HDR_LEN + 4]) }.is_err());
+    // SAFETY: As above.
+    let mut whole = require!(unsafe { Event::for_mad(0, &mad[..]) });
+    let last = MAD_LEN - MAD_HDR_LEN;
+    expect!(whole.payload_ptr(last).is_null() && !whole.payload_ptr(last - 1).is_null());
+    drop(whole);
     let empty = require!(Event::empty());
     q.push(empty);
     mad.fill(0xEE);

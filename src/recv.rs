@@ -592,7 +592,9 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
     } else {
         core::ptr::null_mut()
     };
-    // The id's address holds this attribute while the id lives.
+    // The id's address holds this attribute while it is the id's address: for the whole
+    // handler call, unless a LAP (InfiniBand only) replaces the address meanwhile, which drops
+    // the reference as cm.c's `cm_init_av_for_lap()` does.
     p.ppath_sgid_attr = sgid_attr;
     p.remote_ca_guid = params.remote_ca_guid.to_be();
     p.remote_qkey = params.remote_qkey;

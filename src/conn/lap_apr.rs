@@ -2,9 +2,13 @@
 //! LAP and APR, received: `cm_lap_handler()` and `cm_apr_handler()`. Linux 6.12 has no call
 //! that sends either (`ib_send_cm_lap()` and `ib_send_cm_apr()` are gone), so an id only ever
 //! takes a peer's LAP: it delivers LAP_RECEIVED, the user may answer with an MRA
-//! (`ib_send_cm_mra()` in ESTABLISHED with the LAP state RCVD), `ib_cm_init_qp_attr()` then
-//! gives the alternate path for RTS, and `ib_cm_notify(IB_EVENT_PATH_MIG)` makes it the primary.
+//! (`ib_send_cm_mra()` in ESTABLISHED with the LAP state RCVD), and `ib_cm_init_qp_attr()` then
+//! gives the alternate path for RTS. Nothing in 6.12 brings the LAP state back to IDLE (that
+//! took an APR of ours), so `ib_cm_notify(IB_EVENT_PATH_MIG)` refuses from then on, as in cm.c.
 //! On RoCE ports both messages are dropped before any lookup (counted on receipt), as in cm.c.
+//! Differences: a LAP that arrives through another device than its id's is dropped (see
+//! `on_lap`); the alternate path's port is looked up on the receiving device only (cm.c:
+//! every CM device); an APR's additional-information length is clamped to its 72 bytes.
 
 use super::{deliver_recv, finish, run, Ctx, Recv};
 use crate::{
@@ -47,6 +51,13 @@ pub(crate) fn on_lap(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
     let Some(id) = comm_id::acquire(lap.remote_comm_id, lap.local_comm_id) else {
         return;
     };
+    // Comm IDs are global, but an id sends through its own device: a LAP that reached it
+    // through another HCA would leave it with addresses of that HCA (cm.c's addresses carry
+    // their port and device, so it would send through the other HCA). Dropped instead.
+    if !core::ptr::eq(&*id.dev, dev) {
+        id.put_user();
+        return;
+    }
     let (pkey, mtu) = {
         let g = id.inner.lock();
         // CAST: an `enum ib_mtu` value (1..=5).

@@ -106,6 +106,8 @@ pub(crate) struct Outcome {
     /// An answer to the received MAD's sender (a retransmission's, rare: boxed so that the
     /// outcome stays small).
     pub(crate) response: Option<KBox<CmMessage>>,
+    /// Its TID: the id's (cm.c formats every such answer with `cm_id_priv->tid`).
+    pub(crate) response_tid: u64,
     /// Table nodes to free.
     pub(crate) unlinked: Unlinked,
     /// The input was refused.
@@ -118,6 +120,7 @@ impl Default for Outcome {
             result: Ok(()),
             deliver: None,
             response: None,
+            response_tid: 0,
             unlinked: Unlinked::default(),
             refused: None,
         }
@@ -230,7 +233,7 @@ pub(crate) fn run(
 /// unlinked, delivers (which consumes the use) or gives the use back.
 pub(crate) fn finish(id: &Arc<CmId>, mut out: Outcome, recv: Option<&Recv<'_>>) -> Result {
     if let (Some(msg), Some(r)) = (out.response.take(), recv) {
-        crate::recv::respond(&id.dev, r.port_num, r.wc, r.tid, &msg);
+        crate::recv::respond(&id.dev, r.port_num, r.wc, out.response_tid, &msg);
     }
     drop(core::mem::take(&mut out.unlinked));
     let result = out.result;
@@ -251,7 +254,7 @@ pub(crate) fn input_with_event(id: &Arc<CmId>, input: Input, event: Option<KBox<
     let _ = finish(id, out, None);
 }
 
-/// A received message for `id` (the caller holds a use): its event carries a copy of the
+/// A received message for `id` (the caller holds a use): its event points into the
 /// MAD with `private_data` at payload offset `pd_offset`; `fill` sets the event's parameters.
 pub(crate) fn deliver_recv(
     id: &Arc<CmId>,
@@ -546,6 +549,7 @@ fn send_out(
                 trace::id(ev, id);
             }
             out.response = Some(msg);
+            out.response_tid = g.conn.tid;
         }
         return Ok(());
     }

@@ -282,8 +282,9 @@ pub(crate) enum Out {
     },
     /// MRA for `0`.
     Mra(MsgKind),
-    /// Answers to a received retransmission, sent back to its sender with its TID: the RTU
-    /// again, the stored MRA again, the DREP again, or REJ STALE_CONN.
+    /// Answers to a received retransmission, sent back to its sender with the id's TID (the
+    /// one of the exchange, as cm.c): the RTU again, the stored MRA again, the DREP again, or
+    /// REJ STALE_CONN.
     ResendRtu,
     /// See [`Out::ResendRtu`].
     ResendMra(MsgKind),

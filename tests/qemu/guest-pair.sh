@@ -247,8 +247,8 @@ CMD
 	fi
 	# A's two LAPs and two APRs (one of each per wire phase) are counted on receipt and
 	# answered by nothing (RoCE: cm.c drops both before any lookup).
-	check lap_apr_counted_$CM /tmp/counters.log "cm_rx_msgs/lap=2" "cm_rx_msgs/apr=2" \
-		"cm_tx_msgs/lap=0" "cm_tx_msgs/apr=0"
+	check lap_apr_counted_$CM /tmp/counters.log "^cm_rx_msgs/lap=2$" "^cm_rx_msgs/apr=2$" \
+		"^cm_tx_msgs/lap=0$" "^cm_tx_msgs/apr=0$"
 	check duplicates_counted_$CM /tmp/dups.log "dup_req=2 dup_sidr=2"
 	if [ "$CM" = rs ]; then
 		bad=$(cat /tmp/malformed.log 2>/dev/null || echo 0)

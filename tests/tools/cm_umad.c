@@ -7,6 +7,8 @@
  *   cm_umad DEV DEST_IPV4 req SERVICE_ID        send one REQ, print the REJ that comes back
  *   cm_umad DEV DEST_IPV4 sidr SERVICE_ID       send one SIDR_REQ, print the SIDR_REP
  *   cm_umad DEV DEST_IPV4 bad                   send MADs the CM must drop (unknown attribute)
+ *   cm_umad DEV DEST_IPV4 altpath               send a LAP and an APR for no connection,
+ *                                               print NO_REPLY if nothing answers within 2 s
  *   cm_umad DEV DEST_IPV4 dup|dupsidr SERVICE_ID  send the same REQ (SIDR_REQ) three times,
  *                                               count the answers within 5 s
  *   cm_umad DEV DEST_IPV4 stale SERVICE_ID      two REQs with different comm IDs from the same
