@@ -698,7 +698,8 @@ fn inside(ev: &crate::event::Event, p: *const ffi::c_void) -> bool {
 /// An event made from a received MAD points into that MAD; queueing it copies the MAD into the
 /// event and moves every pointer into it (private data, REJ ARI, APR and SIDR_REP information),
 /// so a queued event stays valid once the receive buffer is gone. A stand-in buffer is
-/// overwritten and freed after the push; KASAN would report a read of it.
+/// overwritten and freed after the push; a pointer left in it fails the `inside` check (which
+/// comes before every read), a wrong offset the byte check.
 extern "C" fn queued_event_owns_its_mad(_test: *mut bindings::kunit) {
     use crate::event::{Event, EventQueue};
     use crate::logic::wire::{MAD_HDR_LEN, MAD_LEN};

@@ -236,13 +236,13 @@ fn process(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc) {
     match attr {
         AttrId::Req => handle_req(dev, port_num, wc, &hdr, &Req::decode(p)),
         AttrId::SidrReq => handle_sidr_req(dev, port_num, wc, &hdr, &SidrReq::decode(p)),
-        AttrId::Rep => conn::rep_rtu::on_rep(port_num, wc, &hdr, &Rep::decode(p)),
-        AttrId::Rtu => conn::rep_rtu::on_rtu(port_num, wc, &hdr, &Rtu::decode(p)),
+        AttrId::Rep => conn::rep_rtu::on_rep(dev, port_num, wc, &hdr, &Rep::decode(p)),
+        AttrId::Rtu => conn::rep_rtu::on_rtu(dev, port_num, wc, &hdr, &Rtu::decode(p)),
         AttrId::Dreq => conn::dreq_drep::on_dreq(dev, port_num, wc, &hdr, &Dreq::decode(p)),
-        AttrId::Drep => conn::dreq_drep::on_drep(port_num, wc, &hdr, &Drep::decode(p)),
+        AttrId::Drep => conn::dreq_drep::on_drep(dev, port_num, wc, &hdr, &Drep::decode(p)),
         AttrId::Rej => conn::rej_mra::on_rej(dev, port_num, wc, &hdr, &Rej::decode(p)),
-        AttrId::Mra => conn::rej_mra::on_mra(port_num, wc, &hdr, &Mra::decode(p)),
-        AttrId::SidrRep => conn::sidr::on_sidr_rep(port_num, wc, &hdr, &SidrRep::decode(p)),
+        AttrId::Mra => conn::rej_mra::on_mra(dev, port_num, wc, &hdr, &Mra::decode(p)),
+        AttrId::SidrRep => conn::sidr::on_sidr_rep(dev, port_num, wc, &hdr, &SidrRep::decode(p)),
         AttrId::Lap => conn::lap_apr::on_lap(dev, port_num, wc, &hdr, &Lap::decode(p)),
         AttrId::Apr => conn::lap_apr::on_apr(dev, port_num, wc, &hdr, &Apr::decode(p)),
     }
@@ -379,6 +379,7 @@ fn on_known_req(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, see
                 return;
             };
             let recv = conn::Recv {
+                dev,
                 port_num,
                 attr: AttrId::Req,
                 tid: hdr.tid,

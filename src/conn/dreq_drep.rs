@@ -96,6 +96,7 @@ pub(crate) fn on_dreq(
         &id,
         Input::RecvDreq,
         Recv {
+            dev,
             port_num,
             attr: AttrId::Dreq,
             tid: hdr.tid,
@@ -107,7 +108,13 @@ pub(crate) fn on_dreq(
 }
 
 /// A DREP (`cm_drep_handler`).
-pub(crate) fn on_drep(port_num: u32, wc: &RecvWc, hdr: &MadHeader, drep: &CommIdsAndData) {
+pub(crate) fn on_drep(
+    dev: &crate::device::CmDevice,
+    port_num: u32,
+    wc: &RecvWc,
+    hdr: &MadHeader,
+    drep: &CommIdsAndData,
+) {
     let Some(id) = comm_id::acquire(drep.remote_comm_id, drep.local_comm_id) else {
         return;
     };
@@ -115,6 +122,7 @@ pub(crate) fn on_drep(port_num: u32, wc: &RecvWc, hdr: &MadHeader, drep: &CommId
         &id,
         Input::RecvDrep,
         Recv {
+            dev,
             port_num,
             attr: AttrId::Drep,
             tid: hdr.tid,

@@ -95,6 +95,7 @@ pub(crate) fn on_lap(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
         return;
     };
     let recv = Recv {
+        dev,
         port_num,
         attr: AttrId::Lap,
         tid: hdr.tid,
@@ -120,6 +121,7 @@ pub(crate) fn on_apr(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
         return;
     };
     let recv = Recv {
+        dev,
         port_num,
         attr: AttrId::Apr,
         tid: hdr.tid,

@@ -51,6 +51,9 @@ pub(crate) const REJ_STALE_CONN: u16 = 10;
 
 /// A received MAD an input came with.
 pub(crate) struct Recv<'a> {
+    /// The receiving device (`work->port` in cm.c: answers and duplicate counts go through
+    /// it, also when the id belongs to another device).
+    pub(crate) dev: &'a crate::device::CmDevice,
     /// The receiving port.
     pub(crate) port_num: u32,
     /// Its attribute (for the duplicate counter).
@@ -171,7 +174,7 @@ pub(crate) fn run(
         Ok(st) => st,
         Err(r) => {
             if r == Refusal::Duplicate {
-                count_duplicate(id, ctx);
+                count_duplicate(ctx);
             }
             trace_refusal(id, input, r, ctx);
             out.refused = Some(r);
@@ -233,7 +236,7 @@ pub(crate) fn run(
 /// unlinked, delivers (which consumes the use) or gives the use back.
 pub(crate) fn finish(id: &Arc<CmId>, mut out: Outcome, recv: Option<&Recv<'_>>) -> Result {
     if let (Some(msg), Some(r)) = (out.response.take(), recv) {
-        crate::recv::respond(&id.dev, r.port_num, r.wc, out.response_tid, &msg);
+        crate::recv::respond(r.dev, r.port_num, r.wc, out.response_tid, &msg);
     }
     drop(core::mem::take(&mut out.unlinked));
     let result = out.result;
@@ -350,9 +353,9 @@ fn trace_refusal(id: &CmId, input: Input, r: Refusal, ctx: &Ctx<'_>) {
     }
 }
 
-fn count_duplicate(id: &CmId, ctx: &Ctx<'_>) {
+fn count_duplicate(ctx: &Ctx<'_>) {
     if let Some(r) = &ctx.recv {
-        if let Some(port) = id.dev.port(r.port_num) {
+        if let Some(port) = r.dev.port(r.port_num) {
             port.count(Counter::RxDuplicates, r.attr.counter_index(), 1);
         }
     }
@@ -437,7 +440,7 @@ fn act(
             }
             out.deliver = Some(ev);
         }
-        Action::CountDuplicate => count_duplicate(id, ctx),
+        Action::CountDuplicate => count_duplicate(ctx),
         Action::QueueEstablished => {
             let work = ctx.est_work.take().ok_or(ENOMEM)?;
             let wq = crate::recv::wq();

@@ -109,6 +109,7 @@ pub(crate) fn on_rej(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
         &id,
         Input::RecvRej { stale },
         Recv {
+            dev,
             port_num,
             attr: AttrId::Rej,
             tid: hdr.tid,
@@ -128,7 +129,7 @@ pub(crate) fn on_rej(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
 }
 
 /// An MRA (`cm_mra_handler`).
-pub(crate) fn on_mra(port_num: u32, wc: &RecvWc, hdr: &MadHeader, mra: &Mra) {
+pub(crate) fn on_mra(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, mra: &Mra) {
     let Some(kind) = MsgKind::from_wire(mra.message_mraed) else {
         return;
     };
@@ -139,6 +140,7 @@ pub(crate) fn on_mra(port_num: u32, wc: &RecvWc, hdr: &MadHeader, mra: &Mra) {
     let Some(id) = id else { return };
     let t = mra.service_timeout;
     let recv = Recv {
+        dev,
         port_num,
         attr: AttrId::Mra,
         tid: hdr.tid,

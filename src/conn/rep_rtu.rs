@@ -197,8 +197,15 @@ unsafe fn rep_event(wc: &RecvWc, rep: &Rep, qp_type: u32, attr_mod: u32) -> Resu
 }
 
 /// A REP (`cm_rep_handler`).
-pub(crate) fn on_rep(port_num: u32, wc: &RecvWc, hdr: &MadHeader, rep: &Rep) {
+pub(crate) fn on_rep(
+    dev: &crate::device::CmDevice,
+    port_num: u32,
+    wc: &RecvWc,
+    hdr: &MadHeader,
+    rep: &Rep,
+) {
     let recv = Recv {
+        dev,
         port_num,
         attr: AttrId::Rep,
         tid: hdr.tid,
@@ -242,7 +249,7 @@ pub(crate) fn on_rep(port_num: u32, wc: &RecvWc, hdr: &MadHeader, rep: &Rep) {
         // REJ STALE_CONN for the REP (`cm_issue_rej`, message REP), then a DREQ to the id
         // that holds the peer's QP; the new id stays in REQ_SENT until its REQ times out.
         crate::recv::issue_rej(
-            &id.dev,
+            dev,
             port_num,
             wc,
             hdr.tid,
@@ -255,7 +262,13 @@ pub(crate) fn on_rep(port_num: u32, wc: &RecvWc, hdr: &MadHeader, rep: &Rep) {
 }
 
 /// An RTU (`cm_rtu_handler`).
-pub(crate) fn on_rtu(port_num: u32, wc: &RecvWc, hdr: &MadHeader, rtu: &CommIdsAndData) {
+pub(crate) fn on_rtu(
+    dev: &crate::device::CmDevice,
+    port_num: u32,
+    wc: &RecvWc,
+    hdr: &MadHeader,
+    rtu: &CommIdsAndData,
+) {
     let Some(id) = comm_id::acquire(rtu.remote_comm_id, rtu.local_comm_id) else {
         return;
     };
@@ -263,6 +276,7 @@ pub(crate) fn on_rtu(port_num: u32, wc: &RecvWc, hdr: &MadHeader, rtu: &CommIdsA
         &id,
         Input::RecvRtu,
         Recv {
+            dev,
             port_num,
             attr: AttrId::Rtu,
             tid: hdr.tid,

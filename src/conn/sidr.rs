@@ -103,7 +103,13 @@ pub(crate) unsafe fn send_sidr_req(
 }
 
 /// A SIDR_REP (`cm_sidr_rep_handler`).
-pub(crate) fn on_sidr_rep(port_num: u32, wc: &RecvWc, hdr: &MadHeader, rep: &SidrRep) {
+pub(crate) fn on_sidr_rep(
+    dev: &crate::device::CmDevice,
+    port_num: u32,
+    wc: &RecvWc,
+    hdr: &MadHeader,
+    rep: &SidrRep,
+) {
     let Some(id) = comm_id::acquire(rep.request_id, 0) else {
         return;
     };
@@ -118,6 +124,7 @@ pub(crate) fn on_sidr_rep(port_num: u32, wc: &RecvWc, hdr: &MadHeader, rep: &Sid
         &id,
         Input::RecvSidrRep,
         Recv {
+            dev,
             port_num,
             attr: AttrId::SidrRep,
             tid: hdr.tid,
