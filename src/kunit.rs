@@ -410,6 +410,18 @@ fn exchange(
     tid: u64,
     answer: u16,
 ) -> Option<[u8; WIRE_MAD_LEN]> {
+    exchange_expecting(from, av, msg, tid, tid, answer)
+}
+
+/// [`exchange`] with the answer expected under transaction ID `want` (`msg` goes with `tid`).
+fn exchange_expecting(
+    from: &TestDev,
+    av: &TestAv,
+    msg: &CmMessage,
+    tid: u64,
+    want: u64,
+    answer: u16,
+) -> Option<[u8; WIRE_MAD_LEN]> {
     let mut out = [0u8; WIRE_MAD_LEN];
     // SAFETY: `out` is 256 writable bytes; an out-of-range index only returns the count.
     let start = unsafe { bindings::ibcm_glue_capture_get(u32::MAX, out.as_mut_ptr()) };
@@ -430,7 +442,7 @@ fn exchange(
         for index in start..count {
             // SAFETY: As above.
             unsafe { bindings::ibcm_glue_capture_get(index, out.as_mut_ptr()) };
-            let tid_ok = out[8..16] == tid.to_be_bytes();
+            let tid_ok = out[8..16] == want.to_be_bytes();
             if tid_ok && u16::from_be_bytes([out[16], out[17]]) == answer {
                 return Some(out);
             }
@@ -441,6 +453,79 @@ fn exchange(
 
 const UNKNOWN_SID: u64 = 0x0000_0000_0106_FFF0;
 const LISTEN_SID: u64 = 0x0000_0000_0106_FFF1;
+const MRA_SID: u64 = 0x0000_0000_0106_FFF2;
+
+/// Whether rxe0's CM sent a MAD of attribute `attr` with transaction ID `tid` since capture
+/// index `start`.
+fn captured_since(start: u32, attr: u16, tid: u64) -> bool {
+    let mut out = [0u8; WIRE_MAD_LEN];
+    // SAFETY: `out` is 256 writable bytes; an out-of-range index only returns the count.
+    let count = unsafe { bindings::ibcm_glue_capture_get(u32::MAX, out.as_mut_ptr()) };
+    (start..count).any(|index| {
+        // SAFETY: As above.
+        unsafe { bindings::ibcm_glue_capture_get(index, out.as_mut_ptr()) };
+        out[8..16] == tid.to_be_bytes() && u16::from_be_bytes([out[16], out[17]]) == attr
+    })
+}
+
+static MRA_ID: core::sync::atomic::AtomicPtr<bindings::ib_cm_id> =
+    core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
+
+/// Answers a REQ with an MRA (service timeout 20) and keeps the id in MRA_REQ_SENT.
+extern "C" fn mra_handler(
+    id: *mut bindings::ib_cm_id,
+    ev: *const bindings::ib_cm_event,
+) -> ffi::c_int {
+    // SAFETY: The CM passes a live id and event for the duration of the call.
+    if unsafe { (*ev).event } != bindings::ib_cm_event_type_IB_CM_REQ_RECEIVED {
+        return 0;
+    }
+    // SAFETY: `id` is live; no private data.
+    if unsafe { crate::abi::ibcm_rs_send_cm_mra(id, 20, core::ptr::null(), 0) } != 0 {
+        return -(bindings::EINVAL as i32);
+    }
+    MRA_ID.store(id, Ordering::SeqCst);
+    0
+}
+
+// A retransmitted REQ for an id in MRA_REQ_SENT gets the MRA again, with the TID of the
+// exchange (the id's, cm.c's `cm_id_priv->tid` in `cm_format_mra`), not the retransmission's,
+// and is counted as a duplicate.
+extern "C" fn dup_req_gets_mra_with_the_ids_tid(_test: *mut bindings::kunit) {
+    let Some((d0, d1, av)) = two_devices() else {
+        return;
+    };
+    let listener = require!(insert_listen(&d0.cm, Some(mra_handler), MRA_SID, false));
+    MRA_ID.store(core::ptr::null_mut(), Ordering::SeqCst);
+    let (tid1, tid2) = (0x0000_CAFE_0000_0021u64, 0x0000_CAFE_0000_0022u64);
+    let req = test_req(MRA_SID, 0x6677_0001, &av);
+    let first = exchange(&d1, &av, &CmMessage::Req(req.clone()), tid1, 0x11);
+    expect!(first.is_some());
+    let id = MRA_ID.load(Ordering::SeqCst);
+    expect!(!id.is_null());
+    // SAFETY: `id` is the handler's live handle (destroyed below).
+    expect!(id.is_null() || unsafe { (*id).state } == bindings::ib_cm_state_IB_CM_MRA_REQ_SENT);
+    // SAFETY: `out` is 256 writable bytes; an out-of-range index only returns the count.
+    let start =
+        unsafe { bindings::ibcm_glue_capture_get(u32::MAX, [0u8; WIRE_MAD_LEN].as_mut_ptr()) };
+    let again = exchange_expecting(&d1, &av, &CmMessage::Req(req), tid2, tid1, 0x11);
+    expect!(again.is_some());
+    expect!(!captured_since(start, 0x11, tid2));
+    if let Some(mad) = again {
+        match decode_mad(&mad) {
+            Ok((_, CmMessage::Mra(m))) => {
+                expect!(m.remote_comm_id == 0x6677_0001 && m.message_mraed == 0);
+                expect!(m.service_timeout == 20);
+            }
+            _ => fail!("an MRA"),
+        }
+    }
+    if !id.is_null() {
+        // SAFETY: The handler's handle, destroyed once.
+        unsafe { crate::abi::ibcm_rs_destroy_cm_id(id) };
+    }
+    expect!(destroy(&listener));
+}
 
 extern "C" fn req_without_listener_gets_rej(_test: *mut bindings::kunit) {
     let Some((_d0, d1, av)) = two_devices() else {
@@ -837,7 +922,7 @@ const fn suite(name: &[u8], cases: *mut bindings::kunit_case) -> bindings::kunit
 
 // KUnit writes run status into the cases and the suite, hence `static mut`; nothing in Rust
 // touches them after initialisation.
-static mut CASES: [bindings::kunit_case; 12] = [
+static mut CASES: [bindings::kunit_case; 13] = [
     case(c"tree_share_and_release", tree_share_and_release),
     case(c"listen_never_shares", listen_never_shares),
     case(c"assign_allocator", assign_allocator),
@@ -864,6 +949,10 @@ static mut CASES: [bindings::kunit_case; 12] = [
         debugfs_walk_finds_published_ids,
     ),
     case(c"queued_event_owns_its_mad", queued_event_owns_its_mad),
+    case(
+        c"dup_req_gets_mra_with_the_ids_tid",
+        dup_req_gets_mra_with_the_ids_tid,
+    ),
     // SAFETY: The zeroed terminator KUnit looks for.
     unsafe { core::mem::zeroed() },
 ];
