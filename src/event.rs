@@ -13,12 +13,13 @@
 //! and drains what others queued meanwhile; everyone else only queues. cm.c does the same with
 //! `work_count`.
 
+use crate::recv::{Origin, RecvWc};
 use crate::{
     bindings,
     logic::wire::{MAD_HDR_LEN, MAD_LEN},
 };
 use core::mem::MaybeUninit;
-use kernel::{alloc::KBox, ffi, prelude::*};
+use kernel::{alloc::KBox, ffi, prelude::*, types::Opaque};
 
 /// One event for a handler.
 ///
@@ -38,6 +39,11 @@ pub(crate) struct Event {
     src_len: usize,
     /// The MAD's copy once queued.
     mad: MaybeUninit<[u8; MAD_LEN]>,
+    /// The CM workqueue's item, while the event's allocation carries a received MAD to the
+    /// receive work (initialised by [`Event::for_work`] only).
+    work: Opaque<bindings::work_struct>,
+    /// That MAD, until the receive work takes it.
+    origin: Option<Origin>,
 }
 
 // SAFETY: The raw pointers inside point into the event itself, into a received MAD owned by
@@ -47,6 +53,78 @@ pub(crate) struct Event {
 unsafe impl Send for Event {}
 
 impl Event {
+    /// The event of type `kind` about the received MAD `wc`, pointing into it: the allocation
+    /// the MAD's work item came in if it is still unused (cm.c's `cm_work`), else a new one.
+    ///
+    /// # Safety
+    ///
+    /// As [`Event::for_mad`], for `wc`'s MAD.
+    pub(crate) unsafe fn for_wc(
+        kind: bindings::ib_cm_event_type,
+        wc: &RecvWc,
+    ) -> Result<KBox<Event>> {
+        let e = match wc.take_event() {
+            Some(e) => e,
+            None => Self::zeroed(GFP_KERNEL)?,
+        };
+        // SAFETY: The caller's contract.
+        unsafe { Self::attach(e, kind, wc.mad()) }
+    }
+
+    /// Points the unused event `e` at the whole MAD `mad` (a shorter one is refused).
+    ///
+    /// # Safety
+    ///
+    /// As [`Event::for_mad`].
+    unsafe fn attach(
+        mut e: KBox<Event>,
+        kind: bindings::ib_cm_event_type,
+        mad: &[u8],
+    ) -> Result<KBox<Event>> {
+        let mad: &[u8; MAD_LEN] = mad.try_into().map_err(|_| EINVAL)?;
+        // INVARIANT: The caller keeps `mad` alive while the event is not queued.
+        e.src = mad.as_ptr();
+        e.src_len = MAD_LEN;
+        e.ev.event = kind;
+        Ok(e)
+    }
+
+    /// An event allocation carrying the received MAD `origin` to the CM workqueue, its work
+    /// item initialised (`cm_recv_handler`'s `cm_work`).
+    pub(crate) fn for_work(origin: Origin) -> Result<KBox<Event>> {
+        let mut e = Self::zeroed(GFP_KERNEL)?;
+        e.origin = Some(origin);
+        // SAFETY: The work item is ours; the glue initialises it in place.
+        unsafe { bindings::ibcm_glue_init_recv_work(e.work.get()) };
+        Ok(e)
+    }
+
+    /// Gives up the box to the workqueue: its work item, for queueing.
+    pub(crate) fn into_work(e: KBox<Event>) -> *mut bindings::work_struct {
+        let raw = KBox::into_raw(e);
+        // SAFETY: `raw` is live (just leaked); the field's address does not move.
+        unsafe { (*raw).work.get() }
+    }
+
+    /// Takes the box back from its work item.
+    ///
+    /// # Safety
+    ///
+    /// `work` must come from [`Event::into_work`] and be taken back once.
+    pub(crate) unsafe fn from_work(work: *mut bindings::work_struct) -> KBox<Event> {
+        // SAFETY: `work` is the `work` field of an event leaked by `into_work` (caller).
+        let e = unsafe {
+            kernel::container_of!(work.cast::<Opaque<bindings::work_struct>>(), Event, work)
+        };
+        // SAFETY: Leaked with `KBox::into_raw`, taken back once (caller).
+        unsafe { KBox::from_raw(e.cast_mut()) }
+    }
+
+    /// The received MAD the allocation carried (once).
+    pub(crate) fn take_origin(&mut self) -> Option<Origin> {
+        self.origin.take()
+    }
+
     /// A zeroed event of type `kind` about the received MAD `mad`, pointing into it. A
     /// received MAD that reached a handler is whole (`decode_header` checks its length), so
     /// every fixed-size field an event points at lies inside it; a shorter one is refused.
@@ -54,17 +132,14 @@ impl Event {
     /// # Safety
     ///
     /// `mad` must stay valid until the event is dropped or pushed on an [`EventQueue`].
+    #[cfg_attr(not(ibcm_kunit), allow(dead_code))]
     pub(crate) unsafe fn for_mad(
         kind: bindings::ib_cm_event_type,
         mad: &[u8],
     ) -> Result<KBox<Event>> {
-        let mad: &[u8; MAD_LEN] = mad.try_into().map_err(|_| EINVAL)?;
-        let mut e = Self::zeroed(GFP_KERNEL)?;
-        // INVARIANT: The caller keeps `mad` alive while the event is not queued.
-        e.src = mad.as_ptr();
-        e.src_len = MAD_LEN;
-        e.ev.event = kind;
-        Ok(e)
+        let e = Self::zeroed(GFP_KERNEL)?;
+        // SAFETY: The caller's contract.
+        unsafe { Self::attach(e, kind, mad) }
     }
 
     /// A zeroed event about no MAD (timers, completions, API calls).
@@ -86,13 +161,16 @@ impl Event {
         // SAFETY: `p` is valid for writes of an `Event`. All-zero is a valid value of every
         // field written: `next` is `None` (a box is a non-null pointer, so `None` is the null
         // niche), `ev` and `paths` are plain C data whose pointers may be NULL, `src` is NULL
-        // and `src_len` 0; `mad` is `MaybeUninit` and needs nothing.
+        // and `src_len` 0; `mad` is `MaybeUninit` and `work` `Opaque`, neither needs anything;
+        // `origin` is `None`.
         unsafe {
             core::ptr::addr_of_mut!((*p).next).write(None);
             core::ptr::addr_of_mut!((*p).ev).write(core::mem::zeroed());
             core::ptr::addr_of_mut!((*p).paths).write(core::mem::zeroed());
             core::ptr::addr_of_mut!((*p).src).write(core::ptr::null());
             core::ptr::addr_of_mut!((*p).src_len).write(0);
+            core::ptr::addr_of_mut!((*p).work).write(Opaque::uninit());
+            core::ptr::addr_of_mut!((*p).origin).write(None);
             Ok(e.assume_init())
         }
     }

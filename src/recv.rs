@@ -35,7 +35,7 @@ use crate::{
     trace::{self, Local},
 };
 use core::sync::atomic::{AtomicPtr, Ordering};
-use kernel::{alloc::KBox, c_str, ffi, prelude::*, sync::Arc, types::Opaque};
+use kernel::{alloc::KBox, c_str, ffi, prelude::*, sync::Arc};
 
 /// The CM workqueue (`cm.wq`), created at module init.
 static WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(core::ptr::null_mut());
@@ -74,21 +74,41 @@ pub(crate) fn flush() {
     }
 }
 
-/// A received MAD, owned until dropped (`ib_free_recv_mad`).
-pub(crate) struct RecvWc(*mut bindings::ib_mad_recv_wc);
+/// A received MAD, owned until dropped (`ib_free_recv_mad`), with the event allocation its
+/// work item came in (cm.c's `cm_work` is both), for the handler that reports it.
+pub(crate) struct RecvWc {
+    raw: *mut bindings::ib_mad_recv_wc,
+    spare: core::cell::Cell<Option<KBox<Event>>>,
+}
 
 // SAFETY: The receive buffers belong to us once handed to the receive callback; the MAD layer
 // does not touch them again until `ib_free_recv_mad`.
 unsafe impl Send for RecvWc {}
 
 impl RecvWc {
+    /// Takes ownership of a received MAD.
+    fn new(raw: *mut bindings::ib_mad_recv_wc) -> Self {
+        Self {
+            raw,
+            spare: core::cell::Cell::new(None),
+        }
+    }
+
+    /// The event allocation this MAD came in, once (a handler that reports the MAD uses it
+    /// instead of allocating).
+    pub(crate) fn take_event(&self) -> Option<KBox<Event>> {
+        self.spare.take()
+    }
+
     /// The MAD bytes (at most 256, fewer if the MAD layer says so).
     pub(crate) fn mad(&self) -> &[u8] {
-        // SAFETY: `self.0` is a valid receive completion whose `mad` buffer holds `mad_len`
+        // SAFETY: `self.raw` is a valid receive completion whose `mad` buffer holds `mad_len`
         // bytes (an IB MAD buffer is 256 bytes); the slice lives as long as `self`.
         unsafe {
-            let len = usize::try_from((*self.0).mad_len).unwrap_or(0).min(MAD_LEN);
-            let mad = (*self.0).recv_buf.__bindgen_anon_1.mad;
+            let len = usize::try_from((*self.raw).mad_len)
+                .unwrap_or(0)
+                .min(MAD_LEN);
+            let mad = (*self.raw).recv_buf.__bindgen_anon_1.mad;
             if mad.is_null() {
                 return &[];
             }
@@ -98,33 +118,33 @@ impl RecvWc {
 
     /// The work completion.
     pub(crate) fn wc(&self) -> *const bindings::ib_wc {
-        // SAFETY: `self.0` is valid.
-        unsafe { (*self.0).wc }
+        // SAFETY: `self.raw` is valid.
+        unsafe { (*self.raw).wc }
     }
 
     /// The GRH.
     pub(crate) fn grh(&self) -> *const bindings::ib_grh {
-        // SAFETY: `self.0` is valid.
-        unsafe { (*self.0).recv_buf.grh }
+        // SAFETY: `self.raw` is valid.
+        unsafe { (*self.raw).recv_buf.grh }
     }
 }
 
 impl Drop for RecvWc {
     fn drop(&mut self) {
+        // The unused event first: it may point into the MAD (it does not, unused, but the
+        // order costs nothing).
+        drop(self.spare.take());
         // SAFETY: We own the completion; this is its one release.
-        unsafe { bindings::ib_free_recv_mad(self.0) };
+        unsafe { bindings::ib_free_recv_mad(self.raw) };
     }
 }
 
-/// A received MAD queued for processing. The work function is C (`glue.c`), so ftrace can
-/// profile the CM's receive work like cm.c's `cm_work_handler`.
-#[pin_data]
-struct RecvWork {
-    #[pin]
-    work: Opaque<bindings::work_struct>,
-    dev: Arc<CmDevice>,
-    port_num: u32,
-    wc: RecvWc,
+/// What a received MAD's work item carries to the receive work (inside an [`Event`]: one
+/// allocation per received MAD, as cm.c's `cm_work`).
+pub(crate) struct Origin {
+    pub(crate) dev: Arc<CmDevice>,
+    pub(crate) port_num: u32,
+    pub(crate) wc: RecvWc,
 }
 
 /// The receive work function (`cm_work_handler`).
@@ -135,13 +155,14 @@ struct RecvWork {
 /// which gave up its box.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn ibcm_rs_recv_work(work: *mut bindings::work_struct) {
-    // SAFETY: `work` is the `work` field of a `RecvWork` leaked by `ibcm_rs_recv`.
-    let this = unsafe {
-        kernel::container_of!(work.cast::<Opaque<bindings::work_struct>>(), RecvWork, work)
+    // SAFETY: `work` is the work item of an event leaked by `ibcm_rs_recv`, taken back once.
+    let mut ev = unsafe { Event::from_work(work) };
+    let Some(origin) = ev.take_origin() else {
+        return;
     };
-    // SAFETY: The box was leaked with `KBox::into_raw` and is taken back once.
-    let this = unsafe { KBox::from_raw(this.cast_mut()) };
-    process(&this.dev, this.port_num, &this.wc);
+    // The event's allocation goes to the handler that reports the MAD (or with the MAD).
+    origin.wc.spare.set(Some(ev));
+    process(&origin.dev, origin.port_num, &origin.wc);
 }
 
 fn warn_malformed(dev: &CmDevice, port_num: u32, what: &'static CStr) {
@@ -161,7 +182,7 @@ pub(crate) unsafe extern "C" fn ibcm_rs_recv(
     port_num: u32,
     recv_wc: *mut bindings::ib_mad_recv_wc,
 ) {
-    let wc = RecvWc(recv_wc);
+    let wc = RecvWc::new(recv_wc);
     // SAFETY: The agent's context is its device, alive while the agent is registered.
     let dev = unsafe { device_of_agent(context) };
     let Some(port) = dev.port(port_num) else {
@@ -177,20 +198,12 @@ pub(crate) unsafe extern "C" fn ibcm_rs_recv(
     };
     port.count(Counter::RxMsgs, attr.counter_index(), 1);
     let dev: Arc<CmDevice> = dev.into();
-    let owned = dev.clone();
-    let work = KBox::pin_init(
-        pin_init!(RecvWork {
-            work <- Opaque::ffi_init(|w: *mut bindings::work_struct| {
-                // SAFETY: `w` is valid for writes; the glue initialises it in place.
-                unsafe { bindings::ibcm_glue_init_recv_work(w) }
-            }),
-            dev: owned,
-            port_num,
-            wc
-        }),
-        GFP_KERNEL,
-    );
-    let Ok(work) = work else {
+    let origin = Origin {
+        dev: dev.clone(),
+        port_num,
+        wc,
+    };
+    let Ok(work) = Event::for_work(origin) else {
         return;
     };
     let wq = WQ.load(Ordering::Acquire);
@@ -200,13 +213,13 @@ pub(crate) unsafe extern "C" fn ibcm_rs_recv(
         drop(work);
         return;
     }
-    // SAFETY: The work item owns itself from here until `ibcm_rs_recv_work` takes it back;
-    // it does not move (it stays in its box).
-    let raw = KBox::into_raw(unsafe { Pin::into_inner_unchecked(work) });
+    // The work item owns itself from here until `ibcm_rs_recv_work` takes it back; it does
+    // not move (it stays in its box).
+    let item = Event::into_work(work);
     // Queueing does not allocate and may be done under a spinlock; doing it under the device
     // lock orders it before removal's `going_down`, so removal's flush sees it.
-    // SAFETY: `wq` is live until module exit, after every device is gone; `raw` is live.
-    unsafe { bindings::ibcm_glue_queue_work(wq, (*raw).work.get()) };
+    // SAFETY: `wq` is live until module exit, after every device is gone; `item` is live.
+    unsafe { bindings::ibcm_glue_queue_work(wq, item) };
     drop(inner);
 }
 
@@ -471,7 +484,7 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
     };
     // SAFETY: The receive work owns `wc` until this event is delivered (by `hand_over`, in
     // this work) or dropped; queueing it copies the MAD first.
-    let ev = unsafe { Event::for_mad(bindings::ib_cm_event_type_IB_CM_REQ_RECEIVED, wc.mad()) };
+    let ev = unsafe { Event::for_wc(bindings::ib_cm_event_type_IB_CM_REQ_RECEIVED, wc) };
     let Ok(mut ev) = ev else {
         return;
     };
@@ -684,7 +697,7 @@ fn handle_sidr_req(
         RemoteReservation::<SidrKey>::new(GFP_KERNEL),
         // SAFETY: The receive work owns `wc` until this event is delivered (by `hand_over`,
         // in this work) or dropped; queueing it copies the MAD first.
-        unsafe { Event::for_mad(bindings::ib_cm_event_type_IB_CM_SIDR_REQ_RECEIVED, wc.mad()) },
+        unsafe { Event::for_wc(bindings::ib_cm_event_type_IB_CM_SIDR_REQ_RECEIVED, wc) },
     ) else {
         return;
     };

@@ -69,7 +69,7 @@ pub(crate) fn on_lap(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
     let prepared = (|| {
         // SAFETY: The receive work owns `wc` until this event is delivered or dropped here;
         // queueing it copies the MAD first.
-        let mut ev = unsafe { Event::for_mad(0, wc.mad()) }.ok()?;
+        let mut ev = unsafe { Event::for_wc(0, wc) }.ok()?;
         // SAFETY: `wc` is valid for the call, which runs in the device's receive work.
         let wc_av = unsafe { Av::from_wc(dev, port_num, wc.wc(), wc.grh()) }.ok()?;
         fill_path(&mut ev.paths[0], &path);

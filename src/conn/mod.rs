@@ -280,7 +280,7 @@ pub(crate) fn deliver_recv_ctx(
 ) {
     // SAFETY: The receive work owns the completion until this event is delivered or dropped
     // here; queueing it copies the MAD first.
-    let Ok(mut ev) = (unsafe { Event::for_mad(0, recv.wc.mad()) }) else {
+    let Ok(mut ev) = (unsafe { Event::for_wc(0, recv.wc) }) else {
         id.put_user();
         return;
     };

@@ -167,10 +167,10 @@ pub(crate) fn accept_rep(id: &CmId, g: &mut CmIdInner, ctx: &Ctx<'_>) {
 ///
 /// # Safety
 ///
-/// As [`Event::for_mad`]: `wc` must outlive the event unless the event is queued.
+/// As [`Event::for_wc`]: `wc` must outlive the event unless the event is queued.
 unsafe fn rep_event(wc: &RecvWc, rep: &Rep, qp_type: u32, attr_mod: u32) -> Result<KBox<Event>> {
     // SAFETY: The caller keeps `wc` alive as long as the event needs it.
-    let mut ev = unsafe { Event::for_mad(0, wc.mad()) }?;
+    let mut ev = unsafe { Event::for_wc(0, wc) }?;
     // SAFETY: `rep_rcvd` is the union member of REP_RECEIVED.
     let p = unsafe { ev.ev.param.rep_rcvd.as_mut() };
     p.remote_ca_guid = rep.local_ca_guid.to_be();
