@@ -8,7 +8,9 @@
 //! queues it, and queueing ([`EventQueue::push`]) first copies the MAD into the event and moves
 //! its pointers there, so a queued event owns everything it points to. The copy is the
 //! exception: an id's events queue only while one of its handlers is running. Events are
-//! allocated before the id's lock is taken; queueing only links them in. The thread that finds
+//! allocated before the id's lock is taken; queueing only links them in. A received MAD's
+//! event is allocated by the receive callback and carries the MAD's work item to the CM
+//! workqueue (one allocation per MAD, as cm.c's `cm_work`); see `recv.rs`. The thread that finds
 //! the id idle becomes its deliverer (see `CmId::deliver`), calls the handler with no lock held
 //! and drains what others queued meanwhile; everyone else only queues. cm.c does the same with
 //! `work_count`.
