@@ -131,9 +131,7 @@ impl RecvWc {
 
 impl Drop for RecvWc {
     fn drop(&mut self) {
-        // The unused event first: it may point into the MAD (it does not, unused, but the
-        // order costs nothing).
-        drop(self.spare.take());
+        // An unused event in `spare` points at nothing and goes with the fields, after this.
         // SAFETY: We own the completion; this is its one release.
         unsafe { bindings::ib_free_recv_mad(self.raw) };
     }
@@ -293,8 +291,19 @@ fn bth_pkey(dev: &CmDevice, port_num: u32, wc: &RecvWc) -> u16 {
     pkey
 }
 
+/// Fills a path record from what the logic computed, its record type from the address `wc_av`
+/// the record's MAD came from, then its LIDs (whose layout depends on the type).
+pub(crate) fn fill_typed_path(out: &mut bindings::sa_path_rec, p: &PathRecord, wc_av: &Av) {
+    fill_path(out, p);
+    // SAFETY: Our own record and an initialised attribute; the type is set before the LIDs.
+    unsafe {
+        bindings::ibcm_glue_path_set_type(out, wc_av.attr(), p.opa);
+        bindings::ibcm_glue_path_set_lids(out, p.dlid, p.slid);
+    }
+}
+
 /// Fills a path record from what the logic computed (the type and LIDs are set apart).
-pub(crate) fn fill_path(out: &mut bindings::sa_path_rec, p: &PathRecord) {
+fn fill_path(out: &mut bindings::sa_path_rec, p: &PathRecord) {
     // SAFETY: `raw` is the byte view of the GID union; any bytes are valid.
     unsafe {
         *out.dgid.raw.as_mut() = p.dgid;
@@ -501,14 +510,9 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
         }
     };
     let (primary, alternate) = req_event::req_paths(req, &port);
-    fill_path(&mut ev.paths[0], &primary);
-    // SAFETY: The AV was initialised from this completion; the path records are ours. The
-    // record type is set before the LIDs, whose layout depends on it.
-    unsafe {
-        bindings::ibcm_glue_path_set_type(&mut ev.paths[0], wc_av.attr(), primary.opa);
-        bindings::ibcm_glue_path_set_lids(&mut ev.paths[0], primary.dlid, primary.slid);
-        ev.paths[0].hop_limit = bindings::ibcm_glue_ah_attr_hop_limit(wc_av.attr());
-    }
+    fill_typed_path(&mut ev.paths[0], &primary, &wc_av);
+    // SAFETY: The AV was initialised from this completion.
+    ev.paths[0].hop_limit = unsafe { bindings::ibcm_glue_ah_attr_hop_limit(wc_av.attr()) };
     if let Some(alt) = &alternate {
         fill_path(&mut ev.paths[1], alt);
         ev.paths[1].rec_type = ev.paths[0].rec_type;

@@ -24,7 +24,7 @@ use crate::{
             AttrId, MadHeader,
         },
     },
-    recv::{fill_path, RecvWc},
+    recv::{fill_typed_path, RecvWc},
 };
 
 /// Payload offset of a LAP's private data.
@@ -72,13 +72,8 @@ pub(crate) fn on_lap(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
         let mut ev = unsafe { Event::for_wc(0, wc) }.ok()?;
         // SAFETY: `wc` is valid for the call, which runs in the device's receive work.
         let wc_av = unsafe { Av::from_wc(dev, port_num, wc.wc(), wc.grh()) }.ok()?;
-        fill_path(&mut ev.paths[0], &path);
-        // SAFETY: Our own record and an initialised attribute (IB or OPA here, not RoCE). The
-        // record type is set before the LIDs, whose layout depends on it.
-        unsafe {
-            bindings::ibcm_glue_path_set_type(&mut ev.paths[0], wc_av.attr(), path.opa);
-            bindings::ibcm_glue_path_set_lids(&mut ev.paths[0], path.dlid, path.slid);
-        }
+        // The address is IB or OPA here (not RoCE), so the record is too.
+        fill_typed_path(&mut ev.paths[0], &path, &wc_av);
         // The alternate address: the port of the path's source GID (`cm_init_av_by_path`
         // with no GID attribute).
         // SAFETY: Our own path record.

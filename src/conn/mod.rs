@@ -107,10 +107,9 @@ pub(crate) struct Outcome {
     /// The caller became the deliverer of this event.
     pub(crate) deliver: Option<KBox<Event>>,
     /// An answer to the received MAD's sender (a retransmission's, rare: boxed so that the
-    /// outcome stays small).
-    pub(crate) response: Option<KBox<CmMessage>>,
-    /// Its TID: the id's (cm.c formats every such answer with `cm_id_priv->tid`).
-    pub(crate) response_tid: u64,
+    /// outcome stays small), with its TID: the id's (cm.c formats every such answer with
+    /// `cm_id_priv->tid`).
+    pub(crate) response: Option<(KBox<CmMessage>, u64)>,
     /// Table nodes to free.
     pub(crate) unlinked: Unlinked,
     /// The input was refused.
@@ -123,7 +122,6 @@ impl Default for Outcome {
             result: Ok(()),
             deliver: None,
             response: None,
-            response_tid: 0,
             unlinked: Unlinked::default(),
             refused: None,
         }
@@ -235,8 +233,8 @@ pub(crate) fn run(
 /// Finishes an input whose caller holds a use of `id`: answers the sender, frees what the step
 /// unlinked, delivers (which consumes the use) or gives the use back.
 pub(crate) fn finish(id: &Arc<CmId>, mut out: Outcome, recv: Option<&Recv<'_>>) -> Result {
-    if let (Some(msg), Some(r)) = (out.response.take(), recv) {
-        crate::recv::respond(r.dev, r.port_num, r.wc, out.response_tid, &msg);
+    if let (Some((msg, tid)), Some(r)) = (out.response.take(), recv) {
+        crate::recv::respond(r.dev, r.port_num, r.wc, tid, &msg);
     }
     drop(core::mem::take(&mut out.unlinked));
     let result = out.result;
@@ -551,8 +549,7 @@ fn send_out(
             if let Some(ev) = logic_trace::for_send(o) {
                 trace::id(ev, id);
             }
-            out.response = Some(msg);
-            out.response_tid = g.conn.tid;
+            out.response = Some((msg, g.conn.tid));
         }
         return Ok(());
     }
