@@ -20,6 +20,35 @@ BINDGEN_VERSION=0.70.1
 
 die() { echo "deps: error: $*" >&2; exit 1; }
 
+# QEMU must match an installed qemu-utils: qemu-utils 10 (bookworm-backports) Breaks
+# qemu-system-common << 8.0, so bookworm's qemu-system-x86 7.2 would make apt remove it. Such a
+# machine gets the qemu-system-x86 of the same version, from bookworm-backports (its source is
+# added, as /etc/apt/sources.list.d/ib_cm-rs-backports.sources, if apt has none offering it).
+BPO_SOURCES=/etc/apt/sources.list.d/ib_cm-rs-backports.sources
+qemu_matching_utils() {
+	local qv cand
+	[[ $(dpkg-query -W -f='${Status}' qemu-system-x86 2>/dev/null) != "install ok installed" ]] || return 0
+	[[ $(dpkg-query -W -f='${Status}' qemu-utils 2>/dev/null) == "install ok installed" ]] || return 0
+	qv=$(dpkg-query -W -f='${Version}' qemu-utils)
+	cand=$(apt-cache policy qemu-system-x86 | sed -n 's/^ *Candidate: //p')
+	[[ $cand != "$qv" ]] || return 0
+	[[ $(id -u) == 0 ]] || die "qemu-system-x86 missing and not root"
+	if ! apt-cache madison qemu-system-x86 | grep -qF "| $qv |"; then
+		[[ $qv == *bpo12* ]] || die "qemu-utils $qv is installed and no apt source has qemu-system-x86 $qv; bookworm's $cand would remove it: install a matching qemu-system-x86 by hand"
+		echo "deps: qemu-utils $qv is from bookworm-backports: adding $BPO_SOURCES"
+		printf '%s\n' 'Types: deb' 'URIs: http://deb.debian.org/debian' 'Suites: bookworm-backports' \
+			'Components: main' 'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' > "$BPO_SOURCES"
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq || die "apt-get update failed"
+		apt-cache madison qemu-system-x86 | grep -qF "| $qv |" || die "bookworm-backports has no qemu-system-x86 $qv to match the installed qemu-utils"
+	fi
+	local rel=()
+	[[ $qv != *bpo12* ]] || rel=(-t bookworm-backports) # its seabios is there too
+	echo "deps: installing qemu-system-x86 $qv (the version of the installed qemu-utils)"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends --no-remove \
+		"${rel[@]}" "qemu-system-x86=$qv" "qemu-system-common=$qv" "qemu-system-data=$qv" ||
+		die "installing qemu-system-x86 $qv failed"
+}
+qemu_matching_utils
 missing=()
 for p in "${PKGS[@]}"; do
 	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
