@@ -608,14 +608,12 @@ impl CmId {
             return;
         }
         let old_state = self.state();
-        crate::conn::destroy_actions(self, err);
-        crate::timewait::cancel(self);
-        let published = {
-            let mut g = self.inner.lock();
-            core::mem::replace(&mut g.published, false)
-        };
+        let farewell = crate::conn::destroy_actions(self, err);
+        if let Some(class) = farewell.timewait_class {
+            crate::timewait::leave(self, class);
+        }
         if self.comm.live.swap(false, Ordering::AcqRel) {
-            self.comm.id.release(self, published);
+            self.comm.id.release(self, farewell.published);
         }
         self.put_user();
         let mut waited = 0u32;

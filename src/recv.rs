@@ -400,13 +400,7 @@ fn on_known_req(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, see
             let Some(id) = comm_id::acquire(id.local_id(), id.remote_id()) else {
                 return;
             };
-            let recv = conn::Recv {
-                dev,
-                port_num,
-                attr: AttrId::Req,
-                tid: hdr.tid,
-                wc,
-            };
+            let recv = conn::Recv::new(dev, port_num, AttrId::Req, hdr, wc);
             let mut ctx = conn::Ctx {
                 recv: Some(recv),
                 ..conn::Ctx::default()

@@ -235,21 +235,12 @@ pub(crate) fn arm(id: &Arc<CmId>, g: &mut CmIdInner) {
     }
 }
 
-/// Takes an id being destroyed out of timewait. An expiry already running for it finds
-/// `timewait_armed` cleared and does nothing; one that got past that check either fails to
-/// take a use (destroy dropped the bias) and does nothing, or holds one, which destroy waits
-/// for: no event reaches a destroyed id.
-pub(crate) fn cancel(id: &CmId) {
-    let (armed, class) = {
-        let mut g = id.inner.lock();
-        (
-            core::mem::replace(&mut g.timewait_armed, false),
-            g.timewait_class,
-        )
-    };
-    if !armed {
-        return;
-    }
+/// Takes an id being destroyed out of the device's timewait list of `class`, once destroy
+/// has cleared its `timewait_armed` (under the id lock, in `conn::destroy_actions`). An expiry
+/// already running for it finds `timewait_armed` cleared and does nothing; one that got past
+/// that check either fails to take a use (destroy dropped the bias) and does nothing, or holds
+/// one, which destroy waits for: no event reaches a destroyed id.
+pub(crate) fn leave(id: &CmId, class: u8) {
     let queued = id.dev.inner.lock().timewait.remove(id, class);
     // The queue's reference, dropped outside the lock.
     drop(queued);

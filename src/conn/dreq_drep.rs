@@ -95,13 +95,7 @@ pub(crate) fn on_dreq(
     deliver_recv(
         &id,
         Input::RecvDreq,
-        Recv {
-            dev,
-            port_num,
-            attr: AttrId::Dreq,
-            tid: hdr.tid,
-            wc,
-        },
+        Recv::new(dev, port_num, AttrId::Dreq, hdr, wc),
         12,
         |_| {},
     );
@@ -121,13 +115,7 @@ pub(crate) fn on_drep(
     deliver_recv(
         &id,
         Input::RecvDrep,
-        Recv {
-            dev,
-            port_num,
-            attr: AttrId::Drep,
-            tid: hdr.tid,
-            wc,
-        },
+        Recv::new(dev, port_num, AttrId::Drep, hdr, wc),
         8,
         |_| {},
     );

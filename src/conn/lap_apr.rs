@@ -89,13 +89,7 @@ pub(crate) fn on_lap(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
         id.put_user();
         return;
     };
-    let recv = Recv {
-        dev,
-        port_num,
-        attr: AttrId::Lap,
-        tid: hdr.tid,
-        wc,
-    };
+    let recv = Recv::new(dev, port_num, AttrId::Lap, hdr, wc);
     let mut ctx = Ctx {
         event: Some(ev),
         recv: Some(recv),
@@ -115,13 +109,7 @@ pub(crate) fn on_apr(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
     let Some(id) = comm_id::acquire(apr.remote_comm_id, apr.local_comm_id) else {
         return;
     };
-    let recv = Recv {
-        dev,
-        port_num,
-        attr: AttrId::Apr,
-        tid: hdr.tid,
-        wc,
-    };
+    let recv = Recv::new(dev, port_num, AttrId::Apr, hdr, wc);
     deliver_recv(&id, Input::RecvApr, recv, APR_PD_OFFSET, |ev| {
         let info = ev.payload_ptr(APR_INFO_OFFSET);
         // SAFETY: `apr_rcvd` is the union member of APR_RECEIVED.

@@ -33,7 +33,7 @@ use crate::{
                 CommIdsAndData, Dreq, Mra, Rej, DREP_PRIVATE_DATA, DREQ_PRIVATE_DATA, REJ_ARI,
                 REJ_PRIVATE_DATA,
             },
-            AttrId, CmMessage,
+            AttrId, CmMessage, MadHeader,
         },
     },
     port::Counter,
@@ -62,6 +62,25 @@ pub(crate) struct Recv<'a> {
     pub(crate) tid: u64,
     /// The completion, for answers to its sender.
     pub(crate) wc: &'a crate::recv::RecvWc,
+}
+
+impl<'a> Recv<'a> {
+    /// The MAD with header `hdr` and attribute `attr`, received on `port_num` of `dev`.
+    pub(crate) fn new(
+        dev: &'a crate::device::CmDevice,
+        port_num: u32,
+        attr: AttrId,
+        hdr: &MadHeader,
+        wc: &'a crate::recv::RecvWc,
+    ) -> Self {
+        Recv {
+            dev,
+            port_num,
+            attr,
+            tid: hdr.tid,
+            wc,
+        }
+    }
 }
 
 /// Everything an input brings besides itself.
@@ -688,19 +707,28 @@ fn resend(id: &CmId, g: &CmIdInner, o: Out) -> CmMessage {
     }
 }
 
+/// What destroy's last locked step took from the id, for the rest of `CmId::destroy_with`.
+pub(crate) struct Farewell {
+    /// The id was in timewait, on the device's list of this class: it must leave it.
+    pub(crate) timewait_class: Option<u8>,
+    /// The comm-ID table held the id.
+    pub(crate) published: bool,
+}
+
 /// `cm_destroy_id()`'s per-state part: the farewell actions, then IDLE; queued events are
-/// dropped undelivered.
-pub(crate) fn destroy_actions(id: &Arc<CmId>, err: i32) {
-    let xrc_tgt = id.inner.lock().conn.qp_type == bindings::ib_qp_type_IB_QPT_XRC_TGT;
+/// dropped undelivered. The same locked section that ends the id also takes it out of
+/// timewait and unpublishes it (three lock round trips fewer than a section each).
+pub(crate) fn destroy_actions(id: &Arc<CmId>, err: i32) -> Farewell {
+    let xrc_tgt = {
+        let mut g = id.inner.lock();
+        g.destroyed = true;
+        g.conn.qp_type == bindings::ib_qp_type_IB_QPT_XRC_TGT
+    };
     let enomem = err == -(bindings::ENOMEM as i32);
     let mut ctx = Ctx {
         destroying: true,
         ..Ctx::default()
     };
-    {
-        let mut g = id.inner.lock();
-        g.destroyed = true;
-    }
     let mut out = run(
         id,
         Input::Destroy { enomem, xrc_tgt },
@@ -708,7 +736,7 @@ pub(crate) fn destroy_actions(id: &Arc<CmId>, err: i32) {
         |_, _| {},
         |_, _| {},
     );
-    let leftover = {
+    let (leftover, farewell) = {
         let mut g = id.inner.lock();
         id.set_state(State::Idle.raw());
         let mut u = Unlinked::default();
@@ -719,11 +747,23 @@ pub(crate) fn destroy_actions(id: &Arc<CmId>, err: i32) {
             leave_remote(id, &mut g, &mut o);
             u = core::mem::take(&mut o.unlinked);
         }
-        (g.events.take(), u)
+        // An expiry already running finds `timewait_armed` cleared and does nothing (see
+        // `timewait::leave`).
+        let timewait_class =
+            core::mem::replace(&mut g.timewait_armed, false).then_some(g.timewait_class);
+        let published = core::mem::replace(&mut g.published, false);
+        (
+            (g.events.take(), u),
+            Farewell {
+                timewait_class,
+                published,
+            },
+        )
     };
     drop(leftover);
     drop(core::mem::take(&mut out.unlinked));
     drop(out.deliver.take());
+    farewell
 }
 
 /// The completion of `buf`: if it is `id`'s tracked MAD, the id forgets it and the state it

@@ -51,22 +51,24 @@ pub(crate) fn send_mra(id: &Arc<CmId>, service_timeout: u8, pd: &[u8]) -> Result
     if pd.len() > MRA_PRIVATE_DATA {
         return Err(EINVAL);
     }
-    let mut msg = CmMessage::Mra(Mra {
-        local_comm_id: 0,
-        remote_comm_id: 0,
-        message_mraed: 0,
-        service_timeout: service_timeout & 0x1F,
-        private_data: [0; MRA_PRIVATE_DATA],
-    });
-    if let CmMessage::Mra(m) = &mut msg {
-        m.private_data[..pd.len()].copy_from_slice(pd);
-    }
-    let keep = StoredPd::copy(pd)?;
     let delay = service_timeout & 0x80 != 0;
+    // A delayed MRA is built only if a duplicate asks for it (from the stored copy), so none
+    // is built here: that would zero and fill a whole message for nothing.
+    let mut msg = (!delay).then(|| {
+        let mut m = Mra {
+            local_comm_id: 0,
+            remote_comm_id: 0,
+            message_mraed: 0,
+            service_timeout: service_timeout & 0x1F,
+            private_data: [0; MRA_PRIVATE_DATA],
+        };
+        m.private_data[..pd.len()].copy_from_slice(pd);
+        CmMessage::Mra(m)
+    });
     // The stored copy is kept whether or not a MAD goes out now.
-    let mut keep = Some(keep);
+    let mut keep = Some(StoredPd::copy(pd)?);
     let ctx = Ctx {
-        msg: Some(&mut msg),
+        msg: msg.as_mut(),
         ..Ctx::default()
     };
     api(
@@ -108,13 +110,7 @@ pub(crate) fn on_rej(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
     deliver_recv(
         &id,
         Input::RecvRej { stale },
-        Recv {
-            dev,
-            port_num,
-            attr: AttrId::Rej,
-            tid: hdr.tid,
-            wc,
-        },
+        Recv::new(dev, port_num, AttrId::Rej, hdr, wc),
         84,
         |ev| {
             let ari = ev.payload_ptr(12);
@@ -139,13 +135,7 @@ pub(crate) fn on_mra(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
     };
     let Some(id) = id else { return };
     let t = mra.service_timeout;
-    let recv = Recv {
-        dev,
-        port_num,
-        attr: AttrId::Mra,
-        tid: hdr.tid,
-        wc,
-    };
+    let recv = Recv::new(dev, port_num, AttrId::Mra, hdr, wc);
     super::deliver_recv_ctx(&id, Input::RecvMra { mraed: kind }, recv, 10, t, |ev| {
         // SAFETY: `mra_rcvd` is the union member of MRA_RECEIVED.
         unsafe { ev.ev.param.mra_rcvd.as_mut() }.service_timeout = t;

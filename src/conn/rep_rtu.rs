@@ -204,13 +204,7 @@ pub(crate) fn on_rep(
     hdr: &MadHeader,
     rep: &Rep,
 ) {
-    let recv = Recv {
-        dev,
-        port_num,
-        attr: AttrId::Rep,
-        tid: hdr.tid,
-        wc,
-    };
+    let recv = Recv::new(dev, port_num, AttrId::Rep, hdr, wc);
     let Some(id) = comm_id::acquire(rep.remote_comm_id, 0) else {
         // `cm_dup_rep_handler`: the id already took a REP from this peer.
         if let Some(id) = comm_id::acquire(rep.remote_comm_id, rep.local_comm_id) {
@@ -275,13 +269,7 @@ pub(crate) fn on_rtu(
     super::deliver_recv(
         &id,
         Input::RecvRtu,
-        Recv {
-            dev,
-            port_num,
-            attr: AttrId::Rtu,
-            tid: hdr.tid,
-            wc,
-        },
+        Recv::new(dev, port_num, AttrId::Rtu, hdr, wc),
         8,
         |_| {},
     );

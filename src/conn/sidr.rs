@@ -123,13 +123,7 @@ pub(crate) fn on_sidr_rep(
     deliver_recv(
         &id,
         Input::RecvSidrRep,
-        Recv {
-            dev,
-            port_num,
-            attr: AttrId::SidrRep,
-            tid: hdr.tid,
-            wc,
-        },
+        Recv::new(dev, port_num, AttrId::SidrRep, hdr, wc),
         96,
         |ev| {
             let info = ev.payload_ptr(24);
