@@ -236,25 +236,21 @@ impl CmDevice {
         }
         // The tick count is read under the lock: receive work runs on several CPUs, and an
         // entry must never look born after the `now` it is compared with.
-        let (hit, evicted) = {
-            let mut cache = self.reply_ahs.lock();
-            cache.get(port_num, &key, jiffies())
-        };
-        drop(evicted);
+        let hit = self.reply_ahs.lock().get(port_num, &key, jiffies());
         if let Some(ah) = hit {
             return Ok(Some(ah));
         }
         // SAFETY: As above; no lock is held.
-        let ah = Arc::new(unsafe { ReplyAh::create(agent, wc, grh) }?, GFP_KERNEL)?;
-        let evicted = {
+        let ah = Arc::new(unsafe { ReplyAh::resolve(agent, wc, grh) }?, GFP_KERNEL)?;
+        let replaced = {
             let mut cache = self.reply_ahs.lock();
-            let evicted = cache.insert(port_num, key, jiffies(), ah.clone());
+            let replaced = cache.insert(port_num, key, jiffies(), ah.clone());
             if cache.is_open() {
                 self.arm_sweep(cache.ttl());
             }
-            evicted
+            replaced
         };
-        drop(evicted);
+        drop(replaced);
         Ok(Some(ah))
     }
 

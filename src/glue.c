@@ -370,22 +370,16 @@ int ibcm_glue_reply_ah_key(struct ib_mad_agent *agent, const struct ib_wc *wc,
 	return 0;
 }
 
-int ibcm_glue_reply_addr_init(struct ib_mad_agent *agent, const struct ib_wc *wc,
-			      const struct ib_grh *grh, struct rdma_ah_attr *attr,
-			      struct ib_ah **ah)
+int ibcm_glue_reply_attr_init(struct ib_mad_agent *agent, const struct ib_wc *wc,
+			      const struct ib_grh *grh, struct rdma_ah_attr *attr)
 {
-	int ret;
+	return ib_init_ah_attr_from_wc(agent->device, agent->port_num, wc, grh, attr);
+}
 
-	/* ib_create_ah_from_wc(), keeping the attribute. */
-	ret = ib_init_ah_attr_from_wc(agent->device, agent->port_num, wc, grh, attr);
-	if (ret)
-		return ret;
-	*ah = rdma_create_ah(agent->qp->pd, attr, RDMA_CREATE_AH_SLEEPABLE);
-	if (IS_ERR(*ah)) {
-		rdma_destroy_ah_attr(attr);
-		return PTR_ERR(*ah);
-	}
-	return 0;
+/* The second half of ib_create_ah_from_wc(), for an attribute kept by the cache. */
+struct ib_ah *ibcm_glue_reply_ah_create(struct ib_mad_agent *agent, struct rdma_ah_attr *attr)
+{
+	return rdma_create_ah(agent->qp->pd, attr, RDMA_CREATE_AH_SLEEPABLE);
 }
 
 unsigned long ibcm_glue_jiffies(void)

@@ -14,9 +14,11 @@
 //! it (the send buffer's `context[0]` holds that reference until the send completes); the last
 //! reference destroys it. Removal empties the cache before it unregisters the MAD agents, and
 //! unregistering completes every send, so no handle outlives the agent's protection domain.
-//! Expired handles are evicted on every lookup and insert, and by the device's sweep work when
-//! traffic stops (`device.rs`), so an idle device holds none (nor the source-GID attribute
-//! references they carry) for longer than [`TTL_MS`] plus the timer's slack.
+//! Lookups skip expired entries and inserts reuse their slots; the device's sweep work
+//! (`device.rs`, armed by every insert) evicts them, so an idle device holds none (nor the
+//! source-GID attribute references they carry) for longer than [`TTL_MS`] plus the timer's
+//! slack. An entry's handle is created by the first answer that needs it: an entry made for a
+//! REQ that found a listener (below) usually never creates one.
 //! Staleness is bounded by [`TTL_MS`] too: a peer that changed its MAC address behind the same GID
 //! gets its answers at the old address for at most that long (they are answers to requests
 //! that failed anyway; the peer retries).
@@ -27,8 +29,10 @@
 
 use crate::{
     bindings,
+    error::ptr_error,
     logic::ttl_slots::{Evicted as Evicted_, TtlSlots},
 };
+use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
 /// How long a cached handle is used after it was created.
@@ -37,56 +41,94 @@ pub(crate) const TTL_MS: u32 = 1000;
 pub(crate) const SLOTS: usize = 16;
 
 /// The address of a MAD's sender as `ib_init_ah_attr_from_wc()` computes it, and an address
-/// handle for it; both released when the last reference goes.
+/// handle for it, created on first use ([`ReplyAh::ah`]): a REQ or SIDR_REQ that finds a
+/// listener needs only the address, and each connection's REQ has an address of its own (RoCE
+/// v2 flow labels), so most entries never send an answer; both are released when the last
+/// reference goes.
 ///
 /// # Invariants
 ///
-/// `attr` was initialised by `ib_init_ah_attr_from_wc()` and holds its references; `ah` is a
-/// live address handle on the protection domain of a registered MAD agent, created from
-/// `attr`. Both are owned by this object.
+/// `attr` was initialised by `ib_init_ah_attr_from_wc()` and holds its references; `ah` is
+/// NULL or a live address handle created from `attr` on the protection domain of the MAD agent
+/// of the entry's port, set once. Both are owned by this object.
 pub(crate) struct ReplyAh {
     attr: bindings::rdma_ah_attr,
-    ah: *mut bindings::ib_ah,
+    ah: AtomicPtr<bindings::ib_ah>,
 }
 
 // SAFETY: An address handle may be used and destroyed from any thread; the attribute is only
-// read after construction, and its references may be released from any thread.
+// read after construction, and its references may be released from any thread; the handle
+// pointer is atomic.
 unsafe impl Send for ReplyAh {}
-// SAFETY: Shared use only reads.
+// SAFETY: Shared use only reads, but for the atomic handle pointer.
 unsafe impl Sync for ReplyAh {}
 
 impl ReplyAh {
-    /// Resolves the address of the sender of a received MAD and creates a handle for it
-    /// (`ib_create_ah_from_wc()`, keeping the attribute).
+    /// Resolves the address of the sender of a received MAD (`ib_init_ah_attr_from_wc()`).
     ///
     /// # Safety
     ///
     /// `agent` must be registered and stay so for the call; `wc` and `grh` must be valid. May
     /// sleep.
-    pub(crate) unsafe fn create(
+    pub(crate) unsafe fn resolve(
         agent: *mut bindings::ib_mad_agent,
         wc: *const bindings::ib_wc,
         grh: *const bindings::ib_grh,
     ) -> Result<Self> {
         let mut attr = core::mem::MaybeUninit::<bindings::rdma_ah_attr>::uninit();
-        let mut ah = core::ptr::null_mut();
-        // SAFETY: Valid agent, completion and header (caller); both outputs are ours.
-        let ret = unsafe {
-            bindings::ibcm_glue_reply_addr_init(agent, wc, grh, attr.as_mut_ptr(), &mut ah)
-        };
+        // SAFETY: Valid agent, completion and header (caller); the output is ours.
+        let ret = unsafe { bindings::ibcm_glue_reply_attr_init(agent, wc, grh, attr.as_mut_ptr()) };
         if ret != 0 {
             return Err(Error::from_errno(ret));
         }
-        // INVARIANT: On success the helper initialised `attr` and created `ah` from it. An
+        // INVARIANT: On success the helper initialised `attr`; no handle yet. An
         // `rdma_ah_attr` holds no pointer to itself, so it may move.
         // SAFETY: Initialised by the helper.
         let attr = unsafe { attr.assume_init() };
-        Ok(Self { attr, ah })
+        Ok(Self {
+            attr,
+            ah: AtomicPtr::new(core::ptr::null_mut()),
+        })
     }
 
-    /// The handle, for a send buffer (valid while this object lives).
-    pub(crate) fn ah(&self) -> *mut bindings::ib_ah {
-        self.ah
+    /// The handle, for a send buffer (valid while this object lives), created now if no send
+    /// has needed it yet (the rest of `ib_create_ah_from_wc()`). Two first sends racing both
+    /// create one; the loser destroys its own.
+    ///
+    /// # Safety
+    ///
+    /// `agent` must be the registered MAD agent of the port this address was resolved on and
+    /// stay so for the call. May sleep.
+    pub(crate) unsafe fn ah(
+        &self,
+        agent: *mut bindings::ib_mad_agent,
+    ) -> Result<*mut bindings::ib_ah> {
+        let ah = self.ah.load(Ordering::Acquire);
+        if !ah.is_null() {
+            return Ok(ah);
+        }
+        // SAFETY: `agent` is registered (caller); the attribute is initialised (invariant)
+        // and only read.
+        let new = unsafe {
+            bindings::ibcm_glue_reply_ah_create(agent, core::ptr::from_ref(&self.attr).cast_mut())
+        };
+        if let Some(e) = ptr_error(new, ENOMEM) {
+            return Err(e);
+        }
+        // INVARIANT: set once, from NULL, to a handle created from `attr` on the agent's PD.
+        match self.ah.compare_exchange(
+            core::ptr::null_mut(),
+            new,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => Ok(new),
+            Err(won) => {
+                // SAFETY: Ours, never used.
+                unsafe { bindings::ibcm_glue_destroy_ah(new) };
+                Ok(won)
+            }
+        }
     }
 
     /// Copies the address into `dst`, which then holds references of its own
@@ -103,10 +145,13 @@ impl ReplyAh {
 
 impl Drop for ReplyAh {
     fn drop(&mut self) {
-        // SAFETY: By the type invariant both are live and ours; `rdma_destroy_ah()` without
-        // the SLEEPABLE flag may be called in any context.
+        let ah = *self.ah.get_mut();
+        // SAFETY: By the type invariant both are live (or the handle NULL) and ours;
+        // `rdma_destroy_ah()` without the SLEEPABLE flag may be called in any context.
         unsafe {
-            bindings::ibcm_glue_destroy_ah(self.ah);
+            if !ah.is_null() {
+                bindings::ibcm_glue_destroy_ah(ah);
+            }
             bindings::rdma_destroy_ah_attr(&mut self.attr);
         }
     }
@@ -145,10 +190,10 @@ pub(crate) struct Entry {
 pub(crate) type Evicted = Evicted_<Entry, SLOTS>;
 
 /// The cached handles of one device; lives behind the device's cache lock. The slot and
-/// expiry policy is `logic::ttl_slots`: each operation first evicts what has expired, and the
-/// device's sweep work ([`ReplyAhCache::next_sweep`]) evicts the rest when traffic stops, so
-/// no handle (nor the source-GID attribute reference it holds) outlives [`TTL_MS`] by more
-/// than the sweep timer's slack.
+/// expiry policy is `logic::ttl_slots`: lookups skip expired handles, inserts reuse their slots
+/// first, and the device's sweep work ([`ReplyAhCache::next_sweep`], armed by every insert)
+/// evicts them, so no handle (nor the source-GID attribute reference it holds) outlives
+/// [`TTL_MS`] by more than the sweep timer's slack.
 pub(crate) struct ReplyAhCache {
     slots: TtlSlots<Entry, SLOTS>,
     /// Set by [`ReplyAhCache::close`] when the device goes: nothing is cached any more.
@@ -164,38 +209,28 @@ impl ReplyAhCache {
         }
     }
 
-    /// Evicts what has expired at jiffies `now`, then looks up the live handle for `key` on
-    /// `port_num`.
-    pub(crate) fn get(
-        &mut self,
-        port_num: u32,
-        key: &Key,
-        now: usize,
-    ) -> (Option<Arc<ReplyAh>>, Evicted) {
-        let evicted = self.slots.expire(now);
-        let hit = self
-            .slots
+    /// The live handle for `key` on `port_num` at jiffies `now`.
+    pub(crate) fn get(&self, port_num: u32, key: &Key, now: usize) -> Option<Arc<ReplyAh>> {
+        self.slots
             .find(now, |e| e.port_num == port_num && same(&e.key, key))
-            .map(|e| e.ah.clone());
-        (hit, evicted)
+            .map(|e| e.ah.clone())
     }
 
     /// Stores a new handle created at `now` (unless the cache is closed: it is handed back),
-    /// replacing an expired slot, a free one, or the entries in turn; returns what it evicted
-    /// or refused, for the caller to drop after unlocking.
+    /// in an expired or free slot, or in place of the entries in turn; returns what it
+    /// replaced or refused, for the caller to drop after unlocking.
     pub(crate) fn insert(
         &mut self,
         port_num: u32,
         key: Key,
         now: usize,
         ah: Arc<ReplyAh>,
-    ) -> (Evicted, Option<Entry>) {
-        let evicted = self.slots.expire(now);
+    ) -> Option<Entry> {
         let entry = Entry { port_num, key, ah };
         if self.closed {
-            return (evicted, Some(entry));
+            return Some(entry);
         }
-        (evicted, self.slots.insert(now, entry))
+        self.slots.insert(now, entry)
     }
 
     /// Whether new handles are still cached (the device is not going away).

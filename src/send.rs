@@ -55,8 +55,9 @@ pub(crate) enum Dest {
 pub(crate) enum SendAh {
     /// Created for this send alone: destroyed when the send completes.
     Own(*mut bindings::ib_ah),
-    /// A cached reply handle (`reply_ah.rs`): the send holds a reference until it completes.
-    Shared(Arc<ReplyAh>),
+    /// A cached reply handle (`reply_ah.rs`) and its `ib_ah`: the send holds a reference
+    /// until it completes.
+    Shared(Arc<ReplyAh>, *mut bindings::ib_ah),
 }
 
 impl SendAh {
@@ -70,14 +71,11 @@ impl SendAh {
         let this = ManuallyDrop::new(self);
         let (ah, ctx) = match &*this {
             SendAh::Own(ah) => (*ah, core::ptr::null_mut()),
-            SendAh::Shared(shared) => {
+            SendAh::Shared(shared, ah) => {
                 // SAFETY: Reads the `Arc` out of `this`, which is never dropped: the
                 // reference moves into the buffer.
                 let shared = unsafe { core::ptr::read(shared) };
-                (
-                    shared.ah(),
-                    Arc::into_raw(shared).cast_mut().cast::<ffi::c_void>(),
-                )
+                (*ah, Arc::into_raw(shared).cast_mut().cast::<ffi::c_void>())
             }
         };
         // SAFETY: `buf` is ours (caller).
@@ -161,7 +159,12 @@ pub(crate) unsafe fn send(
         Dest::Response { wc, grh } => {
             // SAFETY: `agent` is registered (gate held); `wc`/`grh` are valid (caller).
             let ah = match unsafe { dev.reply_addr(agent, wc, grh) }? {
-                Some(shared) => SendAh::Shared(shared),
+                Some(shared) => {
+                    // SAFETY: `agent` is the registered agent of the port the address was
+                    // resolved on (the cache is keyed by port); receive work may sleep.
+                    let ah = unsafe { shared.ah(agent) }?;
+                    SendAh::Shared(shared, ah)
+                }
                 None => {
                     // SAFETY: As above.
                     let ah = unsafe { bindings::ibcm_glue_ah_from_wc(agent, wc, grh) };

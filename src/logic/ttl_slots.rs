@@ -4,9 +4,11 @@
 //!
 //! Times are tick counts (`jiffies`) that wrap: an entry born at `born` is fresh at `now` while
 //! `now - born` (wrapping) is below the TTL. That reading is only right while an entry is
-//! younger than half the counter's range, so expired entries must not linger: every operation
-//! here first evicts what has expired, and [`TtlSlots::next_expiry`] tells the owner when to
-//! come back and evict the rest while nothing else happens (the cache's sweep work).
+//! younger than half the counter's range, so expired entries must not linger. Lookups skip
+//! them and inserts reuse their slots first; [`TtlSlots::expire`] removes them, and
+//! [`TtlSlots::next_expiry`] tells the owner when to come back for that (the cache's sweep
+//! work, armed whenever an entry is stored). Lookups and inserts do not evict: they run on the
+//! receive path, where handing back an array of evicted entries costs a copy of the whole set.
 
 /// Up to `N` entries of type `T`, each dropped once `ttl` ticks have passed since it was stored.
 pub(crate) struct TtlSlots<T, const N: usize> {

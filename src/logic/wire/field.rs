@@ -72,6 +72,13 @@ pub(crate) fn u64_at(buf: &[u8], byte: usize) -> u64 {
 
 /// Copies `N` bytes starting at `byte` (zero-filled past the end of `buf`).
 pub(crate) fn array<const N: usize>(buf: &[u8], byte: usize) -> [u8; N] {
+    // The usual case, a field inside the MAD: one copy, with no zeroing pass before it.
+    if let Some(Ok(whole)) = buf
+        .get(byte..byte.saturating_add(N))
+        .map(<[u8; N]>::try_from)
+    {
+        return whole;
+    }
     let mut out = [0u8; N];
     // One bounded copy (private data runs to 224 bytes; a byte loop costs per byte).
     let src = buf.get(byte..).unwrap_or(&[]);
