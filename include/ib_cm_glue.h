@@ -122,7 +122,9 @@ int ibcm_glue_reply_ah_key(struct ib_mad_agent *agent, const struct ib_wc *wc,
 			   const struct ib_grh *grh, struct ibcm_reply_ah_key *key);
 int ibcm_glue_reply_attr_init(struct ib_mad_agent *agent, const struct ib_wc *wc,
 			      const struct ib_grh *grh, struct rdma_ah_attr *attr);
-struct ib_ah *ibcm_glue_reply_ah_create(struct ib_mad_agent *agent, struct rdma_ah_attr *attr);
+struct ib_ah *ibcm_glue_reply_ah_create(struct ib_mad_agent *agent,
+					const struct rdma_ah_attr *attr);
+void ibcm_glue_might_sleep(void);
 unsigned long ibcm_glue_jiffies(void);
 const struct ib_gid_attr *ibcm_glue_ah_attr_sgid_attr(const struct rdma_ah_attr *attr);
 u8 ibcm_glue_ah_attr_hop_limit(const struct rdma_ah_attr *attr);

@@ -211,9 +211,10 @@ impl CmDevice {
     }
 
     /// The address of the sender of the MAD received with `wc` and `grh` on the port of
-    /// `agent`, with an address handle for the reply: a cached one if the same sender was
-    /// answered less than [`reply_ah::TTL_MS`] ago, else a new one, cached. `None` if the
-    /// completion does not say enough to key the cache (the caller resolves it itself).
+    /// `agent` (its handle for a reply is made on first use, [`ReplyAh::ah`]): the cached one
+    /// if the same sender's address was resolved less than [`reply_ah::TTL_MS`] ago, for an
+    /// answer or a dispatched request, else a new one, cached. `None` if the completion does
+    /// not say enough to key the cache (the caller resolves it itself).
     ///
     /// # Safety
     ///
@@ -285,6 +286,12 @@ impl CmDevice {
     #[cfg(ibcm_kunit)]
     pub(crate) fn reply_ah_addresses(&self) -> [usize; reply_ah::SLOTS] {
         self.reply_ahs.lock().addresses()
+    }
+
+    /// How many cached reply addresses have made their handle, for the white-box tests.
+    #[cfg(ibcm_kunit)]
+    pub(crate) fn reply_ah_handles(&self) -> usize {
+        self.reply_ahs.lock().handles()
     }
 
     /// The CM state of `ib_dev`, or `ENODEV` if the CM does not manage that device (no

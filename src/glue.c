@@ -376,10 +376,22 @@ int ibcm_glue_reply_attr_init(struct ib_mad_agent *agent, const struct ib_wc *wc
 	return ib_init_ah_attr_from_wc(agent->device, agent->port_num, wc, grh, attr);
 }
 
-/* The second half of ib_create_ah_from_wc(), for an attribute kept by the cache. */
-struct ib_ah *ibcm_glue_reply_ah_create(struct ib_mad_agent *agent, struct rdma_ah_attr *attr)
+/*
+ * The second half of ib_create_ah_from_wc(), for an attribute the cache shares between
+ * threads: rdma_create_ah() may fill in (and then release) a missing sgid_attr of the
+ * attribute it is given, so it gets a private copy that borrows the shared one's references.
+ */
+struct ib_ah *ibcm_glue_reply_ah_create(struct ib_mad_agent *agent,
+					const struct rdma_ah_attr *attr)
 {
-	return rdma_create_ah(agent->qp->pd, attr, RDMA_CREATE_AH_SLEEPABLE);
+	struct rdma_ah_attr tmp = *attr;
+
+	return rdma_create_ah(agent->qp->pd, &tmp, RDMA_CREATE_AH_SLEEPABLE);
+}
+
+void ibcm_glue_might_sleep(void)
+{
+	might_sleep();
 }
 
 unsigned long ibcm_glue_jiffies(void)

@@ -618,12 +618,15 @@ extern "C" fn rejects_share_a_reply_ah(_test: *mut bindings::kunit) {
     );
     let first = cached(&d0.cm);
     expect!(first.len() == 1);
+    // The answer made the entry's handle, and the next answer reuses it.
+    expect!(d0.cm.reply_ah_handles() == 1);
     expect_rej_unknown(
         exchange(&d1, &av, &req(0x5151_0002), 0x0000_CAFE_0000_0012, 0x12),
         0x5151_0002,
     );
     let second = cached(&d0.cm);
     expect!(second.len() == 1 && first.first() == second.first());
+    expect!(d0.cm.reply_ah_handles() == 1);
     // SAFETY: Plain sleep in process context.
     unsafe { bindings::msleep(crate::reply_ah::TTL_MS + 200) };
     expect!(cached(&d0.cm).is_empty());
@@ -763,6 +766,8 @@ extern "C" fn req_with_listener_is_dispatched(_test: *mut bindings::kunit) {
     // device cached for the first (no second resolution), and the event is filled alike.
     let first = cached(&d0.cm);
     expect!(first.len() == 1);
+    // The id answered with its own address: the cached entry made no handle.
+    expect!(d0.cm.reply_ah_handles() == 0);
     SEEN_FLAGS.store(0, Ordering::SeqCst);
     let req = test_req(LISTEN_SID, 0x5566_7799, &av);
     let mad = exchange(&d1, &av, &CmMessage::Req(req), 0x0000_CAFE_0000_0004, 0x12);

@@ -35,7 +35,7 @@ use crate::{
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
-/// How long a cached handle is used after it was created.
+/// How long a cached address (and its handle, made later) is used after it was resolved.
 pub(crate) const TTL_MS: u32 = 1000;
 /// Handles kept per device (one per recent requester; a linear scan).
 pub(crate) const SLOTS: usize = 16;
@@ -107,11 +107,10 @@ impl ReplyAh {
         if !ah.is_null() {
             return Ok(ah);
         }
-        // SAFETY: `agent` is registered (caller); the attribute is initialised (invariant)
-        // and only read.
-        let new = unsafe {
-            bindings::ibcm_glue_reply_ah_create(agent, core::ptr::from_ref(&self.attr).cast_mut())
-        };
+        // SAFETY: `agent` is registered (caller); the attribute is initialised (invariant).
+        // The helper hands `rdma_create_ah()` a private copy, so the shared attribute, which
+        // other threads may be reading, is never written.
+        let new = unsafe { bindings::ibcm_glue_reply_ah_create(agent, &self.attr) };
         if let Some(e) = ptr_error(new, ENOMEM) {
             return Err(e);
         }
@@ -262,6 +261,16 @@ impl ReplyAhCache {
             }
         }
         out
+    }
+
+    /// How many entries have made their address handle, for the white-box tests.
+    #[cfg(ibcm_kunit)]
+    pub(crate) fn handles(&self) -> usize {
+        self.slots
+            .entries()
+            .flatten()
+            .filter(|e| !e.ah.ah.load(Ordering::Acquire).is_null())
+            .count()
     }
 
     /// Empties the cache; with `close`, nothing is cached afterwards (device removal). The

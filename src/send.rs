@@ -157,6 +157,10 @@ pub(crate) unsafe fn send(
     }
     let (ah, remote_qpn, pkey_index) = match dest {
         Dest::Response { wc, grh } => {
+            // Resolving the sender, and creating a cached entry's handle, may sleep: only
+            // on a cache miss, so say it on every call.
+            // SAFETY: Plain debug check.
+            unsafe { bindings::ibcm_glue_might_sleep() };
             // SAFETY: `agent` is registered (gate held); `wc`/`grh` are valid (caller).
             let ah = match unsafe { dev.reply_addr(agent, wc, grh) }? {
                 Some(shared) => {

@@ -708,6 +708,7 @@ fn resend(id: &CmId, g: &CmIdInner, o: Out) -> CmMessage {
 }
 
 /// What destroy's last locked step took from the id, for the rest of `CmId::destroy_with`.
+#[must_use = "the id must still leave timewait and the comm-ID table"]
 pub(crate) struct Farewell {
     /// The id was in timewait, on the device's list of this class: it must leave it.
     pub(crate) timewait_class: Option<u8>,

@@ -10,7 +10,8 @@
 //! work, armed whenever an entry is stored). Lookups and inserts do not evict: they run on the
 //! receive path, where handing back an array of evicted entries costs a copy of the whole set.
 
-/// Up to `N` entries of type `T`, each dropped once `ttl` ticks have passed since it was stored.
+/// Up to `N` entries of type `T`, each stale once `ttl` ticks have passed since it was stored:
+/// skipped by lookups, replaced first by inserts, removed by [`TtlSlots::expire`].
 pub(crate) struct TtlSlots<T, const N: usize> {
     slots: [Option<(usize, T)>; N],
     /// The slot the next entry replaces when every slot holds a fresh entry.

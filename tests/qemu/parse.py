@@ -12,6 +12,7 @@ Counters: a guest prints `IBCM-COUNTERS: <cm> <dev> <group> <file>=<delta>...` (
 missing`) for a fixed workload. When the logs hold counters of the C CM and of another CM, one
 result `counters_match_c_<cm>` compares them file by file, exactly, and lists what differs.
 `--compare-counters CM` makes that result mandatory: it fails if either side printed none.
+Without it, a run with no C counters (`make run`'s demo boots only ours) compares nothing.
 """
 import re
 import sys

@@ -131,6 +131,20 @@ mod tests {
     }
 
     #[test]
+    fn array_inside_across_and_past_the_end() {
+        let buf = [1u8, 2, 3, 4, 5];
+        // Inside: the copy of the fast path.
+        assert_eq!(array::<3>(&buf, 1), [2, 3, 4]);
+        assert_eq!(array::<5>(&buf, 0), buf);
+        // Across the end: the bytes there, then zeros.
+        assert_eq!(array::<4>(&buf, 3), [4, 5, 0, 0]);
+        // At and past the end, and where `byte + N` would overflow: all zeros.
+        assert_eq!(array::<2>(&buf, 5), [0, 0]);
+        assert_eq!(array::<2>(&buf, 9), [0, 0]);
+        assert_eq!(array::<4>(&buf, usize::MAX - 1), [0; 4]);
+    }
+
+    #[test]
     fn set_masks_oversized_values() {
         let mut buf = [0u8; 2];
         set(&mut buf, 0, 0, 4, 0xFF);
