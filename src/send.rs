@@ -16,7 +16,7 @@ use crate::{
     error::ptr_error,
     logic::{
         trace::IdTrace,
-        wire::{encode_mad, AttrId, CmMessage, MAD_HDR_LEN, MAD_LEN, PAYLOAD_LEN},
+        wire::{encode_zeroed_mad, AttrId, CmMessage, MAD_HDR_LEN, MAD_LEN, PAYLOAD_LEN},
     },
     port::{device_of_agent, Counter},
     reply_ah::ReplyAh,
@@ -113,11 +113,13 @@ unsafe fn release(buf: *mut bindings::ib_mad_send_buf) {
 }
 
 /// Encodes `msg` into the MAD of a send buffer from `ib_create_send_mad` with the CM's sizes
-/// (header plus payload: one whole MAD), in place, with no copy through the stack.
+/// (header plus payload: one whole MAD), in place, with no copy through the stack. The MAD is
+/// all zeros (`ib_create_send_mad` allocates the buffer with `kzalloc`), so it is not cleared
+/// again.
 ///
 /// # Safety
 ///
-/// `buf` must be such a buffer that we own and have not posted.
+/// `buf` must be such a buffer that we own, have not posted and have not written to.
 unsafe fn encode_into(
     buf: *mut bindings::ib_mad_send_buf,
     msg: &CmMessage,
@@ -127,7 +129,7 @@ unsafe fn encode_into(
     // SAFETY: The buffer's `mad` is `MAD_HDR_LEN + PAYLOAD_LEN` = `MAD_LEN` bytes, allocated
     // with it and not aliased while we own it (caller); the borrow ends with this function.
     let mad = unsafe { &mut *(*buf).mad.cast::<[u8; MAD_LEN]>() };
-    encode_mad(msg, tid, attr_mod, mad);
+    encode_zeroed_mad(msg, tid, attr_mod, mad);
     #[cfg(ibcm_kunit)]
     crate::kunit::capture(mad);
 }

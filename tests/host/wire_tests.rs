@@ -7,8 +7,8 @@
 
 use crate::golden::defined_mask;
 use crate::logic::wire::{
-    conn::*, decode_mad, encode_mad, lap::*, sidr::*, AttrId, CmMessage, MadHeader, WireError,
-    MAD_HDR_LEN, MAD_LEN, PAYLOAD_LEN,
+    conn::*, decode_mad, encode_mad, encode_zeroed_mad, lap::*, sidr::*, AttrId, CmMessage,
+    MadHeader, WireError, MAD_HDR_LEN, MAD_LEN, PAYLOAD_LEN,
 };
 use crate::properties::Rng;
 
@@ -428,6 +428,27 @@ fn round_trip_random_payloads() {
                     "seed {seed} {attr:?}"
                 );
             }
+        }
+    }
+}
+
+#[test]
+fn encoding_into_zeros_gives_the_same_bytes() {
+    let mut rng = Rng::new(7);
+    for attr in AttrId::ALL {
+        for _ in 0..20 {
+            let mut p = payload();
+            for b in p.iter_mut() {
+                *b = rng.next() as u8;
+            }
+            sanitize(attr, &mut p);
+            let msg = CmMessage::decode(attr, &p).unwrap();
+            // A dirty buffer for the clearing encoder, zeros for the other.
+            let mut cleared = [0xA5u8; MAD_LEN];
+            encode_mad(&msg, 0x1234, 3, &mut cleared);
+            let mut zeroed = [0u8; MAD_LEN];
+            encode_zeroed_mad(&msg, 0x1234, 3, &mut zeroed);
+            assert_eq!(cleared, zeroed, "{attr:?}");
         }
     }
 }

@@ -172,9 +172,17 @@ impl CmMessage {
         })
     }
 
-    /// Encodes the payload into `p` (zeroed first, as cm.c's send buffers are).
+    /// Encodes the payload into `p` (zeroed first, as cm.c's send buffers are). The module
+    /// sends with [`CmMessage::encode_zeroed`]; the host tests check one against the other.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn encode(&self, p: &mut [u8; PAYLOAD_LEN]) {
         p.fill(0);
+        self.encode_zeroed(p);
+    }
+
+    /// [`CmMessage::encode`] into a payload that is already all zeros, without clearing it
+    /// again: the same bytes (fields are written whole or bit-masked into zeros).
+    pub(crate) fn encode_zeroed(&self, p: &mut [u8; PAYLOAD_LEN]) {
         match self {
             CmMessage::Req(m) => m.encode(p),
             CmMessage::Mra(m) => m.encode(p),
@@ -228,12 +236,26 @@ pub(crate) fn decode_mad(mad: &[u8]) -> Result<(MadHeader, CmMessage), WireError
 const _: () = assert!(MAD_LEN == MAD_HDR_LEN + PAYLOAD_LEN);
 
 /// Encodes a whole CM MAD (header for `tid` and `attr_mod`, then the message) into `mad`, in
-/// place (the send path hands the MAD layer's buffer itself).
+/// place, whatever `mad` held before (the send path, whose buffers are zeroed, uses
+/// [`encode_zeroed_mad`]).
+#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn encode_mad(msg: &CmMessage, tid: u64, attr_mod: u32, mad: &mut [u8; MAD_LEN]) {
     let hdr = MadHeader::cm(msg.attr_id(), tid, attr_mod);
     let (h, p) = mad.split_at_mut(MAD_HDR_LEN);
     hdr.encode(h);
     if let Ok(p) = <&mut [u8; PAYLOAD_LEN]>::try_from(p) {
         msg.encode(p);
+    }
+}
+
+/// [`encode_mad`] into a MAD that is all zeros: a fresh send buffer, which
+/// `ib_create_send_mad()` allocates zeroed. Clearing its payload again would cost a pass over
+/// 232 bytes per send.
+pub(crate) fn encode_zeroed_mad(msg: &CmMessage, tid: u64, attr_mod: u32, mad: &mut [u8; MAD_LEN]) {
+    let hdr = MadHeader::cm(msg.attr_id(), tid, attr_mod);
+    let (h, p) = mad.split_at_mut(MAD_HDR_LEN);
+    hdr.encode(h);
+    if let Ok(p) = <&mut [u8; PAYLOAD_LEN]>::try_from(p) {
+        msg.encode_zeroed(p);
     }
 }
