@@ -15,7 +15,7 @@ use crate::{
     bindings,
     cm_id::{CmId, CmIdInner},
     conn,
-    device::{jiffies, CmDevice},
+    device::{jiffies, CmDevice, DeviceInner},
     event::Event,
     logic::{
         deadline_list::{self, DeadlineList, Links},
@@ -204,11 +204,16 @@ impl Drop for TimewaitQueue {
     }
 }
 
-/// Queues the id for `conv(av.timeout)` ms of timewait. Called with the id lock held.
+/// [`arm_locked`] taking the device lock itself, for the white-box tests.
+#[cfg(ibcm_kunit)]
 pub(crate) fn arm(id: &Arc<CmId>, g: &mut CmIdInner) {
-    // Under the device lock, so device removal's `going_down` and its final run of the queue
-    // are ordered with it (cm.c queues under `cm.lock`).
-    let mut dev = id.dev.inner.lock();
+    arm_locked(id, g, &mut id.dev.inner.lock());
+}
+
+/// Queues the id for `conv(av.timeout)` ms of timewait. Called with the id lock and the device
+/// lock held (`dev`): under the latter, device removal's `going_down` and its final run of the
+/// queue are ordered with the arming (cm.c queues under `cm.lock`).
+pub(crate) fn arm_locked(id: &Arc<CmId>, g: &mut CmIdInner, dev: &mut DeviceInner) {
     if g.timewait_armed || dev.going_down {
         return;
     }

@@ -379,8 +379,19 @@ fn count_duplicate(ctx: &Ctx<'_>) {
 }
 
 fn leave_remote(id: &CmId, g: &mut CmIdInner, out: &mut Outcome) {
+    if g.remote.is_some() {
+        leave_remote_locked(id, g, &mut id.dev.inner.lock(), out);
+    }
+}
+
+/// [`leave_remote`] with the device lock held.
+fn leave_remote_locked(
+    id: &CmId,
+    g: &mut CmIdInner,
+    dev: &mut crate::device::DeviceInner,
+    out: &mut Outcome,
+) {
     if let Some(key) = g.remote.take() {
-        let mut dev = id.dev.inner.lock();
         match key {
             RemoteKey::Req {
                 ca_guid,
@@ -395,10 +406,13 @@ fn leave_remote(id: &CmId, g: &mut CmIdInner, out: &mut Outcome) {
     }
 }
 
+/// Leaves the remote tables and, unless the id is being destroyed, arms timewait: one section
+/// of the device lock for both (`cm_enter_timewait()` does both under `cm.lock`).
 fn enter_timewait(id: &Arc<CmId>, g: &mut CmIdInner, ctx: &Ctx<'_>, out: &mut Outcome) {
-    leave_remote(id, g, out);
+    let mut dev = id.dev.inner.lock();
+    leave_remote_locked(id, g, &mut dev, out);
     if !ctx.destroying {
-        timewait::arm(id, g);
+        timewait::arm_locked(id, g, &mut dev);
     }
 }
 
