@@ -27,7 +27,7 @@ use kernel::{alloc::KBox, ffi, prelude::*, types::Opaque};
 ///
 /// # Invariants
 ///
-/// `src_len` is 0 (no MAD) or [`MAD_LEN`]. If `src` is not NULL, it points to the `src_len`
+/// `paths` is initialised if `paths_init`. `src_len` is 0 (no MAD) or [`MAD_LEN`]. If `src` is not NULL, it points to the `src_len`
 /// bytes of a received MAD that stay valid while the event lives outside an [`EventQueue`];
 /// the MAD pointers in `ev` point into it. Otherwise the first `src_len` bytes of `mad` are
 /// initialised and the MAD pointers point there (or are NULL).
@@ -35,8 +35,11 @@ pub(crate) struct Event {
     next: Option<KBox<Event>>,
     /// The event as the handler sees it.
     pub(crate) ev: bindings::ib_cm_event,
-    /// REQ and LAP paths (`primary_path` / `alternate_path` point here).
-    pub(crate) paths: [bindings::sa_path_rec; 2],
+    /// REQ and LAP paths (`primary_path` / `alternate_path` point here), zeroed by the first
+    /// [`Event::paths`]: most events carry none, and zeroing 176 bytes per MAD is not free.
+    paths: MaybeUninit<[bindings::sa_path_rec; 2]>,
+    /// `paths` is initialised.
+    paths_init: bool,
     src: *const u8,
     src_len: usize,
     /// The MAD's copy once queued.
@@ -162,19 +165,33 @@ impl Event {
         let p = e.as_mut_ptr();
         // SAFETY: `p` is valid for writes of an `Event`. All-zero is a valid value of every
         // field written: `next` is `None` (a box is a non-null pointer, so `None` is the null
-        // niche), `ev` and `paths` are plain C data whose pointers may be NULL, `src` is NULL
-        // and `src_len` 0; `mad` is `MaybeUninit` and `work` `Opaque`, neither needs anything;
+        // niche), `ev` is plain C data whose pointers may be NULL, `src` is NULL and `src_len`
+        // 0; `paths`, `mad` (both `MaybeUninit`) and `work` (`Opaque`) need nothing;
         // `origin` is `None`.
+        // INVARIANT: `paths_init` is false, so `paths` need not be initialised.
         unsafe {
             core::ptr::addr_of_mut!((*p).next).write(None);
             core::ptr::addr_of_mut!((*p).ev).write(core::mem::zeroed());
-            core::ptr::addr_of_mut!((*p).paths).write(core::mem::zeroed());
+            core::ptr::addr_of_mut!((*p).paths_init).write(false);
             core::ptr::addr_of_mut!((*p).src).write(core::ptr::null());
             core::ptr::addr_of_mut!((*p).src_len).write(0);
             core::ptr::addr_of_mut!((*p).work).write(Opaque::uninit());
             core::ptr::addr_of_mut!((*p).origin).write(None);
             Ok(e.assume_init())
         }
+    }
+
+    /// The event's two path records (REQ primary and alternate, LAP alternate), zeroed on
+    /// first use.
+    pub(crate) fn paths(&mut self) -> &mut [bindings::sa_path_rec; 2] {
+        if !self.paths_init {
+            // SAFETY: All-zero is a valid path record (plain C data).
+            self.paths.write(unsafe { core::mem::zeroed() });
+            // INVARIANT: initialised just above.
+            self.paths_init = true;
+        }
+        // SAFETY: Initialised (type invariant, `paths_init`).
+        unsafe { self.paths.assume_init_mut() }
     }
 
     /// The MAD the event points into, and its length.

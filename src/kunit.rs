@@ -837,7 +837,7 @@ extern "C" fn queued_event_owns_its_mad(_test: *mut bindings::kunit) {
             }
         }
         if kind == bindings::ib_cm_event_type_IB_CM_LAP_RECEIVED {
-            let path: *mut bindings::sa_path_rec = &mut ev.paths[0];
+            let path: *mut bindings::sa_path_rec = &mut ev.paths()[0];
             // SAFETY: The LAP event's member; the record is inside the event.
             unsafe { ev.ev.param.lap_rcvd.as_mut().alternate_path = path };
         }
@@ -856,7 +856,7 @@ extern "C" fn queued_event_owns_its_mad(_test: *mut bindings::kunit) {
     mad.fill(0xEE);
     drop(mad);
     for (kind, pd, second) in kinds {
-        let Some(ev) = q.pop() else {
+        let Some(mut ev) = q.pop() else {
             fail!("an event went missing");
             return;
         };
@@ -881,7 +881,7 @@ extern "C" fn queued_event_owns_its_mad(_test: *mut bindings::kunit) {
             bindings::ib_cm_event_type_IB_CM_LAP_RECEIVED => {
                 // SAFETY: As above; the path pointer is not a MAD pointer and stays.
                 let path = unsafe { ev.ev.param.lap_rcvd.as_ref().alternate_path.cast_const() };
-                expect!(path == core::ptr::from_ref(&ev.paths[0]));
+                expect!(path == core::ptr::from_ref(&ev.paths()[0]));
                 core::ptr::null()
             }
             _ => core::ptr::null(),

@@ -504,19 +504,19 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
         }
     };
     let (primary, alternate) = req_event::req_paths(req, &port);
-    fill_typed_path(&mut ev.paths[0], &primary, &wc_av);
+    fill_typed_path(&mut ev.paths()[0], &primary, &wc_av);
     // SAFETY: The AV was initialised from this completion.
-    ev.paths[0].hop_limit = unsafe { bindings::ibcm_glue_ah_attr_hop_limit(wc_av.attr()) };
+    ev.paths()[0].hop_limit = unsafe { bindings::ibcm_glue_ah_attr_hop_limit(wc_av.attr()) };
     if let Some(alt) = &alternate {
-        fill_path(&mut ev.paths[1], alt);
-        ev.paths[1].rec_type = ev.paths[0].rec_type;
+        fill_path(&mut ev.paths()[1], alt);
+        ev.paths()[1].rec_type = ev.paths()[0].rec_type;
         // SAFETY: Our own path record.
-        unsafe { bindings::ibcm_glue_path_set_lids(&mut ev.paths[1], alt.dlid, alt.slid) };
+        unsafe { bindings::ibcm_glue_path_set_lids(&mut ev.paths()[1], alt.dlid, alt.slid) };
     }
     // The id's address comes from the primary path (`cm_init_av_by_path`); if that fails,
     // REJ INVALID_GID with our port's GID 0 as ARI.
     // SAFETY: Our own path record; the sgid attribute is held by `wc_av`.
-    let av = match unsafe { Av::from_path(dev, &mut ev.paths[0], wc_av.sgid_attr()) } {
+    let av = match unsafe { Av::from_path(dev, &mut ev.paths()[0], wc_av.sgid_attr()) } {
         Ok(av) => av,
         Err(_) => {
             // SAFETY: Live device; `gid` is a valid output.
@@ -537,7 +537,7 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
     };
     // An OPA source GID is shown as the port's GID 0, on both paths (`cm_opa_to_ib_sgid`).
     let rewrite = req_event::ib_sgid_rewrites(&primary, alternate.as_ref(), &port);
-    for (path, _) in ev.paths.iter_mut().zip(rewrite).filter(|(_, r)| *r) {
+    for (path, _) in ev.paths().iter_mut().zip(rewrite).filter(|(_, r)| *r) {
         // SAFETY: Live device; `sgid` is a valid output. On failure the OPA GID stays, as in C.
         unsafe {
             let mut gid: bindings::ib_gid = core::mem::zeroed();
@@ -589,7 +589,7 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
     let params = req_event::req_params(req, hdr.attr_mod);
     let pd = ev.payload_ptr(140);
     let (primary_ptr, alt_ptr) = {
-        let (a, b) = ev.paths.split_at_mut(1);
+        let (a, b) = ev.paths().split_at_mut(1);
         (a.as_mut_ptr(), b.as_mut_ptr())
     };
     ev.ev.private_data = pd;

@@ -73,13 +73,13 @@ pub(crate) fn on_lap(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
         // SAFETY: `wc` is valid for the call, which runs in the device's receive work.
         let wc_av = unsafe { Av::from_wc(dev, port_num, wc.wc(), wc.grh()) }.ok()?;
         // The address is IB or OPA here (not RoCE), so the record is too.
-        fill_typed_path(&mut ev.paths[0], &path, &wc_av);
+        fill_typed_path(&mut ev.paths()[0], &path, &wc_av);
         // The alternate address: the port of the path's source GID (`cm_init_av_by_path`
         // with no GID attribute).
         // SAFETY: Our own path record.
-        let alt_av = unsafe { Av::from_path(dev, &mut ev.paths[0], core::ptr::null()) }.ok()?;
+        let alt_av = unsafe { Av::from_path(dev, &mut ev.paths()[0], core::ptr::null()) }.ok()?;
         ev.set_private_data(LAP_PD_OFFSET);
-        let alt_path: *mut bindings::sa_path_rec = &mut ev.paths[0];
+        let alt_path: *mut bindings::sa_path_rec = &mut ev.paths()[0];
         // SAFETY: `lap_rcvd` is the union member of LAP_RECEIVED; the record lives in the
         // event, which does not move (it is boxed).
         unsafe { ev.ev.param.lap_rcvd.as_mut().alternate_path = alt_path };
