@@ -27,7 +27,8 @@ use kernel::{alloc::KBox, ffi, prelude::*, types::Opaque};
 ///
 /// # Invariants
 ///
-/// `paths` is initialised if `paths_init`. `src_len` is 0 (no MAD) or [`MAD_LEN`]. If `src` is not NULL, it points to the `src_len`
+/// `paths` is initialised if `paths_init`.
+/// `src_len` is 0 (no MAD) or [`MAD_LEN`]. If `src` is not NULL, it points to the `src_len`
 /// bytes of a received MAD that stay valid while the event lives outside an [`EventQueue`];
 /// the MAD pointers in `ev` point into it. Otherwise the first `src_len` bytes of `mad` are
 /// initialised and the MAD pointers point there (or are NULL).
@@ -158,8 +159,9 @@ impl Event {
         Self::zeroed(GFP_ATOMIC)
     }
 
-    /// An event whose fields are all zero but for the MAD buffer, which stays uninitialised
-    /// until a queue copies into it.
+    /// An event whose fields are all zero but for the MAD buffer and the path records, which
+    /// stay uninitialised until a queue copies into the former and [`Event::paths`] zeroes
+    /// the latter.
     fn zeroed(flags: kernel::alloc::Flags) -> Result<KBox<Event>> {
         let mut e = KBox::<Event>::new_uninit(flags)?;
         let p = e.as_mut_ptr();

@@ -837,6 +837,8 @@ extern "C" fn queued_event_owns_its_mad(_test: *mut bindings::kunit) {
             }
         }
         if kind == bindings::ib_cm_event_type_IB_CM_LAP_RECEIVED {
+            // A marker that must survive the queue (the records are zeroed only once).
+            ev.paths()[0].service_id = 0x5A5A_5A5A_5A5A_5A5A;
             let path: *mut bindings::sa_path_rec = &mut ev.paths()[0];
             // SAFETY: The LAP event's member; the record is inside the event.
             unsafe { ev.ev.param.lap_rcvd.as_mut().alternate_path = path };
@@ -882,6 +884,9 @@ extern "C" fn queued_event_owns_its_mad(_test: *mut bindings::kunit) {
                 // SAFETY: As above; the path pointer is not a MAD pointer and stays.
                 let path = unsafe { ev.ev.param.lap_rcvd.as_ref().alternate_path.cast_const() };
                 expect!(path == core::ptr::from_ref(&ev.paths()[0]));
+                // SAFETY: `path` is the event's own record (checked just above).
+                let marker = unsafe { (*path).service_id };
+                expect!(marker == 0x5A5A_5A5A_5A5A_5A5A);
                 core::ptr::null()
             }
             _ => core::ptr::null(),

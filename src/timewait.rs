@@ -258,7 +258,7 @@ pub(crate) fn end_all(dev: &CmDevice) {
     if wq.is_null() {
         return;
     }
-    // SAFETY: The work is the device's and live; `wq` is live (see `arm`). Flushing may sleep:
+    // SAFETY: The work is the device's and live; `wq` is live (see `arm_locked`). Flushing may sleep:
     // removal runs in process context.
     unsafe {
         bindings::ibcm_glue_mod_delayed_work(wq, dev.timewait.get(), 0);
@@ -298,9 +298,9 @@ pub(crate) unsafe extern "C" fn ibcm_rs_timewait(dw: *mut bindings::delayed_work
                     let wq = recv::wq();
                     match inner.timewait.next_delay(now) {
                         Some(delay) if !all && !wq.is_null() => {
-                            // A sooner arming by `arm` stays: queueing a pending work is a
-                            // no-op.
-                            // SAFETY: As in `arm`.
+                            // A sooner arming by `arm_locked` stays: queueing a pending
+                            // work is a no-op.
+                            // SAFETY: As in `arm_locked`.
                             unsafe {
                                 bindings::ibcm_glue_queue_delayed_work_jiffies(wq, dw, delay)
                             };

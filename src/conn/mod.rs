@@ -406,14 +406,17 @@ fn leave_remote_locked(
     }
 }
 
-/// Leaves the remote tables and, unless the id is being destroyed, arms timewait: one section
-/// of the device lock for both (`cm_enter_timewait()` does both under `cm.lock`).
+/// Leaves the remote tables and, unless the id is being destroyed, arms timewait, in one
+/// section of the device lock (cm.c's `cm_enter_timewait()` takes `cm.lock` twice for the two;
+/// one section is enough, and orders both with removal's `going_down`).
 fn enter_timewait(id: &Arc<CmId>, g: &mut CmIdInner, ctx: &Ctx<'_>, out: &mut Outcome) {
+    if ctx.destroying {
+        // Destroy arms no timer: the device lock only if there are keys to drop.
+        return leave_remote(id, g, out);
+    }
     let mut dev = id.dev.inner.lock();
     leave_remote_locked(id, g, &mut dev, out);
-    if !ctx.destroying {
-        timewait::arm_locked(id, g, &mut dev);
-    }
+    timewait::arm_locked(id, g, &mut dev);
 }
 
 fn act(
@@ -754,14 +757,11 @@ pub(crate) fn destroy_actions(id: &Arc<CmId>, err: i32) -> Farewell {
     let (leftover, farewell) = {
         let mut g = id.inner.lock();
         id.set_state(State::Idle.raw());
-        let mut u = Unlinked::default();
         // The destroy step leaves the remote tables in every state that holds keys except an
         // established XRC target, whose step is empty (no DREQ): it leaves them here.
-        if g.remote.is_some() {
-            let mut o = Outcome::default();
-            leave_remote(id, &mut g, &mut o);
-            u = core::mem::take(&mut o.unlinked);
-        }
+        let mut o = Outcome::default();
+        leave_remote(id, &mut g, &mut o);
+        let u = core::mem::take(&mut o.unlinked);
         // An expiry already running finds `timewait_armed` cleared and does nothing (see
         // `timewait::leave`).
         let timewait_class =
