@@ -212,7 +212,7 @@ CMD
 	if [ "$CM" = c ]; then
 		printf '%s\n' RECV_FN=cm_recv_handler SEND_FN=cm_send_handler "WORK_RE='^cm_work_handler\$'"
 	else
-		printf '%s\n' RECV_FN=ibcm_glue_recv_handler SEND_FN=ibcm_glue_send_handler "WORK_RE='RecvWork.*run'"
+		printf '%s\n' RECV_FN=ibcm_glue_recv_handler SEND_FN=ibcm_glue_send_handler "WORK_RE='^ibcm_glue_recv_work_fn\$'"
 	fi >/tmp/bench.conf
 	echo "PROF='$PROF'" >>/tmp/bench.conf
 	n=0
@@ -406,7 +406,10 @@ if [ "$MODE" = bench ]; then
 	# ULP, which rejects each REQ it is handed). Fewer than 512 in flight (MAD queue size).
 	# Also B's busy CPU time per flood (user+nice+system+irq+softirq from /proc/stat).
 	flood() {
-		cmd trace-start || klog "IBCM-SAY: peer could not start tracing"
+		# Once: `cmd` retries anything but "ok", and each try uses up one of the peer's
+		# command connections.
+		r=$(echo trace-start | nc $PEER_IP 9000 2>/dev/null)
+		[ "$r" = ok ] || klog "IBCM-SAY: peer could not start tracing: $r"
 		b0=$(peer_busy)
 		cm_umad rxe0 $PEER_IP flood 0x0000000001061C06 ${BENCH_N:-2000} >/tmp/flood.out 2>&1
 		b1=$(peer_busy)
