@@ -400,6 +400,16 @@ fn sanitize(attr: AttrId, p: &mut [u8; PAYLOAD_LEN]) {
     }
 }
 
+/// A payload of random bytes for `attr`, its must-be-valid fields made valid (`sanitize`).
+fn random_payload(rng: &mut Rng, attr: AttrId) -> [u8; PAYLOAD_LEN] {
+    let mut p = payload();
+    for b in p.iter_mut() {
+        *b = rng.next() as u8;
+    }
+    sanitize(attr, &mut p);
+    p
+}
+
 #[test]
 fn round_trip_random_payloads() {
     for seed in 1..60u64 {
@@ -409,11 +419,7 @@ fn round_trip_random_payloads() {
             // codec, which would let an offset that is wrong both ways pass).
             let mask = defined_mask(attr);
             for _ in 0..50 {
-                let mut p = payload();
-                for b in p.iter_mut() {
-                    *b = rng.next() as u8;
-                }
-                sanitize(attr, &mut p);
+                let p = random_payload(&mut rng, attr);
                 let m = CmMessage::decode(attr, &p).unwrap();
                 assert_eq!(m.attr_id(), attr);
                 let mut out = payload();
@@ -437,11 +443,7 @@ fn encoding_into_zeros_gives_the_same_bytes() {
     let mut rng = Rng::new(7);
     for attr in AttrId::ALL {
         for _ in 0..20 {
-            let mut p = payload();
-            for b in p.iter_mut() {
-                *b = rng.next() as u8;
-            }
-            sanitize(attr, &mut p);
+            let p = random_payload(&mut rng, attr);
             let msg = CmMessage::decode(attr, &p).unwrap();
             // A dirty buffer for the clearing encoder, zeros for the other.
             let mut cleared = [0xA5u8; MAD_LEN];
@@ -457,11 +459,7 @@ fn encoding_into_zeros_gives_the_same_bytes() {
 fn whole_mad_round_trip() {
     let mut rng = Rng::new(99);
     for attr in AttrId::ALL {
-        let mut p = payload();
-        for b in p.iter_mut() {
-            *b = rng.next() as u8;
-        }
-        sanitize(attr, &mut p);
+        let p = random_payload(&mut rng, attr);
         let msg = CmMessage::decode(attr, &p).unwrap();
         let mut mad = [0u8; MAD_LEN];
         encode_mad(&msg, 0xABCD, 7, &mut mad);

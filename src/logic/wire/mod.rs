@@ -240,12 +240,9 @@ const _: () = assert!(MAD_LEN == MAD_HDR_LEN + PAYLOAD_LEN);
 /// [`encode_zeroed_mad`]).
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn encode_mad(msg: &CmMessage, tid: u64, attr_mod: u32, mad: &mut [u8; MAD_LEN]) {
-    let hdr = MadHeader::cm(msg.attr_id(), tid, attr_mod);
-    let (h, p) = mad.split_at_mut(MAD_HDR_LEN);
-    hdr.encode(h);
-    if let Ok(p) = <&mut [u8; PAYLOAD_LEN]>::try_from(p) {
-        msg.encode(p);
-    }
+    // The header is written whole; the payload is cleared first.
+    mad[MAD_HDR_LEN..].fill(0);
+    encode_zeroed_mad(msg, tid, attr_mod, mad);
 }
 
 /// [`encode_mad`] into a MAD that is all zeros: a fresh send buffer, which
