@@ -9,9 +9,10 @@
 //! by the comm-ID table while the id is published, one per MAD in flight and per queued work, one
 //! by its device's timewait queue while it is queued there. Separately, `users` is cm.c's refcount
 //! as a protocol count: the owner's bias plus every use in flight (a handler being called, a lookup
-//! from the receive path, a MAD whose completion is pending). `ib_destroy_cm_id()` drops the bias
-//! and sleeps until `users` is zero, so after it returns no callback on the id runs and no MAD
-//! refers to it.
+//! from the receive path). `ib_destroy_cm_id()` drops the bias and sleeps until `users` is zero,
+//! so after it returns no callback on the id runs or will run. A MAD in flight holds a reference,
+//! not a use: destroy does not wait for its completion (cm.c's does), and the completion delivers
+//! nothing once destroy dropped the bias.
 
 use crate::{
     av::Av,

@@ -375,7 +375,7 @@ fn two_devices() -> Option<(TestDev, TestDev, TestAv)> {
 
 /// A REQ as rdma_cm would send it along `av`, with recognisable values (the primary path's
 /// GIDs are the address's, so the passive side can build its address from the path).
-fn test_req(service_id: u64, comm_id: u32, av: &TestAv) -> Req {
+fn test_req(service_id: u64, comm_id: u32, av: &TestAv) -> Req<'static> {
     let mut p = [0u8; crate::logic::wire::PAYLOAD_LEN];
     let (mut sgid, mut dgid) = ([0u8; 16], [0u8; 16]);
     // SAFETY: `av` holds an initialised attribute; the outputs are 16 bytes each.
@@ -394,19 +394,27 @@ fn test_req(service_id: u64, comm_id: u32, av: &TestAv) -> Req {
     p[50] = (3 << 4) | 6; // MTU 3, RNR retry 6 (distinct from the retry count 7)
     p[51] = 15 << 4;
     p[95] = 17 << 3;
-    for (i, b) in p[140..].iter_mut().enumerate() {
-        // CAST: the index is below 92.
-        *b = 0xA0 ^ i as u8;
-    }
-    Req::decode(&p)
+    Req::decode_with(&p, crate::logic::wire::field::Bytes::new(&TEST_REQ_PD))
 }
+
+/// The private data of [`test_req`]: byte `i` is `0xA0 ^ i`.
+static TEST_REQ_PD: [u8; crate::logic::wire::conn::REQ_PRIVATE_DATA] = {
+    let mut pd = [0u8; crate::logic::wire::conn::REQ_PRIVATE_DATA];
+    let mut i = 0;
+    while i < pd.len() {
+        // CAST: the index is below 92.
+        pd[i] = 0xA0 ^ i as u8;
+        i += 1;
+    }
+    pd
+};
 
 /// Sends `msg` from rxe1 to rxe0 and waits up to 3 s for rxe0's CM to send a MAD of
 /// attribute `answer` with transaction ID `tid`; returns it.
 fn exchange(
     from: &TestDev,
     av: &TestAv,
-    msg: &CmMessage,
+    msg: &CmMessage<'_>,
     tid: u64,
     answer: u16,
 ) -> Option<[u8; WIRE_MAD_LEN]> {
@@ -417,7 +425,7 @@ fn exchange(
 fn exchange_expecting(
     from: &TestDev,
     av: &TestAv,
-    msg: &CmMessage,
+    msg: &CmMessage<'_>,
     tid: u64,
     want: u64,
     answer: u16,
@@ -545,7 +553,7 @@ extern "C" fn req_without_listener_gets_rej(_test: *mut bindings::kunit) {
             expect!(rej.message_rejected == 0);
             expect!(rej.reason == 8);
             expect!(rej.ari_length == 0);
-            expect!(rej.private_data.iter().all(|b| *b == 0));
+            expect!(rej.private_data.as_slice().iter().all(|b| *b == 0));
         }
         _ => fail!("a REJ"),
     }
@@ -555,11 +563,12 @@ extern "C" fn sidr_without_listener_gets_unsupported(_test: *mut bindings::kunit
     let Some((_d0, d1, av)) = two_devices() else {
         return;
     };
+    let pd = [7; crate::logic::wire::sidr::SIDR_REQ_PRIVATE_DATA];
     let sidr = SidrReq {
         request_id: 0x0BAD_F00D,
         pkey: 0xFFFF,
         service_id: UNKNOWN_SID,
-        private_data: [7; crate::logic::wire::sidr::SIDR_REQ_PRIVATE_DATA],
+        private_data: crate::logic::wire::field::Bytes::new(&pd),
     };
     let mad = exchange(
         &d1,

@@ -365,7 +365,7 @@ pub(crate) fn issue_rej(
 
 /// Sends `msg` back to the sender of the received `wc`, with TID `tid` (cm.c's response
 /// MADs: QP1, the completion's address and P_Key index, no id attached).
-pub(crate) fn respond(dev: &CmDevice, port_num: u32, wc: &RecvWc, tid: u64, msg: &CmMessage) {
+pub(crate) fn respond(dev: &CmDevice, port_num: u32, wc: &RecvWc, tid: u64, msg: &CmMessage<'_>) {
     // SAFETY: `wc` outlives the call, which runs in the device's receive work.
     let _ = unsafe {
         send::send(
@@ -424,7 +424,7 @@ fn on_known_req(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, see
 }
 
 /// The passive id's parameters from a REQ (`cm_req_handler`).
-fn conn_of_req(req: &Req, tid: u64) -> Conn {
+fn conn_of_req(req: &Req<'_>, tid: u64) -> Conn {
     Conn {
         tid,
         remote_qpn: req.local_qpn,
@@ -446,7 +446,7 @@ fn conn_of_req(req: &Req, tid: u64) -> Conn {
 const REJ_INVALID_GID: u16 = 12;
 
 /// REQ (`cm_req_handler`).
-fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, req: &Req) {
+fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, req: &Req<'_>) {
     let sid = ServiceId::new(req.service_id);
     let key = ReqKey {
         ca_guid: req.local_ca_guid,
@@ -653,7 +653,7 @@ fn handle_sidr_req(
     port_num: u32,
     wc: &RecvWc,
     hdr: &MadHeader,
-    sidr: &SidrReq,
+    sidr: &SidrReq<'_>,
 ) {
     let sid = ServiceId::new(sidr.service_id);
     // SAFETY: `wc` is valid while it lives.

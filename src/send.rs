@@ -122,7 +122,7 @@ unsafe fn release(buf: *mut bindings::ib_mad_send_buf) {
 /// `buf` must be such a buffer that we own, have not posted and have not written to.
 unsafe fn encode_into(
     buf: *mut bindings::ib_mad_send_buf,
-    msg: &CmMessage,
+    msg: &CmMessage<'_>,
     tid: u64,
     attr_mod: u32,
 ) {
@@ -147,7 +147,7 @@ pub(crate) unsafe fn send(
     dev: &CmDevice,
     port_num: u32,
     dest: Dest,
-    msg: &CmMessage,
+    msg: &CmMessage<'_>,
     tid: u64,
     attr_mod: u32,
     gfp_atomic: bool,
@@ -242,14 +242,14 @@ pub(crate) unsafe fn send(
 
 /// Sends `msg` for `id` along `av` (`cm_alloc_msg` + `ib_post_send_mad`), with the MAD
 /// layer retransmitting it `retries` times every `timeout_ms` if that is non-zero. The buffer
-/// carries a reference and a use of the id (`context[1]`) until its completion. `trace` fires
+/// carries a reference to the id (`context[1]`) until its completion. `trace` fires
 /// once the buffer is allocated, just before the post (where cm.c traces its sends).
 /// Non-sleeping: called with the id lock held, possibly in atomic context.
 #[expect(clippy::too_many_arguments)]
 pub(crate) fn send_for_id(
     id: &Arc<CmId>,
     av: &Av,
-    msg: &CmMessage,
+    msg: &CmMessage<'_>,
     tid: Option<u64>,
     attr_mod: u32,
     timeout_ms: u32,
@@ -296,9 +296,9 @@ pub(crate) fn send_for_id(
     }
     // SAFETY: `buf` is a fresh send buffer we own until it is posted.
     unsafe { encode_into(buf, msg, tid, attr_mod) };
-    // The buffer's use: the caller's id is alive and not past destroy's wait (it holds the
-    // id lock, and destroy drops its bias only after its last locked step).
-    id.add_user();
+    // The buffer holds a reference (the id's memory until the completion), not a use:
+    // `ib_destroy_cm_id()` waits for the id's callbacks, not for its MADs to leave the wire
+    // (the completion takes a use of its own for the one thing it may deliver, a `*_ERROR`).
     let owner = Arc::into_raw(id.clone());
     // SAFETY: `buf` is ours until it is posted, and `ah` and the id reference move into it.
     unsafe {
@@ -324,7 +324,6 @@ pub(crate) fn send_for_id(
             bindings::ib_free_send_mad(buf);
             drop(Arc::from_raw(owner));
         }
-        id.put_user();
         return Err(Error::from_errno(ret));
     }
     Ok((buf, tid))

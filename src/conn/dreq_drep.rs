@@ -10,6 +10,7 @@ use crate::{
         state::Input,
         wire::{
             conn::{CommIdsAndData, Dreq, DREP_PRIVATE_DATA, DREQ_PRIVATE_DATA},
+            field::Bytes,
             AttrId, CmMessage, MadHeader,
         },
     },
@@ -29,11 +30,8 @@ pub(crate) fn send_dreq(id: &Arc<CmId>, pd: &[u8]) -> Result {
         local_comm_id: 0,
         remote_comm_id: 0,
         remote_qpn_eecn: 0,
-        private_data: [0; DREQ_PRIVATE_DATA],
+        private_data: Bytes::new(pd),
     });
-    if let CmMessage::Dreq(d) = &mut msg {
-        d.private_data[..pd.len()].copy_from_slice(pd);
-    }
     let ctx = Ctx {
         msg: Some(&mut msg),
         ..Ctx::default()
@@ -50,11 +48,8 @@ pub(crate) fn send_drep(id: &Arc<CmId>, pd: &[u8]) -> Result {
     let mut msg = CmMessage::Drep(CommIdsAndData {
         local_comm_id: 0,
         remote_comm_id: 0,
-        private_data: [0; DREP_PRIVATE_DATA],
+        private_data: Bytes::new(pd),
     });
-    if let CmMessage::Drep(d) = &mut msg {
-        d.private_data[..pd.len()].copy_from_slice(pd);
-    }
     let keep = StoredPd::copy(pd)?;
     let ctx = Ctx {
         msg: Some(&mut msg),
@@ -71,7 +66,7 @@ pub(crate) fn on_dreq(
     port_num: u32,
     wc: &RecvWc,
     hdr: &MadHeader,
-    dreq: &Dreq,
+    dreq: &Dreq<'_>,
 ) {
     let Some(id) = comm_id::acquire(dreq.remote_comm_id, dreq.local_comm_id) else {
         if let Some(port) = dev.port(port_num) {
@@ -80,7 +75,7 @@ pub(crate) fn on_dreq(
         let drep = CommIdsAndData {
             local_comm_id: dreq.remote_comm_id,
             remote_comm_id: dreq.local_comm_id,
-            private_data: [0; DREP_PRIVATE_DATA],
+            private_data: Bytes::EMPTY,
         };
         crate::recv::respond(dev, port_num, wc, hdr.tid, &CmMessage::Drep(drep));
         let (l, r) = (dreq.local_comm_id, dreq.remote_comm_id);
@@ -107,7 +102,7 @@ pub(crate) fn on_drep(
     port_num: u32,
     wc: &RecvWc,
     hdr: &MadHeader,
-    drep: &CommIdsAndData,
+    drep: &CommIdsAndData<'_>,
 ) {
     let Some(id) = comm_id::acquire(drep.remote_comm_id, drep.local_comm_id) else {
         return;

@@ -29,10 +29,8 @@ use crate::{
         state::{self, Action, Input, MsgKind, OnFail, Out, Refusal, State},
         timeout, trace as logic_trace,
         wire::{
-            conn::{
-                CommIdsAndData, Dreq, Mra, Rej, DREP_PRIVATE_DATA, DREQ_PRIVATE_DATA, REJ_ARI,
-                REJ_PRIVATE_DATA,
-            },
+            conn::{CommIdsAndData, Dreq, Mra, Rej, REJ_ARI, RTU_PRIVATE_DATA},
+            field::Bytes,
             AttrId, CmMessage, MadHeader,
         },
     },
@@ -89,7 +87,7 @@ pub(crate) struct Ctx<'a> {
     /// The message of an API call, complete but for what the id fills in (comm IDs, REJ form).
     /// It stays in the caller's frame: the send patches it there and encodes it straight into
     /// the MAD buffer.
-    pub(crate) msg: Option<&'a mut CmMessage>,
+    pub(crate) msg: Option<&'a mut CmMessage<'a>>,
     /// `attr_mod` of that message (ECE).
     pub(crate) attr_mod: u32,
     /// The event to deliver, preallocated (its type is set here).
@@ -97,7 +95,7 @@ pub(crate) struct Ctx<'a> {
     /// The received MAD, if the input is one.
     pub(crate) recv: Option<Recv<'a>>,
     /// A received REP (for [`Action::AcceptRep`] and [`Action::InsertRemote`]).
-    pub(crate) rep: Option<&'a crate::logic::wire::conn::Rep>,
+    pub(crate) rep: Option<&'a crate::logic::wire::conn::Rep<'a>>,
     /// Tree nodes for [`Action::InsertRemote`].
     pub(crate) reservations: Option<(RemoteReservation<ReqKey>, RemoteReservation<QpKey>)>,
     /// A received MRA's service timeout.
@@ -128,7 +126,7 @@ pub(crate) struct Outcome {
     /// An answer to the received MAD's sender (a retransmission's, rare: boxed so that the
     /// outcome stays small), with its TID: the id's (cm.c formats every such answer with
     /// `cm_id_priv->tid`).
-    pub(crate) response: Option<(KBox<CmMessage>, u64)>,
+    pub(crate) response: Option<(KBox<Resend>, u64)>,
     /// Table nodes to free.
     pub(crate) unlinked: Unlinked,
     /// The input was refused.
@@ -253,7 +251,7 @@ pub(crate) fn run(
 /// unlinked, delivers (which consumes the use) or gives the use back.
 pub(crate) fn finish(id: &Arc<CmId>, mut out: Outcome, recv: Option<&Recv<'_>>) -> Result {
     if let (Some((msg, tid)), Some(r)) = (out.response.take(), recv) {
-        crate::recv::respond(r.dev, r.port_num, r.wc, tid, &msg);
+        crate::recv::respond(r.dev, r.port_num, r.wc, tid, &msg.message());
     }
     drop(core::mem::take(&mut out.unlinked));
     let result = out.result;
@@ -509,7 +507,7 @@ fn default_rej_reason(id: &CmId) -> u16 {
 
 /// The REJ an id sends by default (destroy): TIMEOUT with the node GUID as ARI from the
 /// active side's REQ states, CONSUMER_DEFINED otherwise.
-fn default_rej(id: &CmId) -> Rej {
+fn default_rej(id: &CmId) -> Rej<'static> {
     // SAFETY: The device is live while the id is.
     let guid = unsafe { (*id.dev.ib_dev()).node_guid };
     let mut rej = Rej {
@@ -519,7 +517,7 @@ fn default_rej(id: &CmId) -> Rej {
         ari_length: 0,
         reason: default_rej_reason(id),
         ari: [0; REJ_ARI],
-        private_data: [0; REJ_PRIVATE_DATA],
+        private_data: Bytes::EMPTY,
     };
     if rej.reason == REJ_TIMEOUT {
         // `node_guid` is big-endian in memory: its bytes are the wire bytes.
@@ -530,7 +528,7 @@ fn default_rej(id: &CmId) -> Rej {
 }
 
 /// Whether an API call's message is the one `o` sends.
-fn fits(o: Out, m: &CmMessage) -> bool {
+fn fits(o: Out, m: &CmMessage<'_>) -> bool {
     matches!(
         (o, m),
         (Out::Rej { .. }, CmMessage::Rej(_))
@@ -547,19 +545,19 @@ fn fits(o: Out, m: &CmMessage) -> bool {
 
 /// The message `o` sends when the input brought none (destroy, timeouts); `EINVAL` for those
 /// that only an API call sends.
-fn default_msg(id: &CmId, o: Out) -> Result<CmMessage> {
+fn default_msg(id: &CmId, o: Out) -> Result<CmMessage<'static>> {
     Ok(match o {
         Out::Rej { .. } => CmMessage::Rej(default_rej(id)),
         Out::Dreq => CmMessage::Dreq(Dreq {
             local_comm_id: 0,
             remote_comm_id: 0,
             remote_qpn_eecn: 0,
-            private_data: [0; DREQ_PRIVATE_DATA],
+            private_data: Bytes::EMPTY,
         }),
         Out::Drep => CmMessage::Drep(CommIdsAndData {
             local_comm_id: 0,
             remote_comm_id: 0,
-            private_data: [0; DREP_PRIVATE_DATA],
+            private_data: Bytes::EMPTY,
         }),
         Out::SidrRep => CmMessage::SidrRep(sidr::sidr_rep_of(id, SIDR_REJECT)),
         _ => return Err(EINVAL),
@@ -581,7 +579,7 @@ fn send_out(
     ) {
         // Without memory the answer is dropped (and not traced), as cm.c drops it when its
         // allocation fails; the peer retransmits.
-        if let Ok(msg) = KBox::new(resend(id, g, o), GFP_ATOMIC) {
+        if let Some(msg) = resend(id, g, o) {
             if let Some(ev) = logic_trace::for_send(o) {
                 trace::id(ev, id);
             }
@@ -590,7 +588,7 @@ fn send_out(
         return Ok(());
     }
     let mut own;
-    let msg: &mut CmMessage = match ctx.msg.take() {
+    let msg: &mut CmMessage<'_> = match ctx.msg.take() {
         Some(m) if fits(o, m) => m,
         _ => {
             own = default_msg(id, o)?;
@@ -679,49 +677,86 @@ fn send_out(
     Ok(())
 }
 
+/// An answer to a retransmission, built under the id lock and sent after it: the message,
+/// and a copy of the id's stored private data, which the message cannot borrow once the lock
+/// is dropped.
+pub(crate) struct Resend {
+    /// The message, its private data left out.
+    msg: CmMessage<'static>,
+    /// The private data (the RTU's and DREP's 224 bytes are the largest it goes into).
+    pd: [u8; RTU_PRIVATE_DATA],
+    /// How much of `pd` is used.
+    pd_len: usize,
+}
+
+impl Resend {
+    /// The message to send, with its private data.
+    fn message(&self) -> CmMessage<'_> {
+        let pd = Bytes::new(self.pd.get(..self.pd_len).unwrap_or(&[]));
+        let mut m: CmMessage<'_> = self.msg.clone();
+        match &mut m {
+            CmMessage::Rtu(d) | CmMessage::Drep(d) => d.private_data = pd,
+            CmMessage::Mra(x) => x.private_data = Bytes::new(pd.as_slice()),
+            _ => {}
+        }
+        m
+    }
+}
+
 /// An answer to a retransmission (`cm_dup_req_handler`, `cm_dup_rep_handler`, the TIMEWAIT
-/// branch of `cm_dreq_handler`): built under the lock, sent after it.
-fn resend(id: &CmId, g: &CmIdInner, o: Out) -> CmMessage {
+/// branch of `cm_dreq_handler`): built under the lock, sent after it. `None` without memory.
+fn resend(id: &CmId, g: &CmIdInner, o: Out) -> Option<KBox<Resend>> {
     let (local, remote) = (id.local_id(), id.remote_id());
-    let pd = StoredPd::bytes(&g.stored_pd);
-    match o {
+    let msg = match o {
         Out::ResendRtu | Out::ResendDrep => {
-            let mut d = CommIdsAndData {
+            let d = CommIdsAndData {
                 local_comm_id: local,
                 remote_comm_id: remote,
-                private_data: [0; 224],
+                private_data: Bytes::EMPTY,
             };
-            let n = pd.len().min(224);
-            d.private_data[..n].copy_from_slice(&pd[..n]);
             if o == Out::ResendRtu {
                 CmMessage::Rtu(d)
             } else {
                 CmMessage::Drep(d)
             }
         }
-        Out::ResendMra(kind) => {
-            let mut m = Mra {
-                local_comm_id: local,
-                remote_comm_id: remote,
-                message_mraed: kind.wire(),
-                service_timeout: g.conn.service_timeout,
-                private_data: [0; 222],
-            };
-            let n = pd.len().min(222);
-            m.private_data[..n].copy_from_slice(&pd[..n]);
-            CmMessage::Mra(m)
-        }
+        Out::ResendMra(kind) => CmMessage::Mra(Mra {
+            local_comm_id: local,
+            remote_comm_id: remote,
+            message_mraed: kind.wire(),
+            service_timeout: g.conn.service_timeout,
+            private_data: Bytes::EMPTY,
+        }),
         _ => {
             let mut rej = default_rej(id);
             rej.reason = REJ_STALE_CONN;
             rej.ari_length = 0;
-            rej.ari = [0; 72];
+            rej.ari = [0; REJ_ARI];
             rej.local_comm_id = local;
             rej.remote_comm_id = remote;
             rej.message_rejected = MsgKind::Other.wire();
             CmMessage::Rej(rej)
         }
-    }
+    };
+    // A STALE_CONN REJ carries no private data.
+    let stored = if matches!(msg, CmMessage::Rej(_)) {
+        &[][..]
+    } else {
+        StoredPd::bytes(&g.stored_pd)
+    };
+    let mut r = KBox::new(
+        Resend {
+            msg,
+            pd: [0; RTU_PRIVATE_DATA],
+            pd_len: 0,
+        },
+        GFP_ATOMIC,
+    )
+    .ok()?;
+    let n = stored.len().min(RTU_PRIVATE_DATA);
+    r.pd[..n].copy_from_slice(&stored[..n]);
+    r.pd_len = n;
+    Some(r)
 }
 
 /// What destroy's last locked step took from the id, for the rest of `CmId::destroy_with`.
@@ -793,14 +828,18 @@ pub(crate) fn untrack(id: &CmId, buf: *mut bindings::ib_mad_send_buf) -> Option<
 }
 
 /// After a send of `id` completed: a tracked MAD that timed out (or failed) delivers the
-/// `*_ERROR` event of the state it was sent in; the buffer's use of the id ends.
+/// `*_ERROR` event of the state it was sent in, unless the id is past its destroy. The buffer
+/// held no use of the id (cm.c's `cm_free_msg` drops a reference that `cm_destroy_id` waits
+/// for; here destroy waits only for callbacks), so the delivery takes its own.
 pub(crate) fn send_done(id: &Arc<CmId>, tracked_in: Option<State>, status: bindings::ib_wc_status) {
     let failed = status != bindings::ib_wc_status_IB_WC_SUCCESS
         && status != bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR;
     let Some(sent_in) = tracked_in.filter(|_| failed) else {
-        id.put_user();
         return;
     };
+    if !id.get_user() {
+        return;
+    }
     let mut ctx = Ctx {
         event: Event::empty().ok(),
         send_status: Some(status),

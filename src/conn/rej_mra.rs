@@ -10,7 +10,8 @@ use crate::{
     logic::{
         state::{Input, MsgKind},
         wire::{
-            conn::{Mra, Rej, MRA_PRIVATE_DATA, REJ_ARI, REJ_PRIVATE_DATA},
+            conn::{Mra, Rej, MRA_PRIVATE_DATA, REJ_ARI},
+            field::Bytes,
             AttrId, CmMessage, MadHeader,
         },
     },
@@ -28,15 +29,13 @@ pub(crate) fn send_rej(id: &Arc<CmId>, reason: u16, ari: &[u8], pd: &[u8]) -> Re
         ari_length: 0,
         reason,
         ari: [0; REJ_ARI],
-        private_data: [0; REJ_PRIVATE_DATA],
+        private_data: Bytes::new(pd),
     });
     if let CmMessage::Rej(rej) = &mut msg {
         let n = ari.len().min(REJ_ARI);
         rej.ari[..n].copy_from_slice(&ari[..n]);
         // CAST: at most 72.
         rej.ari_length = n as u8;
-        let n = pd.len().min(REJ_PRIVATE_DATA);
-        rej.private_data[..n].copy_from_slice(&pd[..n]);
     }
     let ctx = Ctx {
         msg: Some(&mut msg),
@@ -55,15 +54,13 @@ pub(crate) fn send_mra(id: &Arc<CmId>, service_timeout: u8, pd: &[u8]) -> Result
     // A delayed MRA is built only if a duplicate asks for it (from the stored copy), so none
     // is built here: that would zero and fill a whole message for nothing.
     let mut msg = (!delay).then(|| {
-        let mut m = Mra {
+        CmMessage::Mra(Mra {
             local_comm_id: 0,
             remote_comm_id: 0,
             message_mraed: 0,
             service_timeout: service_timeout & 0x1F,
-            private_data: [0; MRA_PRIVATE_DATA],
-        };
-        m.private_data[..pd.len()].copy_from_slice(pd);
-        CmMessage::Mra(m)
+            private_data: Bytes::new(pd),
+        })
     });
     // The stored copy is kept whether or not a MAD goes out now.
     let mut keep = Some(StoredPd::copy(pd)?);
@@ -86,7 +83,7 @@ pub(crate) fn send_mra(id: &Arc<CmId>, service_timeout: u8, pd: &[u8]) -> Result
 }
 
 /// A REJ (`cm_rej_handler`).
-pub(crate) fn on_rej(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, rej: &Rej) {
+pub(crate) fn on_rej(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, rej: &Rej<'_>) {
     let id = if rej.reason == REJ_TIMEOUT {
         // The peer timed out our REP: found by its CA GUID (the ARI) and its comm ID.
         let mut guid = [0u8; 8];
@@ -125,7 +122,7 @@ pub(crate) fn on_rej(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
 }
 
 /// An MRA (`cm_mra_handler`).
-pub(crate) fn on_mra(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, mra: &Mra) {
+pub(crate) fn on_mra(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, mra: &Mra<'_>) {
     let Some(kind) = MsgKind::from_wire(mra.message_mraed) else {
         return;
     };

@@ -13,6 +13,7 @@ use crate::{
         timeout,
         wire::{
             conn::{CommIdsAndData, Rep, REP_PRIVATE_DATA, RTU_PRIVATE_DATA},
+            field::Bytes,
             AttrId, CmMessage, MadHeader,
         },
     },
@@ -56,11 +57,8 @@ pub(crate) unsafe fn send_rep(id: &Arc<CmId>, param: &bindings::ib_cm_rep_param)
         rnr_retry_count: param.rnr_retry_count & 7,
         srq: xrc_tgt || param.srq != 0,
         local_ca_guid: u64::from_be(guid),
-        private_data: [0; REP_PRIVATE_DATA],
+        private_data: Bytes::new(pd),
     });
-    if let CmMessage::Rep(rep) = &mut msg {
-        rep.private_data[..pd.len()].copy_from_slice(pd);
-    }
     let ctx = Ctx {
         msg: Some(&mut msg),
         attr_mod: param.ece.attr_mod,
@@ -88,11 +86,8 @@ pub(crate) fn send_rtu(id: &Arc<CmId>, pd: &[u8]) -> Result {
     let mut msg = CmMessage::Rtu(CommIdsAndData {
         local_comm_id: 0,
         remote_comm_id: 0,
-        private_data: [0; RTU_PRIVATE_DATA],
+        private_data: Bytes::new(pd),
     });
-    if let CmMessage::Rtu(rtu) = &mut msg {
-        rtu.private_data[..pd.len()].copy_from_slice(pd);
-    }
     let keep = StoredPd::copy(pd)?;
     let ctx = Ctx {
         msg: Some(&mut msg),
@@ -103,7 +98,7 @@ pub(crate) fn send_rtu(id: &Arc<CmId>, pd: &[u8]) -> Result {
 }
 
 /// The peer's QPN in a REP (`cm_rep_get_qpn`: XRC initiators read the EECN field).
-fn rep_qpn(rep: &Rep, qp_type: u32) -> u32 {
+fn rep_qpn(rep: &Rep<'_>, qp_type: u32) -> u32 {
     if qp_type == bindings::ib_qp_type_IB_QPT_XRC_INI {
         rep.local_eecn
     } else {
@@ -168,7 +163,7 @@ pub(crate) fn accept_rep(id: &CmId, g: &mut CmIdInner, ctx: &Ctx<'_>) {
 /// # Safety
 ///
 /// As [`Event::for_wc`]: `wc` must outlive the event unless the event is queued.
-unsafe fn rep_event(wc: &RecvWc, rep: &Rep, qp_type: u32, attr_mod: u32) -> Result<KBox<Event>> {
+unsafe fn rep_event(wc: &RecvWc, rep: &Rep<'_>, qp_type: u32, attr_mod: u32) -> Result<KBox<Event>> {
     // SAFETY: The caller keeps `wc` alive as long as the event needs it.
     let mut ev = unsafe { Event::for_wc(0, wc) }?;
     // SAFETY: `rep_rcvd` is the union member of REP_RECEIVED.
@@ -202,7 +197,7 @@ pub(crate) fn on_rep(
     port_num: u32,
     wc: &RecvWc,
     hdr: &MadHeader,
-    rep: &Rep,
+    rep: &Rep<'_>,
 ) {
     let recv = Recv::new(dev, port_num, AttrId::Rep, hdr, wc);
     let Some(id) = comm_id::acquire(rep.remote_comm_id, 0) else {
@@ -261,7 +256,7 @@ pub(crate) fn on_rtu(
     port_num: u32,
     wc: &RecvWc,
     hdr: &MadHeader,
-    rtu: &CommIdsAndData,
+    rtu: &CommIdsAndData<'_>,
 ) {
     let Some(id) = comm_id::acquire(rtu.remote_comm_id, rtu.local_comm_id) else {
         return;

@@ -14,6 +14,7 @@ use crate::{
         timeout,
         wire::{
             conn::{Path, Req, REQ_PRIVATE_DATA},
+            field::Bytes,
             CmMessage,
         },
     },
@@ -157,11 +158,8 @@ pub(crate) unsafe fn send_req(id: &Arc<CmId>, param: &bindings::ib_cm_req_param)
             None => Path::default(),
         },
         sap_supported: false,
-        private_data: [0; REQ_PRIVATE_DATA],
+        private_data: Bytes::new(pd),
     });
-    if let CmMessage::Req(req) = &mut msg {
-        req.private_data[..pd.len()].copy_from_slice(pd);
-    }
     let ctx = Ctx {
         msg: Some(&mut msg),
         attr_mod: param.ece.attr_mod,

@@ -14,6 +14,7 @@ use crate::{
         state::Input,
         wire::{
             sidr::{SidrRep, SidrReq, SIDR_REQ_PRIVATE_DATA},
+            field::Bytes,
             AttrId, CmMessage, MadHeader,
         },
     },
@@ -22,7 +23,7 @@ use crate::{
 use kernel::{prelude::*, sync::Arc};
 
 /// A SIDR_REP with `status` for the request `id` holds (destroy's REJECT).
-pub(crate) fn sidr_rep_of(id: &CmId, status: u8) -> SidrRep {
+pub(crate) fn sidr_rep_of(id: &CmId, status: u8) -> SidrRep<'static> {
     req_event::sidr_rep(&SidrReply {
         request_id: id.remote_id(),
         status,
@@ -75,11 +76,8 @@ pub(crate) unsafe fn send_sidr_req(
         request_id: 0,
         pkey,
         service_id: u64::from_be(param.service_id),
-        private_data: [0; SIDR_REQ_PRIVATE_DATA],
+        private_data: Bytes::new(pd),
     });
-    if let CmMessage::SidrReq(req) = &mut msg {
-        req.private_data[..pd.len()].copy_from_slice(pd);
-    }
     let ctx = Ctx {
         msg: Some(&mut msg),
         ..Ctx::default()
@@ -108,7 +106,7 @@ pub(crate) fn on_sidr_rep(
     port_num: u32,
     wc: &RecvWc,
     hdr: &MadHeader,
-    rep: &SidrRep,
+    rep: &SidrRep<'_>,
 ) {
     let Some(id) = comm_id::acquire(rep.request_id, 0) else {
         return;

@@ -7,8 +7,9 @@
 //! of the SIDR_REP sent for an unknown service in cm.c. The kernel side copies these values
 //! into the C structs.
 
-use super::wire::conn::{is_opa_gid, Path, Rej, Req, MSG_REQ, REJ_ARI, REJ_PRIVATE_DATA};
-use super::wire::sidr::{SidrRep, SIDR_REP_INFO, SIDR_REP_PRIVATE_DATA};
+use super::wire::conn::{is_opa_gid, Path, Rej, Req, MSG_REQ, REJ_ARI};
+use super::wire::field::Bytes;
+use super::wire::sidr::{SidrRep, SIDR_REP_INFO};
 
 /// `IB_SA_EQ`: the selectors of a path built from a REQ.
 pub(crate) const SA_EQ: u8 = 1;
@@ -78,7 +79,7 @@ const LID_PERMISSIVE: u16 = 0xFFFF;
 /// `cm_process_routed_req()` (IB only): a path that is not subnet-local takes a permissive
 /// local LID (and the SL with it) from the work completion's source, and a permissive remote
 /// LID from its path bits.
-pub(crate) fn process_routed(req: &mut Req, port: &RecvPort) {
+pub(crate) fn process_routed(req: &mut Req<'_>, port: &RecvPort) {
     for p in [&mut req.primary, &mut req.alternate] {
         if p.subnet_local {
             continue;
@@ -99,7 +100,7 @@ fn opa_lid(gid: &[u8; 16]) -> u32 {
     u32::from_be_bytes([gid[12], gid[13], gid[14], gid[15]])
 }
 
-fn path_from(req: &Req, p: &Path, opa: bool) -> PathRecord {
+fn path_from(req: &Req<'_>, p: &Path, opa: bool) -> PathRecord {
     record_of(p, req.pkey, req.path_mtu, req.service_id, opa)
 }
 
@@ -145,7 +146,7 @@ fn record_of(p: &Path, pkey: u16, mtu: u8, service_id: u64, opa: bool) -> PathRe
 /// OPA records when the port uses OPA addressing and the primary local GID is an OPA GID (the
 /// alternate takes the primary's type), LIDs then from the GIDs; otherwise the primary's
 /// `dlid` is the work completion's source LID.
-pub(crate) fn req_paths(req: &Req, port: &RecvPort) -> (PathRecord, Option<PathRecord>) {
+pub(crate) fn req_paths(req: &Req<'_>, port: &RecvPort) -> (PathRecord, Option<PathRecord>) {
     let mut routed;
     let req = if port.roce {
         req
@@ -193,7 +194,7 @@ pub(crate) const QPT_XRC_TGT: u32 = 10;
 
 /// `cm_req_get_qp_type()`: transport 0 is RC, 1 UC, 3 with extended type 1 XRC target, and
 /// anything else gives 0, as in C.
-pub(crate) fn qp_type(req: &Req) -> u32 {
+pub(crate) fn qp_type(req: &Req<'_>) -> u32 {
     match (req.transport_service_type, req.extended_transport_type) {
         (0, _) => QPT_RC,
         (1, _) => QPT_UC,
@@ -239,7 +240,7 @@ pub(crate) struct ReqParams {
 }
 
 /// The event fields of a REQ received with MAD header `attr_mod`.
-pub(crate) fn req_params(req: &Req, attr_mod: u32) -> ReqParams {
+pub(crate) fn req_params(req: &Req<'_>, attr_mod: u32) -> ReqParams {
     ReqParams {
         remote_ca_guid: req.local_ca_guid,
         remote_qkey: req.local_qkey,
@@ -266,7 +267,7 @@ pub(crate) const REJ_STALE_CONN: u16 = 10;
 /// nobody listens, STALE_CONN when the peer's QP already has a request pending): message REQ,
 /// remote comm ID = the REQ's local comm ID, and (cm.c quirk, spec 5.3) local comm ID = bytes
 /// 4-7 of the REQ (reserved byte and vendor ID).
-pub(crate) fn issued_rej(req_payload: &[u8], reason: u16, message_rejected: u8) -> Rej {
+pub(crate) fn issued_rej(req_payload: &[u8], reason: u16, message_rejected: u8) -> Rej<'static> {
     let word = |o: usize| {
         let mut b = [0u8; 4];
         for (i, x) in b.iter_mut().enumerate() {
@@ -281,18 +282,18 @@ pub(crate) fn issued_rej(req_payload: &[u8], reason: u16, message_rejected: u8) 
         ari_length: 0,
         reason,
         ari: [0; REJ_ARI],
-        private_data: [0; REJ_PRIVATE_DATA],
+        private_data: Bytes::EMPTY,
     }
 }
 
 /// A REJ of a REQ we hold an id for, in REQ_RCVD (local comm ID 0, spec 5.1) or later.
-pub(crate) fn rej_of_req(
+pub(crate) fn rej_of_req<'a>(
     local_comm_id: u32,
     remote_comm_id: u32,
     reason: u16,
     ari: &[u8],
-    private_data: &[u8],
-) -> Rej {
+    private_data: &'a [u8],
+) -> Rej<'a> {
     let mut rej = Rej {
         local_comm_id,
         remote_comm_id,
@@ -300,13 +301,11 @@ pub(crate) fn rej_of_req(
         ari_length: 0,
         reason,
         ari: [0; REJ_ARI],
-        private_data: [0; REJ_PRIVATE_DATA],
+        private_data: Bytes::new(private_data),
     };
     let n = ari.len().min(REJ_ARI);
     rej.ari[..n].copy_from_slice(&ari[..n]);
     rej.ari_length = u8::try_from(n).unwrap_or(0);
-    let n = private_data.len().min(REJ_PRIVATE_DATA);
-    rej.private_data[..n].copy_from_slice(&private_data[..n]);
     rej
 }
 
@@ -332,7 +331,7 @@ pub(crate) struct SidrReply<'a> {
 }
 
 /// Builds the SIDR_REP message.
-pub(crate) fn sidr_rep(r: &SidrReply<'_>) -> SidrRep {
+pub(crate) fn sidr_rep<'a>(r: &SidrReply<'a>) -> SidrRep<'a> {
     let mut rep = SidrRep {
         request_id: r.request_id,
         status: r.status,
@@ -343,12 +342,10 @@ pub(crate) fn sidr_rep(r: &SidrReply<'_>) -> SidrRep {
         service_id: r.service_id,
         qkey: r.qkey,
         info: [0; SIDR_REP_INFO],
-        private_data: [0; SIDR_REP_PRIVATE_DATA],
+        private_data: Bytes::new(r.private_data),
     };
     let n = r.info.len().min(SIDR_REP_INFO);
     rep.info[..n].copy_from_slice(&r.info[..n]);
-    let n = r.private_data.len().min(SIDR_REP_PRIVATE_DATA);
-    rep.private_data[..n].copy_from_slice(&r.private_data[..n]);
     rep
 }
 
@@ -357,7 +354,7 @@ mod tests {
     use super::*;
     use crate::logic::wire::conn::Req;
 
-    fn req() -> Req {
+    fn req() -> Req<'static> {
         let mut p = [0u8; 232];
         p[0..4].copy_from_slice(&0x1111_2222u32.to_be_bytes());
         p[4..8].copy_from_slice(&[0, 0xAA, 0xBB, 0xCC]);
@@ -374,7 +371,8 @@ mod tests {
         p[56] = 0xAB; // local GID
         p[72] = 0xCD; // remote GID
         p[95] = 17 << 3;
-        Req::decode(&p)
+        // The decoded REQ borrows its private data from the payload: kept for the test.
+        Req::decode(Box::leak(Box::new(p)))
     }
 
     const ROCE: RecvPort = RecvPort {

@@ -17,7 +17,8 @@
 #![allow(clippy::unusual_byte_groupings)]
 
 use crate::logic::wire::{
-    conn::*, decode_mad, encode_mad, lap::*, sidr::*, AttrId, CmMessage, MadHeader, MAD_HDR_LEN,
+    conn::*, decode_mad, encode_mad, field::Bytes, lap::*, sidr::*, AttrId, CmMessage, MadHeader,
+    MAD_HDR_LEN,
     MAD_LEN, PAYLOAD_LEN,
 };
 
@@ -52,6 +53,11 @@ fn pattern_byte(i: usize, salt: u8) -> u8 {
 /// The pattern as the fixed-size array a decoded struct holds.
 fn pattern<const N: usize>(salt: u8) -> [u8; N] {
     core::array::from_fn(|i| pattern_byte(i, salt))
+}
+
+/// The pattern as a message's borrowed private data (leaked: these are tests).
+fn pd<const N: usize>(salt: u8) -> Bytes<'static, N> {
+    Bytes::new(Box::leak(Box::new(pattern::<N>(salt))))
 }
 
 /// Builds the payload of `attr` from its rows and pattern areas, and checks the vector
@@ -304,7 +310,7 @@ const REQ_ROWS: Rows = &[
 ];
 const REQ_DATA: Area = Area::new(140, 92, 0x11);
 
-fn req_expected() -> Req {
+fn req_expected() -> Req<'static> {
     Req {
         local_comm_id: 0xA1A2_A3A4,
         vendor_id: 0xB1_B2B3,
@@ -356,7 +362,7 @@ fn req_expected() -> Req {
             local_ack_timeout: 11,
         },
         sap_supported: true,
-        private_data: pattern(REQ_DATA.salt),
+        private_data: pd(REQ_DATA.salt),
     }
 }
 
@@ -391,7 +397,7 @@ fn golden_mra_table_107() {
         remote_comm_id: 0x2526_2728,
         message_mraed: MSG_REP,
         service_timeout: 21,
-        private_data: pattern(MRA_DATA.salt),
+        private_data: pd(MRA_DATA.salt),
     };
     assert_eq!(want.message_mraed, 1, "MSG_REP is 1 (Table 107)");
     assert_eq!(Mra::decode(&bytes), want);
@@ -425,7 +431,7 @@ fn golden_rej_table_108() {
         ari_length: 45,
         reason: 0x3A3B,
         ari: pattern(REJ_ARI_AREA.salt),
-        private_data: pattern(REJ_DATA.salt),
+        private_data: pd(REJ_DATA.salt),
     };
     assert_eq!(
         (MSG_REQ, MSG_REP, MSG_OTHER),
@@ -481,7 +487,7 @@ fn golden_rep_table_110() {
         rnr_retry_count: 5,
         srq: true,
         local_ca_guid: 0x6162_6364_6566_6768,
-        private_data: pattern(REP_DATA.salt),
+        private_data: pd(REP_DATA.salt),
     };
     assert_eq!(Rep::decode(&bytes), want);
     let mut out = [0u8; PAYLOAD_LEN];
@@ -506,7 +512,7 @@ fn golden_rtu_table_111() {
     let want = Rtu {
         local_comm_id: 0x7172_7374,
         remote_comm_id: 0x7576_7778,
-        private_data: pattern(RTU_DATA.salt),
+        private_data: pd(RTU_DATA.salt),
     };
     assert_eq!(Rtu::decode(&bytes), want);
     let mut out = [0u8; PAYLOAD_LEN];
@@ -528,7 +534,7 @@ fn golden_drep_table_113() {
     let want = Drep {
         local_comm_id: 0x9192_9394,
         remote_comm_id: 0x9596_9798,
-        private_data: pattern(DREP_DATA.salt),
+        private_data: pd(DREP_DATA.salt),
     };
     assert_eq!(Drep::decode(&bytes), want);
     let mut out = [0u8; PAYLOAD_LEN];
@@ -555,7 +561,7 @@ fn golden_dreq_table_112() {
         local_comm_id: 0x8182_8384,
         remote_comm_id: 0x8586_8788,
         remote_qpn_eecn: 0x89_8A8B,
-        private_data: pattern(DREQ_DATA.salt),
+        private_data: pd(DREQ_DATA.salt),
     };
     assert_eq!(Dreq::decode(&bytes), want);
     let mut out = [0u8; PAYLOAD_LEN];
@@ -616,7 +622,7 @@ fn golden_lap_table_114() {
             subnet_local: true,
             local_ack_timeout: 15,
         },
-        private_data: pattern(LAP_DATA.salt),
+        private_data: pd(LAP_DATA.salt),
     };
     assert_eq!(Lap::decode(&bytes), want);
     let mut out = [0u8; PAYLOAD_LEN];
@@ -647,7 +653,7 @@ fn golden_apr_table_115() {
         info_length: 51,
         ap_status: 0x5D,
         info: pattern(APR_INFO_AREA.salt),
-        private_data: pattern(APR_DATA.salt),
+        private_data: pd(APR_DATA.salt),
     };
     assert_eq!(Apr::decode(&bytes), want);
     let mut out = [0u8; PAYLOAD_LEN];
@@ -675,7 +681,7 @@ fn golden_sidr_req_table_119() {
         request_id: 0xC1C2_C3C4,
         pkey: 0xC5C6,
         service_id: 0xC7C8_C9CA_CBCC_CDCE,
-        private_data: pattern(SIDR_REQ_DATA.salt),
+        private_data: pd(SIDR_REQ_DATA.salt),
     };
     assert_eq!(SidrReq::decode(&bytes), want);
     let mut out = [0u8; PAYLOAD_LEN];
@@ -726,7 +732,7 @@ fn golden_sidr_rep_table_120() {
         service_id: 0xE1E2_E3E4_E5E6_E7E8,
         qkey: 0xE9EA_EBEC,
         info: pattern(SIDR_REP_INFO_AREA.salt),
-        private_data: pattern(SIDR_REP_DATA.salt),
+        private_data: pd(SIDR_REP_DATA.salt),
     };
     assert_eq!(SidrRep::decode(&bytes), want);
     let mut out = [0u8; PAYLOAD_LEN];

@@ -452,19 +452,33 @@ int main(int argc, char **argv)
 		long n = argc > 5 ? atol(argv[5]) : 1000, sent = 0, got = 0;
 		double t0 = now(), t;
 
+		long stale = 0, other = 0;
+
 		while (got < n) {
 			while (sent < n && sent - got < 256) {
 				build_req(m, 0x10000 + sent, 0x7c000000 + sent, sid);
+				/* Each REQ from its own QP, as from distinct connections: with one QPN
+				 * for all, a REQ handled while the previous one's id still holds the
+				 * QP gets REJ STALE_CONN without reaching the listener. */
+				put32(m + HDR + 32, (0x1000 + (uint32_t)(sent & 0xfffff)) << 8 | 1);
 				send_mad(m);
 				sent++;
 			}
 			if (!recv_mad(&in, 3000))
 				break;
-			if (in.mad[16] == 0 && in.mad[17] == 0x12)
+			if (in.mad[16] == 0 && in.mad[17] == 0x12) {
+				int reason = (in.mad[HDR + 10] << 8) | in.mad[HDR + 11];
+
 				got++;
+				if (reason == 30)
+					stale++;
+				else if (reason != 28 && reason != 8)
+					other++;
+			}
 		}
 		t = now() - t0;
-		printf("FLOOD sent=%ld replies=%ld secs=%.3f rate=%.0f\n", sent, got, t, got / t);
+		printf("FLOOD sent=%ld replies=%ld secs=%.3f rate=%.0f rej_stale=%ld rej_other=%ld\n",
+		       sent, got, t, got / t, stale, other);
 		return got == n ? 0 : 1;
 	}
 	fprintf(stderr, "cm_umad: unknown mode %s\n", argv[3]);

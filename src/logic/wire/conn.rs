@@ -2,7 +2,7 @@
 //! The connection messages: REQ (IBTA Table 106), MRA (107), REJ (108), REP (110), RTU (111),
 //! DREQ (112), DREP (113). Offsets are payload offsets, fields as in `ibta_vol1_c12.h`.
 
-use super::field::{self, get, narrow, set};
+use super::field::{self, get, narrow, set, Bytes};
 
 /// Private data sizes (`IB_CM_*_PRIVATE_DATA_SIZE`).
 pub(crate) const REQ_PRIVATE_DATA: usize = 92;
@@ -125,7 +125,7 @@ impl Path {
 
 /// REQ (Table 106).
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub(crate) struct Req {
+pub(crate) struct Req<'a> {
     /// 0, 32 bits.
     pub(crate) local_comm_id: u32,
     /// 5, 24 bits.
@@ -179,12 +179,18 @@ pub(crate) struct Req {
     /// 139 bit 5, 1 bit.
     pub(crate) sap_supported: bool,
     /// 140, 92 bytes.
-    pub(crate) private_data: [u8; REQ_PRIVATE_DATA],
+    pub(crate) private_data: Bytes<'a, REQ_PRIVATE_DATA>,
 }
 
-impl Req {
+impl<'a> Req<'a> {
     /// Decodes a payload of at least 232 bytes.
-    pub(crate) fn decode(p: &[u8]) -> Self {
+    pub(crate) fn decode(p: &'a [u8]) -> Self {
+        Self::decode_with(p, Bytes::at(p, 140))
+    }
+
+    /// The REQ of payload `p` with `private_data` as its private data (the white-box tests
+    /// build REQs from a payload on their stack and data that outlives it).
+    pub(crate) fn decode_with(p: &[u8], private_data: Bytes<'a, REQ_PRIVATE_DATA>) -> Self {
         Self {
             local_comm_id: field::u32_at(p, 0),
             vendor_id: narrow(get(p, 5, 0, 24)),
@@ -212,7 +218,7 @@ impl Req {
             primary: Path::decode_req(p, 52),
             alternate: Path::decode_req(p, 96),
             sap_supported: get(p, 139, 5, 1) != 0,
-            private_data: field::array(p, 140),
+            private_data,
         }
     }
 
@@ -244,7 +250,7 @@ impl Req {
         self.primary.encode_req(p, 52);
         self.alternate.encode_req(p, 96);
         set(p, 139, 5, 1, u64::from(self.sap_supported));
-        field::put(p, 140, &self.private_data);
+        self.private_data.put(p, 140);
     }
 
     /// Whether the REQ carries an alternate path (cm.c: alternate local LID non-zero, or an OPA
@@ -272,7 +278,7 @@ pub(crate) const MSG_OTHER: u8 = 2;
 
 /// MRA (Table 107).
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub(crate) struct Mra {
+pub(crate) struct Mra<'a> {
     /// 0.
     pub(crate) local_comm_id: u32,
     /// 4.
@@ -282,18 +288,18 @@ pub(crate) struct Mra {
     /// 9, 5 bits.
     pub(crate) service_timeout: u8,
     /// 10, 222 bytes.
-    pub(crate) private_data: [u8; MRA_PRIVATE_DATA],
+    pub(crate) private_data: Bytes<'a, MRA_PRIVATE_DATA>,
 }
 
-impl Mra {
+impl<'a> Mra<'a> {
     /// Decodes a payload of at least 232 bytes.
-    pub(crate) fn decode(p: &[u8]) -> Self {
+    pub(crate) fn decode(p: &'a [u8]) -> Self {
         Self {
             local_comm_id: field::u32_at(p, 0),
             remote_comm_id: field::u32_at(p, 4),
             message_mraed: narrow(get(p, 8, 0, 2)),
             service_timeout: narrow(get(p, 9, 0, 5)),
-            private_data: field::array(p, 10),
+            private_data: Bytes::at(p, 10),
         }
     }
 
@@ -303,13 +309,13 @@ impl Mra {
         field::put(p, 4, &self.remote_comm_id.to_be_bytes());
         set(p, 8, 0, 2, u64::from(self.message_mraed));
         set(p, 9, 0, 5, u64::from(self.service_timeout));
-        field::put(p, 10, &self.private_data);
+        self.private_data.put(p, 10);
     }
 }
 
 /// REJ (Table 108).
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub(crate) struct Rej {
+pub(crate) struct Rej<'a> {
     /// 0.
     pub(crate) local_comm_id: u32,
     /// 4.
@@ -323,12 +329,12 @@ pub(crate) struct Rej {
     /// 12, 72 bytes.
     pub(crate) ari: [u8; REJ_ARI],
     /// 84, 148 bytes.
-    pub(crate) private_data: [u8; REJ_PRIVATE_DATA],
+    pub(crate) private_data: Bytes<'a, REJ_PRIVATE_DATA>,
 }
 
-impl Rej {
+impl<'a> Rej<'a> {
     /// Decodes a payload of at least 232 bytes.
-    pub(crate) fn decode(p: &[u8]) -> Self {
+    pub(crate) fn decode(p: &'a [u8]) -> Self {
         Self {
             local_comm_id: field::u32_at(p, 0),
             remote_comm_id: field::u32_at(p, 4),
@@ -337,7 +343,7 @@ impl Rej {
             ari_length: narrow::<u8>(get(p, 9, 0, 7)).min(REJ_ARI_MAX),
             reason: field::u16_at(p, 10),
             ari: field::array(p, 12),
-            private_data: field::array(p, 84),
+            private_data: Bytes::at(p, 84),
         }
     }
 
@@ -349,13 +355,13 @@ impl Rej {
         set(p, 9, 0, 7, u64::from(self.ari_length));
         field::put(p, 10, &self.reason.to_be_bytes());
         field::put(p, 12, &self.ari);
-        field::put(p, 84, &self.private_data);
+        self.private_data.put(p, 84);
     }
 }
 
 /// REP (Table 110).
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub(crate) struct Rep {
+pub(crate) struct Rep<'a> {
     /// 0.
     pub(crate) local_comm_id: u32,
     /// 4.
@@ -387,12 +393,12 @@ pub(crate) struct Rep {
     /// 28, 64 bits.
     pub(crate) local_ca_guid: u64,
     /// 36, 196 bytes.
-    pub(crate) private_data: [u8; REP_PRIVATE_DATA],
+    pub(crate) private_data: Bytes<'a, REP_PRIVATE_DATA>,
 }
 
-impl Rep {
+impl<'a> Rep<'a> {
     /// Decodes a payload of at least 232 bytes.
-    pub(crate) fn decode(p: &[u8]) -> Self {
+    pub(crate) fn decode(p: &'a [u8]) -> Self {
         let vendor = (u32::from(field::u8_at(p, 15)) << 16)
             | (u32::from(field::u8_at(p, 19)) << 8)
             | u32::from(field::u8_at(p, 23));
@@ -412,7 +418,7 @@ impl Rep {
             rnr_retry_count: narrow(get(p, 27, 0, 3)),
             srq: get(p, 27, 3, 1) != 0,
             local_ca_guid: field::u64_at(p, 28),
-            private_data: field::array(p, 36),
+            private_data: Bytes::at(p, 36),
         }
     }
 
@@ -435,34 +441,34 @@ impl Rep {
         set(p, 27, 0, 3, u64::from(self.rnr_retry_count));
         set(p, 27, 3, 1, u64::from(self.srq));
         field::put(p, 28, &self.local_ca_guid.to_be_bytes());
-        field::put(p, 36, &self.private_data);
+        self.private_data.put(p, 36);
     }
 }
 
 /// RTU (Table 111) and DREP (Table 113) share one layout: the two comm IDs and 224 bytes of
 /// private data.
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub(crate) struct CommIdsAndData {
+pub(crate) struct CommIdsAndData<'a> {
     /// 0.
     pub(crate) local_comm_id: u32,
     /// 4.
     pub(crate) remote_comm_id: u32,
     /// 8, 224 bytes.
-    pub(crate) private_data: [u8; RTU_PRIVATE_DATA],
+    pub(crate) private_data: Bytes<'a, RTU_PRIVATE_DATA>,
 }
 
 /// RTU (Table 111).
-pub(crate) type Rtu = CommIdsAndData;
+pub(crate) type Rtu<'a> = CommIdsAndData<'a>;
 /// DREP (Table 113).
-pub(crate) type Drep = CommIdsAndData;
+pub(crate) type Drep<'a> = CommIdsAndData<'a>;
 
-impl CommIdsAndData {
+impl<'a> CommIdsAndData<'a> {
     /// Decodes a payload of at least 232 bytes.
-    pub(crate) fn decode(p: &[u8]) -> Self {
+    pub(crate) fn decode(p: &'a [u8]) -> Self {
         Self {
             local_comm_id: field::u32_at(p, 0),
             remote_comm_id: field::u32_at(p, 4),
-            private_data: field::array(p, 8),
+            private_data: Bytes::at(p, 8),
         }
     }
 
@@ -470,13 +476,13 @@ impl CommIdsAndData {
     pub(crate) fn encode(&self, p: &mut [u8]) {
         field::put(p, 0, &self.local_comm_id.to_be_bytes());
         field::put(p, 4, &self.remote_comm_id.to_be_bytes());
-        field::put(p, 8, &self.private_data);
+        self.private_data.put(p, 8);
     }
 }
 
 /// DREQ (Table 112).
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub(crate) struct Dreq {
+pub(crate) struct Dreq<'a> {
     /// 0.
     pub(crate) local_comm_id: u32,
     /// 4.
@@ -484,17 +490,17 @@ pub(crate) struct Dreq {
     /// 8, 24 bits.
     pub(crate) remote_qpn_eecn: u32,
     /// 12, 220 bytes.
-    pub(crate) private_data: [u8; DREQ_PRIVATE_DATA],
+    pub(crate) private_data: Bytes<'a, DREQ_PRIVATE_DATA>,
 }
 
-impl Dreq {
+impl<'a> Dreq<'a> {
     /// Decodes a payload of at least 232 bytes.
-    pub(crate) fn decode(p: &[u8]) -> Self {
+    pub(crate) fn decode(p: &'a [u8]) -> Self {
         Self {
             local_comm_id: field::u32_at(p, 0),
             remote_comm_id: field::u32_at(p, 4),
             remote_qpn_eecn: narrow(get(p, 8, 0, 24)),
-            private_data: field::array(p, 12),
+            private_data: Bytes::at(p, 12),
         }
     }
 
@@ -503,6 +509,6 @@ impl Dreq {
         field::put(p, 0, &self.local_comm_id.to_be_bytes());
         field::put(p, 4, &self.remote_comm_id.to_be_bytes());
         set(p, 8, 0, 24, u64::from(self.remote_qpn_eecn));
-        field::put(p, 12, &self.private_data);
+        self.private_data.put(p, 12);
     }
 }

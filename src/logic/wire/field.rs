@@ -95,6 +95,84 @@ pub(crate) fn put(buf: &mut [u8], byte: usize, bytes: &[u8]) {
     }
 }
 
+/// A message's private data: the bytes it carries, at most `N`, borrowed from the caller that
+/// sends them or from the received MAD, never copied into the message. On the wire the field
+/// is always `N` bytes; those past the borrowed ones are zeros (send buffers are zeroed), as
+/// cm.c's `cm_format_*` copy only the caller's bytes into the zeroed MAD. Two fields are equal
+/// if their wire bytes are.
+#[derive(Clone, Copy)]
+pub(crate) struct Bytes<'a, const N: usize>(&'a [u8]);
+
+impl<'a, const N: usize> Bytes<'a, N> {
+    /// No bytes: an all-zero field.
+    pub(crate) const EMPTY: Self = Self(&[]);
+
+    /// `bytes`, cut to `N`.
+    pub(crate) fn new(bytes: &'a [u8]) -> Self {
+        Self(bytes.get(..N).unwrap_or(bytes))
+    }
+
+    /// The field at `byte` of `buf` (shorter if `buf` ends first).
+    pub(crate) fn at(buf: &'a [u8], byte: usize) -> Self {
+        Self::new(buf.get(byte..).unwrap_or(&[]))
+    }
+
+    /// The bytes carried (trailing zeros of a decoded field included).
+    pub(crate) fn as_slice(&self) -> &'a [u8] {
+        self.0
+    }
+
+    /// The field's `N` wire bytes.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn to_array(self) -> [u8; N] {
+        let mut out = [0u8; N];
+        out[..self.0.len()].copy_from_slice(self.0);
+        out
+    }
+
+    /// Writes the carried bytes at `byte` of a zeroed `buf`.
+    pub(crate) fn put(&self, buf: &mut [u8], byte: usize) {
+        put(buf, byte, self.0)
+    }
+
+    /// The carried bytes without trailing zeros: what decides equality.
+    fn significant(&self) -> &'a [u8] {
+        let end = self.0.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        &self.0[..end]
+    }
+}
+
+impl<const N: usize> Default for Bytes<'_, N> {
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
+impl<const N: usize> PartialEq for Bytes<'_, N> {
+    fn eq(&self, other: &Self) -> bool {
+        self.significant() == other.significant()
+    }
+}
+
+impl<const N: usize> Eq for Bytes<'_, N> {}
+
+/// The tests read single wire bytes: those past the carried ones are zeros.
+#[cfg(test)]
+impl<const N: usize> core::ops::Index<usize> for Bytes<'_, N> {
+    type Output = u8;
+
+    fn index(&self, i: usize) -> &u8 {
+        assert!(i < N, "byte {i} of a {N}-byte field");
+        self.0.get(i).unwrap_or(&0)
+    }
+}
+
+impl<const N: usize> core::fmt::Debug for Bytes<'_, N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{:?}", self.significant())
+    }
+}
+
 /// Narrows a field value known to fit (its width is at most the target's).
 pub(crate) fn narrow<T: TryFrom<u64> + Default>(v: u64) -> T {
     T::try_from(v).unwrap_or_default()
@@ -142,6 +220,24 @@ mod tests {
         assert_eq!(array::<2>(&buf, 5), [0, 0]);
         assert_eq!(array::<2>(&buf, 9), [0, 0]);
         assert_eq!(array::<4>(&buf, usize::MAX - 1), [0; 4]);
+    }
+
+    #[test]
+    fn bytes_borrow_cut_and_compare_as_wire_fields() {
+        let buf = [7u8, 8, 9, 0, 0];
+        // Cut to N; a decoded field runs to N or to the end of the buffer.
+        assert_eq!(Bytes::<2>::new(&buf).as_slice(), &[7, 8]);
+        assert_eq!(Bytes::<4>::at(&buf, 3).as_slice(), &[0, 0]);
+        assert_eq!(Bytes::<4>::at(&buf, 9).as_slice(), &[] as &[u8]);
+        // Equal when the wire bytes are: trailing zeros do not count.
+        assert_eq!(Bytes::<5>::new(&buf), Bytes::<5>::new(&buf[..3]));
+        assert_ne!(Bytes::<5>::new(&buf), Bytes::<5>::new(&buf[..2]));
+        assert_eq!(Bytes::<4>::at(&buf, 3), Bytes::EMPTY);
+        assert_eq!(Bytes::<4>::new(&buf[..2]).to_array(), [7, 8, 0, 0]);
+        // Written into a zeroed buffer: only the carried bytes, clipped at its end.
+        let mut out = [0u8; 4];
+        Bytes::<3>::new(&buf).put(&mut out, 2);
+        assert_eq!(out, [0, 0, 7, 8]);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! decoded so they can be counted, and handled as cm.c does.
 
 use super::conn::Path;
-use super::field::{self, get, narrow, set};
+use super::field::{self, get, narrow, set, Bytes};
 
 /// LAP private data.
 pub(crate) const LAP_PRIVATE_DATA: usize = 168;
@@ -15,7 +15,7 @@ const APR_INFO_MAX: u8 = 72;
 
 /// LAP.
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub(crate) struct Lap {
+pub(crate) struct Lap<'a> {
     /// 0.
     pub(crate) local_comm_id: u32,
     /// 4.
@@ -27,19 +27,19 @@ pub(crate) struct Lap {
     /// 20..63: the alternate path.
     pub(crate) alternate: Path,
     /// 64, 168 bytes.
-    pub(crate) private_data: [u8; LAP_PRIVATE_DATA],
+    pub(crate) private_data: Bytes<'a, LAP_PRIVATE_DATA>,
 }
 
-impl Lap {
+impl<'a> Lap<'a> {
     /// Decodes a payload of at least 232 bytes.
-    pub(crate) fn decode(p: &[u8]) -> Self {
+    pub(crate) fn decode(p: &'a [u8]) -> Self {
         Self {
             local_comm_id: field::u32_at(p, 0),
             remote_comm_id: field::u32_at(p, 4),
             remote_qpn_eecn: narrow(get(p, 12, 0, 24)),
             remote_cm_response_timeout: narrow(get(p, 15, 0, 5)),
             alternate: Path::decode_lap(p, 20),
-            private_data: field::array(p, 64),
+            private_data: Bytes::at(p, 64),
         }
     }
 
@@ -50,13 +50,13 @@ impl Lap {
         set(p, 12, 0, 24, u64::from(self.remote_qpn_eecn));
         set(p, 15, 0, 5, u64::from(self.remote_cm_response_timeout));
         self.alternate.encode_lap(p, 20);
-        field::put(p, 64, &self.private_data);
+        self.private_data.put(p, 64);
     }
 }
 
 /// APR.
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub(crate) struct Apr {
+pub(crate) struct Apr<'a> {
     /// 0.
     pub(crate) local_comm_id: u32,
     /// 4.
@@ -68,19 +68,19 @@ pub(crate) struct Apr {
     /// 12, 72 bytes.
     pub(crate) info: [u8; APR_INFO],
     /// 84, 148 bytes.
-    pub(crate) private_data: [u8; APR_PRIVATE_DATA],
+    pub(crate) private_data: Bytes<'a, APR_PRIVATE_DATA>,
 }
 
-impl Apr {
+impl<'a> Apr<'a> {
     /// Decodes a payload of at least 232 bytes.
-    pub(crate) fn decode(p: &[u8]) -> Self {
+    pub(crate) fn decode(p: &'a [u8]) -> Self {
         Self {
             local_comm_id: field::u32_at(p, 0),
             remote_comm_id: field::u32_at(p, 4),
             info_length: field::u8_at(p, 8).min(APR_INFO_MAX),
             ap_status: field::u8_at(p, 9),
             info: field::array(p, 12),
-            private_data: field::array(p, 84),
+            private_data: Bytes::at(p, 84),
         }
     }
 
@@ -90,6 +90,6 @@ impl Apr {
         field::put(p, 4, &self.remote_comm_id.to_be_bytes());
         field::put(p, 8, &[self.info_length, self.ap_status]);
         field::put(p, 12, &self.info);
-        field::put(p, 84, &self.private_data);
+        self.private_data.put(p, 84);
     }
 }

@@ -106,34 +106,35 @@ impl AttrId {
     }
 }
 
-/// A decoded CM message.
+/// A CM message, decoded from a MAD or to be encoded into one; its private data is
+/// borrowed (from the MAD, or from the caller that sends it).
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub(crate) enum CmMessage {
+pub(crate) enum CmMessage<'a> {
     /// REQ.
-    Req(conn::Req),
+    Req(conn::Req<'a>),
     /// MRA.
-    Mra(conn::Mra),
+    Mra(conn::Mra<'a>),
     /// REJ.
-    Rej(conn::Rej),
+    Rej(conn::Rej<'a>),
     /// REP.
-    Rep(conn::Rep),
+    Rep(conn::Rep<'a>),
     /// RTU.
-    Rtu(conn::Rtu),
+    Rtu(conn::Rtu<'a>),
     /// DREQ.
-    Dreq(conn::Dreq),
+    Dreq(conn::Dreq<'a>),
     /// DREP.
-    Drep(conn::Drep),
+    Drep(conn::Drep<'a>),
     /// SIDR_REQ.
-    SidrReq(sidr::SidrReq),
+    SidrReq(sidr::SidrReq<'a>),
     /// SIDR_REP.
-    SidrRep(sidr::SidrRep),
+    SidrRep(sidr::SidrRep<'a>),
     /// LAP.
-    Lap(lap::Lap),
+    Lap(lap::Lap<'a>),
     /// APR.
-    Apr(lap::Apr),
+    Apr(lap::Apr<'a>),
 }
 
-impl CmMessage {
+impl<'a> CmMessage<'a> {
     /// The attribute ID this message is sent with.
     pub(crate) fn attr_id(&self) -> AttrId {
         match self {
@@ -155,7 +156,7 @@ impl CmMessage {
     /// module's receive path decodes the one message it gets in place instead; the white-box
     /// and host tests use this.
     #[cfg_attr(not(ibcm_kunit), allow(dead_code))]
-    pub(crate) fn decode(attr: AttrId, payload: &[u8]) -> Result<Self, WireError> {
+    pub(crate) fn decode(attr: AttrId, payload: &'a [u8]) -> Result<Self, WireError> {
         let p = payload.get(..PAYLOAD_LEN).ok_or(WireError::Truncated)?;
         Ok(match attr {
             AttrId::Req => CmMessage::Req(conn::Req::decode(p)),
@@ -227,7 +228,7 @@ pub(crate) fn decode_header(mad: &[u8]) -> Result<(MadHeader, AttrId, &[u8]), Wi
 /// Decodes a whole received MAD: [`decode_header`], then the message (for the tests, as
 /// [`CmMessage::decode`]).
 #[cfg_attr(not(ibcm_kunit), allow(dead_code))]
-pub(crate) fn decode_mad(mad: &[u8]) -> Result<(MadHeader, CmMessage), WireError> {
+pub(crate) fn decode_mad(mad: &[u8]) -> Result<(MadHeader, CmMessage<'_>), WireError> {
     let (hdr, attr, payload) = decode_header(mad)?;
     Ok((hdr, CmMessage::decode(attr, payload)?))
 }
@@ -239,7 +240,7 @@ const _: () = assert!(MAD_LEN == MAD_HDR_LEN + PAYLOAD_LEN);
 /// place, whatever `mad` held before (the send path, whose buffers are zeroed, uses
 /// [`encode_zeroed_mad`]).
 #[cfg_attr(not(test), allow(dead_code))]
-pub(crate) fn encode_mad(msg: &CmMessage, tid: u64, attr_mod: u32, mad: &mut [u8; MAD_LEN]) {
+pub(crate) fn encode_mad(msg: &CmMessage<'_>, tid: u64, attr_mod: u32, mad: &mut [u8; MAD_LEN]) {
     // The header is written whole; the payload is cleared first.
     mad[MAD_HDR_LEN..].fill(0);
     encode_zeroed_mad(msg, tid, attr_mod, mad);
@@ -248,7 +249,7 @@ pub(crate) fn encode_mad(msg: &CmMessage, tid: u64, attr_mod: u32, mad: &mut [u8
 /// [`encode_mad`] into a MAD that is all zeros: a fresh send buffer, which
 /// `ib_create_send_mad()` allocates zeroed. Clearing its payload again would cost a pass over
 /// 232 bytes per send.
-pub(crate) fn encode_zeroed_mad(msg: &CmMessage, tid: u64, attr_mod: u32, mad: &mut [u8; MAD_LEN]) {
+pub(crate) fn encode_zeroed_mad(msg: &CmMessage<'_>, tid: u64, attr_mod: u32, mad: &mut [u8; MAD_LEN]) {
     let hdr = MadHeader::cm(msg.attr_id(), tid, attr_mod);
     let (h, p) = mad.split_at_mut(MAD_HDR_LEN);
     hdr.encode(h);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! SIDR_REQ (IBTA Table 119) and SIDR_REP (Table 120). Offsets are payload offsets.
 
-use super::field::{self, narrow};
+use super::field::{self, narrow, Bytes};
 
 /// Private data of a SIDR_REQ.
 pub(crate) const SIDR_REQ_PRIVATE_DATA: usize = 216;
@@ -14,7 +14,7 @@ const SIDR_REP_INFO_MAX: u8 = 72;
 
 /// SIDR_REQ.
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub(crate) struct SidrReq {
+pub(crate) struct SidrReq<'a> {
     /// 0, 32 bits.
     pub(crate) request_id: u32,
     /// 4, 16 bits.
@@ -22,17 +22,17 @@ pub(crate) struct SidrReq {
     /// 8, 64 bits.
     pub(crate) service_id: u64,
     /// 16, 216 bytes.
-    pub(crate) private_data: [u8; SIDR_REQ_PRIVATE_DATA],
+    pub(crate) private_data: Bytes<'a, SIDR_REQ_PRIVATE_DATA>,
 }
 
-impl SidrReq {
+impl<'a> SidrReq<'a> {
     /// Decodes a payload of at least 232 bytes.
-    pub(crate) fn decode(p: &[u8]) -> Self {
+    pub(crate) fn decode(p: &'a [u8]) -> Self {
         Self {
             request_id: field::u32_at(p, 0),
             pkey: field::u16_at(p, 4),
             service_id: field::u64_at(p, 8),
-            private_data: field::array(p, 16),
+            private_data: Bytes::at(p, 16),
         }
     }
 
@@ -41,13 +41,13 @@ impl SidrReq {
         field::put(p, 0, &self.request_id.to_be_bytes());
         field::put(p, 4, &self.pkey.to_be_bytes());
         field::put(p, 8, &self.service_id.to_be_bytes());
-        field::put(p, 16, &self.private_data);
+        self.private_data.put(p, 16);
     }
 }
 
 /// SIDR_REP.
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub(crate) struct SidrRep {
+pub(crate) struct SidrRep<'a> {
     /// 0, 32 bits.
     pub(crate) request_id: u32,
     /// 4, 8 bits (`enum ib_cm_sidr_status`).
@@ -67,12 +67,12 @@ pub(crate) struct SidrRep {
     /// 24, 72 bytes.
     pub(crate) info: [u8; SIDR_REP_INFO],
     /// 96, 136 bytes.
-    pub(crate) private_data: [u8; SIDR_REP_PRIVATE_DATA],
+    pub(crate) private_data: Bytes<'a, SIDR_REP_PRIVATE_DATA>,
 }
 
-impl SidrRep {
+impl<'a> SidrRep<'a> {
     /// Decodes a payload of at least 232 bytes.
-    pub(crate) fn decode(p: &[u8]) -> Self {
+    pub(crate) fn decode(p: &'a [u8]) -> Self {
         Self {
             request_id: field::u32_at(p, 0),
             status: field::u8_at(p, 4),
@@ -84,7 +84,7 @@ impl SidrRep {
             service_id: field::u64_at(p, 12),
             qkey: field::u32_at(p, 20),
             info: field::array(p, 24),
-            private_data: field::array(p, 96),
+            private_data: Bytes::at(p, 96),
         }
     }
 
@@ -98,6 +98,6 @@ impl SidrRep {
         field::put(p, 12, &self.service_id.to_be_bytes());
         field::put(p, 20, &self.qkey.to_be_bytes());
         field::put(p, 24, &self.info);
-        field::put(p, 96, &self.private_data);
+        self.private_data.put(p, 96);
     }
 }
