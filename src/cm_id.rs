@@ -27,6 +27,7 @@ use crate::{
         state::{Lap, State},
     },
     remote::RemoteKey,
+    send::HandshakeAh,
     timewait::TwLink,
     use_count::UseCount,
 };
@@ -51,16 +52,16 @@ pub(crate) struct Conn {
     pub(crate) local_qpn: u32,
     /// The peer's QPN.
     pub(crate) remote_qpn: u32,
-    /// `enum ib_qp_type`.
-    pub(crate) qp_type: u32,
+    /// `enum ib_qp_type` (RC, UC, UD or XRC: one byte; see [`Conn::qp_type`]).
+    pub(crate) qp_type: u8,
     /// Send queue PSN (the peer's starting PSN).
     pub(crate) sq_psn: u32,
     /// Receive queue PSN (ours).
     pub(crate) rq_psn: u32,
     /// The wait of the tracked MAD before each retry.
     pub(crate) timeout_ms: u32,
-    /// `enum ib_mtu`.
-    pub(crate) path_mtu: u32,
+    /// `enum ib_mtu` (1 to 5).
+    pub(crate) path_mtu: u8,
     /// The P_Key (host order).
     pub(crate) pkey: u16,
     /// Retries of tracked MADs.
@@ -77,6 +78,20 @@ pub(crate) struct Conn {
     pub(crate) service_timeout: u8,
     /// The peer's target ACK delay (REP).
     pub(crate) target_ack_delay: u8,
+}
+
+impl Conn {
+    /// The QP type (`enum ib_qp_type`).
+    pub(crate) fn qp_type(&self) -> u32 {
+        self.qp_type.into()
+    }
+
+    /// Sets the QP type. The CM's types (RC 2, UC 3, UD 4, XRC 9 and 10) fit a byte, which
+    /// keeps the id within its slab; anything larger is stored as 0xFF, a type the CM never
+    /// matches (`IB_QPT_DRIVER`).
+    pub(crate) fn set_qp_type(&mut self, qp_type: u32) {
+        self.qp_type = u8::try_from(qp_type).unwrap_or(u8::MAX);
+    }
 }
 
 /// Private data kept for retransmissions (`cm_set_private_data`).
@@ -142,6 +157,12 @@ pub(crate) struct CmIdInner {
     pub(crate) timewait_armed: bool,
     /// Which of its device's timewait lists the id was queued on (its timeout exponent).
     pub(crate) timewait_class: u8,
+    /// The address handle an active id's handshake sends share (REQ, then RTU, MRA or REJ),
+    /// created by the REQ's send (`send.rs`).
+    pub(crate) hs_ah: HandshakeAh,
+    /// Sends in flight that use `hs_ah`; the handle is destroyed once this is 0 and the id has
+    /// left the handshake states ([`crate::logic::state::keeps_handshake_ah`]).
+    pub(crate) hs_sends: u8,
 }
 
 /// A CM id: the C-visible `struct ib_cm_id` plus the CM's private state.
@@ -278,6 +299,8 @@ impl CmId {
                         stored_pd: None,
                         timewait_armed: false,
                         timewait_class: 0,
+                        hs_ah: HandshakeAh::default(),
+                        hs_sends: 0,
                     },
                     "CmId::inner"
                 ),

@@ -425,13 +425,12 @@ fn on_known_req(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, see
 
 /// The passive id's parameters from a REQ (`cm_req_handler`).
 fn conn_of_req(req: &Req<'_>, tid: u64) -> Conn {
-    Conn {
+    let mut conn = Conn {
         tid,
         remote_qpn: req.local_qpn,
-        qp_type: req_event::qp_type(req),
         sq_psn: req.starting_psn,
         timeout_ms: timeout::conv_ms(req.local_cm_response_timeout),
-        path_mtu: req.path_mtu.into(),
+        path_mtu: req.path_mtu,
         pkey: req.pkey,
         max_cm_retries: req.max_cm_retries,
         responder_resources: req.initiator_depth,
@@ -439,7 +438,9 @@ fn conn_of_req(req: &Req<'_>, tid: u64) -> Conn {
         retry_count: req.retry_count,
         rnr_retry_count: req.rnr_retry_count,
         ..Conn::default()
-    }
+    };
+    conn.set_qp_type(req_event::qp_type(req));
+    conn
 }
 
 /// `IB_CM_REJ_INVALID_GID`.

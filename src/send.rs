@@ -58,6 +58,64 @@ pub(crate) enum SendAh {
     /// A cached reply handle (`reply_ah.rs`) and its `ib_ah`: the send holds a reference
     /// until it completes.
     Shared(Arc<ReplyAh>, *mut bindings::ib_ah),
+    /// The id's handshake handle ([`HandshakeAh`]): the id counts the send in `hs_sends`
+    /// and destroys the handle; the buffer's id reference keeps the id, and so the handle,
+    /// alive until the completion.
+    Handshake(*mut bindings::ib_ah),
+}
+
+/// What `context[0]` of a buffer on its id's handshake handle points at: neither an own
+/// handle (NULL) nor a cached reply handle (an `Arc<ReplyAh>`).
+static HANDSHAKE_TAG: u8 = 0;
+
+fn handshake_tag() -> *mut ffi::c_void {
+    core::ptr::addr_of!(HANDSHAKE_TAG).cast_mut().cast()
+}
+
+/// The address handle an active id's handshake sends share. cm.c creates a handle per MAD;
+/// the REQ's serves the RTU (and an MRA or REJ before it) too, since they go along the same
+/// address, which saves creating and destroying one per connection. The handle lives while
+/// the id is in a handshake state or a send on it is in flight, and no longer: an established
+/// connection holds no handle (the memory per connection stays what it was).
+///
+/// # Invariants
+///
+/// `ah` is NULL or a handle of the id's MAD agent PD, created from the id's `av`, that no
+/// one else destroys.
+#[derive(Default)]
+pub(crate) struct HandshakeAh(Option<core::ptr::NonNull<bindings::ib_ah>>);
+
+// SAFETY: An address handle may be used and destroyed from any thread.
+unsafe impl Send for HandshakeAh {}
+// SAFETY: Shared access only reads the pointer.
+unsafe impl Sync for HandshakeAh {}
+
+impl HandshakeAh {
+    /// In the id's count of sends on the handle: the handle is out of use (the id left the
+    /// handshake while sends on it were in flight): no send takes it any more, the last
+    /// completion destroys it.
+    pub(crate) const RETIRED: u8 = 0x80;
+
+    /// Takes the handle out (for destruction after the lock), leaving none.
+    pub(crate) fn take(&mut self) -> Self {
+        Self(self.0.take())
+    }
+
+    /// Whether there is a handle.
+    pub(crate) fn is_some(&self) -> bool {
+        self.0.is_some()
+    }
+}
+
+impl Drop for HandshakeAh {
+    fn drop(&mut self) {
+        if let Some(ah) = self.0.take() {
+            // SAFETY: Ours alone (type invariant), and no send uses it any more: the holder
+            // drops it only with no handshake send in flight (or as the id is freed, after
+            // every buffer gave its reference back). Non-sleeping, as cm.c's `cm_free_msg`.
+            unsafe { bindings::ibcm_glue_destroy_ah(ah.as_ptr()) };
+        }
+    }
 }
 
 impl SendAh {
@@ -71,6 +129,7 @@ impl SendAh {
         let this = ManuallyDrop::new(self);
         let (ah, ctx) = match &*this {
             SendAh::Own(ah) => (*ah, core::ptr::null_mut()),
+            SendAh::Handshake(ah) => (*ah, handshake_tag()),
             SendAh::Shared(shared, ah) => {
                 // SAFETY: Reads the `Arc` out of `this`, which is never dropped: the
                 // reference moves into the buffer.
@@ -95,7 +154,8 @@ impl Drop for SendAh {
     }
 }
 
-/// Releases the address handle of a send buffer filled by [`SendAh::into_buf`].
+/// Releases the address handle of a send buffer filled by [`SendAh::into_buf`]; a buffer on
+/// its id's handshake handle leaves the handle alone (its id accounts for it).
 ///
 /// # Safety
 ///
@@ -103,6 +163,9 @@ impl Drop for SendAh {
 unsafe fn release(buf: *mut bindings::ib_mad_send_buf) {
     // SAFETY: `buf` is ours (caller).
     let (ah, ctx) = unsafe { ((*buf).ah, (*buf).context[0]) };
+    if ctx == handshake_tag() {
+        return;
+    }
     if !ctx.is_null() {
         // SAFETY: `context[0]` holds the reference `into_buf` moved in; taken back once.
         drop(unsafe { Arc::<ReplyAh>::from_raw(ctx.cast::<ReplyAh>()) });
@@ -245,6 +308,10 @@ pub(crate) unsafe fn send(
 /// carries a reference to the id (`context[1]`) until its completion. `trace` fires
 /// once the buffer is allocated, just before the post (where cm.c traces its sends).
 /// Non-sleeping: called with the id lock held, possibly in atomic context.
+///
+/// With `hs` (the id's handshake handle and its count of sends, see [`HandshakeAh`]), the
+/// send goes on that handle, or creates it if there is none (the REQ) and counts itself;
+/// without, it creates a handle of its own.
 #[expect(clippy::too_many_arguments)]
 pub(crate) fn send_for_id(
     id: &Arc<CmId>,
@@ -255,6 +322,7 @@ pub(crate) fn send_for_id(
     timeout_ms: u32,
     retries: u8,
     trace: Option<IdTrace>,
+    mut hs: Option<(&mut HandshakeAh, &mut u8)>,
 ) -> Result<(*mut bindings::ib_mad_send_buf, u64)> {
     let dev = &*id.dev;
     let _gate = dev.enter_send().ok_or(ENODEV)?;
@@ -268,12 +336,25 @@ pub(crate) fn send_for_id(
         let hi = unsafe { bindings::ibcm_glue_mad_agent_hi_tid(agent) };
         (u64::from(hi) << 32) | u64::from(id.local_id().to_be())
     });
-    // SAFETY: `agent` is registered (gate held); `av.attr()` is initialised.
-    let ah = unsafe { bindings::ibcm_glue_ah_from_attr(agent, av.attr()) };
-    if let Some(e) = ptr_error(ah, ENOMEM) {
-        return Err(e);
-    }
-    let ah = SendAh::Own(ah);
+    let ah = match hs.as_mut().and_then(|(h, _)| h.0) {
+        Some(ah) => SendAh::Handshake(ah.as_ptr()),
+        None => {
+            // SAFETY: `agent` is registered (gate held); `av.attr()` is initialised.
+            let ah = unsafe { bindings::ibcm_glue_ah_from_attr(agent, av.attr()) };
+            if let Some(e) = ptr_error(ah, ENOMEM) {
+                return Err(e);
+            }
+            match (hs.as_mut(), core::ptr::NonNull::new(ah)) {
+                (Some((h, _)), Some(nn)) => {
+                    // INVARIANT: created from the id's address, for this id alone.
+                    h.0 = Some(nn);
+                    SendAh::Handshake(ah)
+                }
+                _ => SendAh::Own(ah),
+            }
+        }
+    };
+    let on_hs = matches!(ah, SendAh::Handshake(_));
     // SAFETY: `agent` is registered; sizes are the CM's fixed MAD layout.
     let buf = unsafe {
         bindings::ib_create_send_mad(
@@ -326,6 +407,9 @@ pub(crate) fn send_for_id(
         }
         return Err(Error::from_errno(ret));
     }
+    if let (true, Some((_, n))) = (on_hs, hs) {
+        *n += 1;
+    }
     Ok((buf, tid))
 }
 
@@ -373,8 +457,15 @@ pub(crate) unsafe extern "C" fn ibcm_rs_send_done(
         // SAFETY: `context[1]` holds the reference `send_for_id` moved in; taken back once.
         Some(unsafe { Arc::<CmId>::from_raw(owner.cast::<CmId>()) })
     };
-    // The id forgets the buffer (if it is its tracked one) before the buffer is freed.
-    let failed_in = id.as_ref().and_then(|id| crate::conn::untrack(id, buf));
+    // SAFETY: `buf` is ours until freed below.
+    let on_hs = unsafe { (*buf).context[0] } == handshake_tag();
+    // The id forgets the buffer (if it is its tracked one) before the buffer is freed, and
+    // gives back its use of the handshake handle (destroyed when `spent` drops, unlocked).
+    let (failed_in, spent) = match id.as_ref() {
+        Some(id) => crate::conn::untrack(id, buf, on_hs),
+        None => (None, HandshakeAh::default()),
+    };
+    drop(spent);
     // SAFETY: The send is complete; the buffer and its handle are ours to release.
     unsafe {
         release(buf);

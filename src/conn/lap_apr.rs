@@ -61,7 +61,7 @@ pub(crate) fn on_lap(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
     let (pkey, mtu) = {
         let g = id.inner.lock();
         // CAST: an `enum ib_mtu` value (1..=5).
-        (g.conn.pkey, g.conn.path_mtu as u8)
+        (g.conn.pkey, g.conn.path_mtu)
     };
     // SAFETY: The device is live while its receive work runs.
     let port_opa = unsafe { bindings::ibcm_glue_cap_opa_ah(dev.ib_dev(), port_num) };

@@ -36,7 +36,7 @@ use crate::{
     },
     port::Counter,
     remote::{QpKey, RemoteKey, RemoteReservation, ReqKey, Unlinked},
-    send,
+    send::{self, HandshakeAh},
     timewait::{self, EstablishWork},
     trace,
 };
@@ -131,6 +131,9 @@ pub(crate) struct Outcome {
     pub(crate) unlinked: Unlinked,
     /// The input was refused.
     pub(crate) refused: Option<Refusal>,
+    /// The id's handshake handle, if the step ended its use (destroyed with the outcome, after
+    /// the lock).
+    pub(crate) spent_ah: HandshakeAh,
 }
 
 impl Default for Outcome {
@@ -141,6 +144,7 @@ impl Default for Outcome {
             response: None,
             unlinked: Unlinked::default(),
             refused: None,
+            spent_ah: HandshakeAh::default(),
         }
     }
 }
@@ -236,6 +240,7 @@ pub(crate) fn run(
         id.set_lap(st.lap);
         post(id, &mut g);
     }
+    out.spent_ah = spent_handshake_ah(id, &mut g);
     if let Some(ev) = out.deliver.take() {
         if g.delivering {
             g.events.push(ev);
@@ -652,6 +657,7 @@ fn send_out(
         _ => 0,
     };
     let timeout_ms = if o.tracked() { g.conn.timeout_ms } else { 0 };
+    let hs = on_handshake_ah(id, g, o);
     let av = g.av.as_deref().ok_or(EINVAL)?;
     // Traced once the MAD is allocated, with the state the id sends in (REJs: see `run`).
     let (buf, tid) = send::send_for_id(
@@ -663,6 +669,7 @@ fn send_out(
         timeout_ms,
         g.conn.max_cm_retries,
         logic_trace::for_send(o),
+        hs.then_some((&mut g.hs_ah, &mut g.hs_sends)),
     )?;
     if o == Out::Req {
         g.conn.tid = tid;
@@ -775,7 +782,7 @@ pub(crate) fn destroy_actions(id: &Arc<CmId>, err: i32) -> Farewell {
     let xrc_tgt = {
         let mut g = id.inner.lock();
         g.destroyed = true;
-        g.conn.qp_type == bindings::ib_qp_type_IB_QPT_XRC_TGT
+        g.conn.qp_type() == bindings::ib_qp_type_IB_QPT_XRC_TGT
     };
     let enomem = err == -(bindings::ENOMEM as i32);
     let mut ctx = Ctx {
@@ -818,13 +825,51 @@ pub(crate) fn destroy_actions(id: &Arc<CmId>, err: i32) -> Farewell {
 
 /// The completion of `buf`: if it is `id`'s tracked MAD, the id forgets it and the state it
 /// was sent in is returned (`cm_process_send_error`'s check).
-pub(crate) fn untrack(id: &CmId, buf: *mut bindings::ib_mad_send_buf) -> Option<State> {
+pub(crate) fn untrack(
+    id: &CmId,
+    buf: *mut bindings::ib_mad_send_buf,
+    on_hs: bool,
+) -> (Option<State>, HandshakeAh) {
     let mut g = id.inner.lock();
+    if on_hs && g.hs_sends & !HandshakeAh::RETIRED != 0 {
+        g.hs_sends -= 1;
+    }
+    let spent = spent_handshake_ah(id, &mut g);
     if g.msg != buf {
-        return None;
+        return (None, spent);
     }
     g.msg = core::ptr::null_mut();
-    Some(g.msg_state)
+    (Some(g.msg_state), spent)
+}
+
+/// The id's handshake handle once nothing needs it: the id out of the handshake states and
+/// no send on it in flight. Taken out under the lock, destroyed by the caller after it. With
+/// sends still in flight it is retired instead: no later send takes it (a new handshake of
+/// the same id gets a handle of its own), and the last completion destroys it.
+fn spent_handshake_ah(id: &CmId, g: &mut CmIdInner) -> HandshakeAh {
+    if !g.hs_ah.is_some() || state::keeps_handshake_ah(id.cm_state()) {
+        return HandshakeAh::default();
+    }
+    if g.hs_sends & !HandshakeAh::RETIRED == 0 {
+        g.hs_sends = 0;
+        g.hs_ah.take()
+    } else {
+        g.hs_sends |= HandshakeAh::RETIRED;
+        HandshakeAh::default()
+    }
+}
+
+/// Whether a send `o` of `id` in its current state goes on the id's handshake handle (or, the
+/// REQ, creates it): see [`HandshakeAh`].
+fn on_handshake_ah(id: &CmId, g: &CmIdInner, o: Out) -> bool {
+    let retired = g.hs_sends & HandshakeAh::RETIRED != 0;
+    // The count stays below the retired bit: a handshake sends a few MADs.
+    let room = g.hs_sends & !HandshakeAh::RETIRED < HandshakeAh::RETIRED - 1;
+    if g.hs_ah.is_some() {
+        !retired && room && state::keeps_handshake_ah(id.cm_state())
+    } else {
+        o == Out::Req && g.hs_sends == 0
+    }
 }
 
 /// After a send of `id` completed: a tracked MAD that timed out (or failed) delivers the

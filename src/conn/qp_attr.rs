@@ -50,7 +50,7 @@ pub(crate) fn init_qp_attr(
     let facts = Facts {
         state: id.cm_state(),
         lap: id.lap(),
-        qp_type: QpType::from_raw(g.conn.qp_type),
+        qp_type: QpType::from_raw(g.conn.qp_type()),
         alt_dlid: g.alt_av.as_ref().is_some_and(|a| a.dlid() != 0),
         alt_port: g.alt_av.is_some(),
     };
@@ -96,7 +96,7 @@ pub(crate) fn init_qp_attr(
                     unsafe { attr.ah_attr.__bindgen_anon_1.ib.as_mut().dlid = av.dlid_datapath };
                 }
             }
-            attr.path_mtu = c.path_mtu;
+            attr.path_mtu = c.path_mtu.into();
             attr.dest_qp_num = c.remote_qpn;
             attr.rq_psn = c.rq_psn;
             if m & mask::MAX_DEST_RD_ATOMIC != 0 {

@@ -32,7 +32,7 @@ pub(crate) unsafe fn send_rep(id: &Arc<CmId>, param: &bindings::ib_cm_rep_param)
     // SAFETY: Caller contract.
     let pd =
         unsafe { super::c_bytes(param.private_data, param.private_data_len, REP_PRIVATE_DATA) }?;
-    let xrc_tgt = id.inner.lock().conn.qp_type == bindings::ib_qp_type_IB_QPT_XRC_TGT;
+    let xrc_tgt = id.inner.lock().conn.qp_type() == bindings::ib_qp_type_IB_QPT_XRC_TGT;
     // SAFETY: The device is live while the id is.
     let (guid, ack_delay) = unsafe {
         (
@@ -118,7 +118,7 @@ pub(crate) fn insert_remote(id: &Arc<CmId>, g: &mut CmIdInner, ctx: &mut Ctx<'_>
     };
     let qp = QpKey {
         ca_guid: rep.local_ca_guid,
-        qpn: rep_qpn(rep, g.conn.qp_type),
+        qpn: rep_qpn(rep, g.conn.qp_type()),
     };
     let mut dev = id.dev.inner.lock();
     if dev.remote_reqs.contains(&key) {
@@ -144,7 +144,7 @@ pub(crate) fn insert_remote(id: &Arc<CmId>, g: &mut CmIdInner, ctx: &mut Ctx<'_>
 pub(crate) fn accept_rep(id: &CmId, g: &mut CmIdInner, ctx: &Ctx<'_>) {
     let Some(rep) = ctx.rep else { return };
     id.set_remote_id(rep.local_comm_id);
-    g.conn.remote_qpn = rep_qpn(rep, g.conn.qp_type);
+    g.conn.remote_qpn = rep_qpn(rep, g.conn.qp_type());
     g.conn.initiator_depth = rep.responder_resources;
     g.conn.responder_resources = rep.initiator_depth;
     g.conn.sq_psn = rep.starting_psn;
@@ -163,7 +163,12 @@ pub(crate) fn accept_rep(id: &CmId, g: &mut CmIdInner, ctx: &Ctx<'_>) {
 /// # Safety
 ///
 /// As [`Event::for_wc`]: `wc` must outlive the event unless the event is queued.
-unsafe fn rep_event(wc: &RecvWc, rep: &Rep<'_>, qp_type: u32, attr_mod: u32) -> Result<KBox<Event>> {
+unsafe fn rep_event(
+    wc: &RecvWc,
+    rep: &Rep<'_>,
+    qp_type: u32,
+    attr_mod: u32,
+) -> Result<KBox<Event>> {
     // SAFETY: The caller keeps `wc` alive as long as the event needs it.
     let mut ev = unsafe { Event::for_wc(0, wc) }?;
     // SAFETY: `rep_rcvd` is the union member of REP_RECEIVED.
@@ -213,7 +218,7 @@ pub(crate) fn on_rep(
         trace::remote(Remote::RemoteNoPrivErr, rep.remote_comm_id);
         return;
     };
-    let qp_type = id.inner.lock().conn.qp_type;
+    let qp_type = id.inner.lock().conn.qp_type();
     let (Ok(ev), Ok(res), Ok(qres)) = (
         // SAFETY: The receive work owns `wc` until this event is delivered or dropped in it;
         // queueing it copies the MAD first.

@@ -183,9 +183,9 @@ pub(crate) unsafe fn send_req(id: &Arc<CmId>, param: &bindings::ib_cm_req_param)
             g.conn.initiator_depth = param.initiator_depth;
             g.conn.responder_resources = param.responder_resources;
             g.conn.retry_count = param.retry_count;
-            g.conn.path_mtu = pri.mtu.into();
+            g.conn.path_mtu = pri.mtu;
             g.conn.pkey = u16::from_be(pri.pkey);
-            g.conn.qp_type = qpt;
+            g.conn.set_qp_type(qpt);
             g.conn.local_qpn = param.qp_num & 0x00FF_FFFF;
             g.conn.rq_psn = param.starting_psn & 0x00FF_FFFF;
         },

@@ -13,8 +13,8 @@ use crate::{
         service_id::ServiceId,
         state::Input,
         wire::{
-            sidr::{SidrRep, SidrReq, SIDR_REQ_PRIVATE_DATA},
             field::Bytes,
+            sidr::{SidrRep, SidrReq, SIDR_REQ_PRIVATE_DATA},
             AttrId, CmMessage, MadHeader,
         },
     },

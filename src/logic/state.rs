@@ -301,6 +301,16 @@ impl Out {
     }
 }
 
+/// Whether an id in `state` keeps its handshake address handle (`send.rs`): the active side
+/// from its REQ until the REP is answered (RTU, MRA, REJ) or the handshake fails. Every later
+/// send (DREQ, DREP) creates a handle of its own, as cm.c's sends all do.
+pub(crate) fn keeps_handshake_ah(state: State) -> bool {
+    matches!(
+        state,
+        State::ReqSent | State::MraReqRcvd | State::RepRcvd | State::MraRepSent
+    )
+}
+
 /// `enum ib_cm_event_type` of the events the state machine delivers.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(u32)]

@@ -18,8 +18,7 @@
 
 use crate::logic::wire::{
     conn::*, decode_mad, encode_mad, field::Bytes, lap::*, sidr::*, AttrId, CmMessage, MadHeader,
-    MAD_HDR_LEN,
-    MAD_LEN, PAYLOAD_LEN,
+    MAD_HDR_LEN, MAD_LEN, PAYLOAD_LEN,
 };
 
 /// The rows of a golden payload: (payload offset, bytes). Bytes not listed are zero.

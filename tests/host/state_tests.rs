@@ -574,3 +574,47 @@ fn qp_attr_masks_are_cm_c_s() {
         Some(ALT_PATH | PATH_MIG_STATE)
     );
 }
+
+/// The handshake address handle (`send.rs`): kept from the REQ's send until the active side
+/// leaves its REQ/REP states, so the RTU (or an MRA or REJ before it) reuses the REQ's, and an
+/// established connection, a passive id or a SIDR id holds none.
+#[test]
+fn handshake_handle_lives_from_req_to_rtu_only() {
+    use crate::logic::state::keeps_handshake_ah;
+    let kept: Vec<State> = State::ALL
+        .iter()
+        .copied()
+        .filter(|s| keeps_handshake_ah(*s))
+        .collect();
+    assert_eq!(kept, vec![ReqSent, MraReqRcvd, RepRcvd, MraRepSent]);
+    // The REQ is sent from IDLE into a state that keeps it.
+    let req = step(Idle, Lap::Idle, Input::SendReq).unwrap();
+    assert!(req.actions.iter().any(|a| a == Action::Send(Out::Req)));
+    assert!(keeps_handshake_ah(req.next));
+    // Every way out of those states that is taken lands where no handle is kept, but for the
+    // MRA exchanges between them; in particular the RTU leaves for ESTABLISHED.
+    for s in [ReqSent, MraReqRcvd, RepRcvd, MraRepSent] {
+        for i in inputs() {
+            for lap in Lap::ALL {
+                if let Ok(st) = step(s, lap, i) {
+                    if keeps_handshake_ah(st.next) {
+                        assert!(
+                            matches!(
+                                i,
+                                Input::RecvMra { .. }
+                                    | Input::SendMra { .. }
+                                    | Input::RecvRep
+                                    | Input::RecvDupRep
+                            ) || st.next == s,
+                            "{s:?} --{i:?}--> {:?} keeps the handle",
+                            st.next
+                        );
+                    }
+                }
+            }
+        }
+    }
+    let rtu = step(RepRcvd, Lap::Idle, Input::SendRtu).unwrap();
+    assert_eq!(rtu.next, Established);
+    assert!(!keeps_handshake_ah(rtu.next));
+}

@@ -249,7 +249,12 @@ pub(crate) fn encode_mad(msg: &CmMessage<'_>, tid: u64, attr_mod: u32, mad: &mut
 /// [`encode_mad`] into a MAD that is all zeros: a fresh send buffer, which
 /// `ib_create_send_mad()` allocates zeroed. Clearing its payload again would cost a pass over
 /// 232 bytes per send.
-pub(crate) fn encode_zeroed_mad(msg: &CmMessage<'_>, tid: u64, attr_mod: u32, mad: &mut [u8; MAD_LEN]) {
+pub(crate) fn encode_zeroed_mad(
+    msg: &CmMessage<'_>,
+    tid: u64,
+    attr_mod: u32,
+    mad: &mut [u8; MAD_LEN],
+) {
     let hdr = MadHeader::cm(msg.attr_id(), tid, attr_mod);
     let (h, p) = mad.split_at_mut(MAD_HDR_LEN);
     hdr.encode(h);
