@@ -220,7 +220,7 @@ void ibcm_glue_seq_listener(struct seq_file *m, u64 service_id, u32 shares, u32 
 			    const void *handler, const void *context);
 void ibcm_glue_seq_ids_header(struct seq_file *m);
 void ibcm_glue_seq_id(struct seq_file *m, u32 local_id, u32 remote_id, const char *state,
-		      size_t state_len, u64 service_id);
+		      size_t state_len, u64 service_id, const char *hs_ah, size_t hs_ah_len);
 /* Rust: the files' contents. */
 void ibcm_rs_debugfs_listeners(struct seq_file *m, void *cm_dev);
 void ibcm_rs_debugfs_ids(struct seq_file *m, void *cm_dev);

@@ -160,8 +160,11 @@ pub(crate) struct CmIdInner {
     /// The address handle an active id's handshake sends share (REQ, then RTU, MRA or REJ),
     /// created by the REQ's send (`send.rs`).
     pub(crate) hs_ah: HandshakeAh,
-    /// Sends in flight that use `hs_ah`; the handle is destroyed once this is 0 and the id has
-    /// left the handshake states ([`crate::logic::state::keeps_handshake_ah`]).
+    /// Sends in flight that use `hs_ah` (low 7 bits), and [`HandshakeAh::RETIRED`] once no
+    /// send may take the handle any more; it is destroyed, after the lock, once no send uses it
+    /// and the id has left the handshake states
+    /// ([`crate::logic::state::keeps_handshake_ah`]), its address was replaced (LAP) or its
+    /// device is going away.
     pub(crate) hs_sends: u8,
 }
 
@@ -500,8 +503,8 @@ impl CmId {
         self.add_user();
     }
 
-    /// Takes one more use for a holder of the id lock (a MAD about to be posted): the bias is
-    /// still held, destroy drops it only after its last locked step.
+    /// Takes one more use for a holder that knows the bias is still held (a listener pinned
+    /// under the device lock, a new id handed to its first handler).
     pub(crate) fn add_user(&self) {
         self.users.add();
     }

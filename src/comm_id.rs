@@ -12,7 +12,7 @@
 //! that reference; erasing gives it back through `call_rcu()`, so a lookup that loaded the
 //! pointer before the erase still finds live memory. No lock is taken on the receive path.
 
-use crate::{bindings, cm_id::CmId};
+use crate::{bindings, cm_id::CmId, device::CmDevice};
 use kernel::{prelude::*, sync::Arc, sync::ArcBorrow};
 
 /// Chooses the random operand (module init).
@@ -119,4 +119,33 @@ pub(crate) fn acquire(local_wire: u32, remote_wire: u32) -> Option<Arc<CmId>> {
 pub(crate) unsafe extern "C" fn ibcm_rs_rcu_release(head: *mut bindings::callback_head) {
     // SAFETY: The head is embedded in a `CmId` whose table reference it carries (caller).
     drop(unsafe { CmId::from_rcu_head(head) });
+}
+
+/// The first published id of `dev` at comm-table index `from` or above, with its index. Ids
+/// of other devices are skipped under RCU, without taking a reference: the walk never holds
+/// (nor drops the last reference of) another device's id.
+pub(crate) fn next_of_device(from: u32, dev: &CmDevice) -> Option<(Arc<CmId>, u32)> {
+    let mut index = from;
+    // SAFETY: RCU read-side section, closed below.
+    unsafe { bindings::ibcm_glue_rcu_read_lock() };
+    let found = loop {
+        // SAFETY: Inside the section; `index` is a valid in/out argument.
+        let raw = unsafe { bindings::ibcm_glue_comm_find(&mut index) };
+        if raw.is_null() {
+            break None;
+        }
+        // SAFETY: As in `comm_id::acquire`: a published entry carries the table's reference,
+        // given back only after a grace period that this section delays.
+        let id = unsafe { ArcBorrow::<CmId>::from_raw(raw.cast()) };
+        if core::ptr::eq::<CmDevice>(&*id.dev, dev) {
+            break Some((Arc::from(id), index));
+        }
+        match index.checked_add(1) {
+            Some(i) => index = i,
+            None => break None,
+        }
+    };
+    // SAFETY: Closes the section.
+    unsafe { bindings::ibcm_glue_rcu_read_unlock() };
+    found
 }

@@ -73,12 +73,12 @@ void ibcm_glue_seq_listener(struct seq_file *m, u64 service_id, u32 shares, u32 
 
 void ibcm_glue_seq_ids_header(struct seq_file *m)
 {
-	seq_puts(m, "local_id   remote_id  state         service_id\n");
+	seq_puts(m, "local_id   remote_id  state         service_id         hs_ah\n");
 }
 
 void ibcm_glue_seq_id(struct seq_file *m, u32 local_id, u32 remote_id, const char *state,
-		      size_t state_len, u64 service_id)
+		      size_t state_len, u64 service_id, const char *hs_ah, size_t hs_ah_len)
 {
-	seq_printf(m, "0x%08x 0x%08x %-13.*s 0x%016llx\n", local_id, remote_id, (int)state_len,
-		   state, service_id);
+	seq_printf(m, "0x%08x 0x%08x %-13.*s 0x%016llx %.*s\n", local_id, remote_id,
+		   (int)state_len, state, service_id, (int)hs_ah_len, hs_ah);
 }

@@ -7,17 +7,18 @@
 //!
 //! - `listeners` copies the device's listeners (an `Arc` and the share count each) under the
 //!   device lock into a buffer reserved before, then prints them unlocked. Each line shows the
-//!   service ID, the share count, the uses in flight (handler invocations and MADs beyond the
-//!   owner's), the handler (`%ps`) and the context (a hashed pointer).
+//!   service ID, the share count, the uses in flight (handler invocations and receive-path
+//!   lookups beyond the owner's), the handler (`%ps`) and the context (a hashed pointer).
 //! - `ids` walks the comm-ID table one id at a time under RCU (as the receive path looks them
 //!   up), keeps a reference to the id it prints and prints it unlocked. Each line shows the
-//!   local and remote comm ID, the state and the service ID of every id of the device that has
-//!   a comm ID (`ib_cm_insert_listen` listeners have none; `ib_cm_listen` ones show LISTEN).
+//!   local and remote comm ID, the state, the service ID and the handshake address handle
+//!   (`-` for none, `held`, or `retired`: waiting for its last send) of every id of the
+//!   device that has a comm ID (`ib_cm_insert_listen` listeners have none; `ib_cm_listen` ones show LISTEN).
 //!
 //! Both are snapshots that may be a moment stale, good enough to look at a running system.
 
-use crate::{bindings, cm_id::CmId, device::CmDevice};
-use kernel::{alloc::KVec, prelude::*, sync::Arc, sync::ArcBorrow};
+use crate::{bindings, device::CmDevice};
+use kernel::{alloc::KVec, prelude::*};
 
 /// Creates the `ib_cm` directory (module init); without debugfs nothing is created.
 pub(crate) fn init() {
@@ -108,9 +109,10 @@ pub(crate) unsafe extern "C" fn ibcm_rs_debugfs_ids(
     // SAFETY: `m` is live for the call.
     unsafe { bindings::ibcm_glue_seq_ids_header(m) };
     let mut index = 0u32;
-    while let Some((id, at)) = next_id(index, dev) {
+    while let Some((id, at)) = crate::comm_id::next_of_device(index, dev) {
         let state = id.cm_state().name();
-        // SAFETY: `m` is live; `state` is valid for its length.
+        let hs = crate::conn::handshake_ah_status(&id);
+        // SAFETY: `m` is live; `state` and `hs` are valid for their lengths.
         unsafe {
             bindings::ibcm_glue_seq_id(
                 m,
@@ -119,6 +121,8 @@ pub(crate) unsafe extern "C" fn ibcm_rs_debugfs_ids(
                 state.as_ptr().cast(),
                 state.len(),
                 id.service_id().get(),
+                hs.as_ptr().cast(),
+                hs.len(),
             )
         };
         drop(id);
@@ -127,33 +131,4 @@ pub(crate) unsafe extern "C" fn ibcm_rs_debugfs_ids(
             None => break,
         }
     }
-}
-
-/// The first published id of `dev` at comm-table index `from` or above, with its index. Ids
-/// of other devices are skipped under RCU, without taking a reference: the walk never holds
-/// (nor drops the last reference of) another device's id.
-pub(crate) fn next_id(from: u32, dev: &CmDevice) -> Option<(Arc<CmId>, u32)> {
-    let mut index = from;
-    // SAFETY: RCU read-side section, closed below.
-    unsafe { bindings::ibcm_glue_rcu_read_lock() };
-    let found = loop {
-        // SAFETY: Inside the section; `index` is a valid in/out argument.
-        let raw = unsafe { bindings::ibcm_glue_comm_find(&mut index) };
-        if raw.is_null() {
-            break None;
-        }
-        // SAFETY: As in `comm_id::acquire`: a published entry carries the table's reference,
-        // given back only after a grace period that this section delays.
-        let id = unsafe { ArcBorrow::<CmId>::from_raw(raw.cast()) };
-        if core::ptr::eq::<CmDevice>(&*id.dev, dev) {
-            break Some((Arc::from(id), index));
-        }
-        match index.checked_add(1) {
-            Some(i) => index = i,
-            None => break None,
-        }
-    };
-    // SAFETY: Closes the section.
-    unsafe { bindings::ibcm_glue_rcu_read_unlock() };
-    found
 }

@@ -363,6 +363,10 @@ impl CmDevice {
         self.sends.drain();
         recv::flush();
         timewait::end_all(self);
+        // No send starts any more: the ids' handshake address handles go while the agents'
+        // protection domain still exists (destroyed now if idle, else by the completions the
+        // agents' unregistration below flushes).
+        crate::conn::retire_handshake_ahs(self);
         self.close_reply_ahs();
         for port in self.ports.iter().take(registered) {
             self.unregister_port(port);

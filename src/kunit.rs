@@ -666,7 +666,7 @@ extern "C" fn debugfs_walk_finds_published_ids(_test: *mut bindings::kunit) {
     };
     let (mut seen_a, mut seen_b, mut seen_hidden, mut n) = (false, false, false, 0);
     let mut index = 0u32;
-    while let Some((id, at)) = crate::debugfs::next_id(index, &dev) {
+    while let Some((id, at)) = crate::comm_id::next_of_device(index, &dev) {
         seen_a |= Arc::ptr_eq(&id, &a);
         seen_b |= Arc::ptr_eq(&id, &b);
         seen_hidden |= Arc::ptr_eq(&id, &hidden);

@@ -58,9 +58,9 @@ pub(crate) enum SendAh {
     /// A cached reply handle (`reply_ah.rs`) and its `ib_ah`: the send holds a reference
     /// until it completes.
     Shared(Arc<ReplyAh>, *mut bindings::ib_ah),
-    /// The id's handshake handle ([`HandshakeAh`]): the id counts the send in `hs_sends`
-    /// and destroys the handle; the buffer's id reference keeps the id, and so the handle,
-    /// alive until the completion.
+    /// The id's handshake handle ([`HandshakeAh`]): the id counts the send in `hs_sends`,
+    /// and that count keeps the handle from being destroyed until the completion gives it
+    /// back (the buffer's id reference keeps the id, which holds the handle, alive).
     Handshake(*mut bindings::ib_ah),
 }
 
@@ -120,7 +120,8 @@ impl Drop for HandshakeAh {
 
 impl SendAh {
     /// Moves the handle into `buf`: `buf.ah` is the handle, `buf.context[0]` the shared
-    /// reference (NULL for an own handle), both released by [`release`].
+    /// reference (NULL for an own handle, the handshake tag for the id's handshake handle),
+    /// both released by [`release`].
     ///
     /// # Safety
     ///

@@ -60,7 +60,6 @@ pub(crate) fn on_lap(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
     }
     let (pkey, mtu) = {
         let g = id.inner.lock();
-        // CAST: an `enum ib_mtu` value (1..=5).
         (g.conn.pkey, g.conn.path_mtu)
     };
     // SAFETY: The device is live while its receive work runs.

@@ -115,6 +115,9 @@ pub(crate) struct Ctx<'a> {
     pub(crate) lap_avs: Option<(KBox<Av>, KBox<Av>)>,
     /// The addresses they replaced, dropped with the context (after the lock).
     pub(crate) replaced_avs: (Option<KBox<Av>>, Option<KBox<Av>>),
+    /// The handshake handle made from the replaced primary address, if it was idle (also
+    /// destroyed with the context, after the lock).
+    pub(crate) replaced_ah: HandshakeAh,
 }
 
 /// What is left to do once the lock is dropped.
@@ -181,6 +184,8 @@ pub(crate) fn run(
             av.dlid_datapath = old.dlid_datapath;
         }
         ctx.replaced_avs = (g.av.replace(av), g.alt_av.replace(alt));
+        // The handshake handle was made from the replaced address: no send may take it.
+        ctx.replaced_ah = retire_handshake_ah(&mut g);
     }
     if let (Input::SendFailed { sent_in }, Some(status)) = (input, ctx.send_status) {
         // cm.c traces a failed tracked MAD whenever the id is still in the state it was sent
@@ -847,7 +852,16 @@ pub(crate) fn untrack(
 /// sends still in flight it is retired instead: no later send takes it (a new handshake of
 /// the same id gets a handle of its own), and the last completion destroys it.
 fn spent_handshake_ah(id: &CmId, g: &mut CmIdInner) -> HandshakeAh {
-    if !g.hs_ah.is_some() || state::keeps_handshake_ah(id.cm_state()) {
+    if g.hs_sends & HandshakeAh::RETIRED == 0 && state::keeps_handshake_ah(id.cm_state()) {
+        return HandshakeAh::default();
+    }
+    retire_handshake_ah(g)
+}
+
+/// Ends the use of the id's handshake handle whatever the state: the handle is taken out if
+/// no send on it is in flight (the caller destroys it after the lock), else retired.
+fn retire_handshake_ah(g: &mut CmIdInner) -> HandshakeAh {
+    if !g.hs_ah.is_some() {
         return HandshakeAh::default();
     }
     if g.hs_sends & !HandshakeAh::RETIRED == 0 {
@@ -856,6 +870,35 @@ fn spent_handshake_ah(id: &CmId, g: &mut CmIdInner) -> HandshakeAh {
     } else {
         g.hs_sends |= HandshakeAh::RETIRED;
         HandshakeAh::default()
+    }
+}
+
+/// What the id's handshake handle is, for debugfs: `-` (none), `held` or `retired`.
+pub(crate) fn handshake_ah_status(id: &CmId) -> &'static str {
+    let g = id.inner.lock();
+    if !g.hs_ah.is_some() {
+        "-"
+    } else if g.hs_sends & HandshakeAh::RETIRED != 0 {
+        "retired"
+    } else {
+        "held"
+    }
+}
+
+/// Device removal, once no send can start: every id of `dev` gives up its handshake handle
+/// before the agents and their protection domain go. An idle one (an id waiting in REP_RCVD
+/// for its RTU, or whose REQ the agent's unregistration will flush) is destroyed now; one with
+/// sends in flight is retired, and the completions that unregistration flushes destroy it.
+pub(crate) fn retire_handshake_ahs(dev: &crate::device::CmDevice) {
+    let mut index = 0u32;
+    while let Some((id, at)) = crate::comm_id::next_of_device(index, dev) {
+        let spent = retire_handshake_ah(&mut id.inner.lock());
+        drop(spent);
+        drop(id);
+        match at.checked_add(1) {
+            Some(i) => index = i,
+            None => break,
+        }
     }
 }
 

@@ -68,8 +68,9 @@ for case in ("unknown_service", "listening_service"):
     (c, nc), (rs, nr) = med("c", case, cm_us), med("rs", case, cm_us)
     print(f"{case}: CM time per REQ: C {c:.1f} us (n={nc}), ib_cm-rs {rs:.1f} us (n={nr}), "
           f"C/ours {c / rs:.2f} (REQs/s per CPU the CM alone sustains: C {1e6 / c:.0f}, ib_cm-rs {1e6 / rs:.0f})")
-    (c, _), (rs, _) = med("c", case, lambda r: num(r, "rej_stale")), med("rs", case, lambda r: num(r, "rej_stale"))
-    print(f"{case}: REJ STALE_CONN per flood (REQs that reached no listener): C {c:.0f}, ib_cm-rs {rs:.0f}")
+    for k, what in (("rej_stale", "REJ STALE_CONN"), ("rej_other", "other REJ reasons")):
+        (c, _), (rs, _) = med("c", case, lambda r: num(r, k)), med("rs", case, lambda r: num(r, k))
+        print(f"{case}: {what} per flood: C {c:.0f}, ib_cm-rs {rs:.0f}")
     for k in ("recv_us", "work_us", "send_us"):
         (c, _), (rs, _) = med("c", case, part(k)), med("rs", case, part(k))
         print(f"{case}:   {k[:-3]:<5} C {c:.1f} us, ib_cm-rs {rs:.1f} us")

@@ -482,6 +482,21 @@ debugfs_check() {
 		e2e "not ok debugfs_shows_listener_and_connection_$CM # listener: '$l'; ESTABLISHED ids: rxe0 ${e0:-none}, rxe1 ${e1:-none}"
 		for f in $D/*/*; do sed "s|^|debugfs $f: |" $f >/dev/kmsg 2>/dev/null; done
 	fi
+	# The active side's REQ address handle serves its RTU and goes once the RTU's send
+	# completes: an established id holds none (hs_ah column '-'), on either side.
+	i=0
+	while :; do
+		h=$(cat $D/rxe0/ids $D/rxe1/ids 2>/dev/null | awk '$3 == "ESTABLISHED" && $5 != "-"' | wc -l)
+		[ "$h" = 0 ] && break
+		i=$((i + 1))
+		[ $i -ge 20 ] && break
+		usleep 100000
+	done
+	if [ "${e1:-0}" -ge 1 ] && [ "$h" = 0 ]; then
+		e2e "ok debugfs_established_ids_hold_no_handshake_ah_$CM"
+	else
+		e2e "not ok debugfs_established_ids_hold_no_handshake_ah_$CM # $h established id(s) still hold one: $(cat $D/rxe1/ids | tr '\n' '|')"
+	fi
 }
 
 # Device removal under an established connection: the client's device goes away while rping

@@ -470,7 +470,7 @@ int main(int argc, char **argv)
 				int reason = (in.mad[HDR + 10] << 8) | in.mad[HDR + 11];
 
 				got++;
-				if (reason == 30)
+				if (reason == 10) /* IB_CM_REJ_STALE_CONN */
 					stale++;
 				else if (reason != 28 && reason != 8)
 					other++;
