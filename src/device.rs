@@ -351,9 +351,10 @@ impl CmDevice {
 
     /// Tears down the first `registered` ports of a device marked `going_down`, in cm.c's order
     /// (`cm_remove_one`): CM support off, sends past the gate drained, queued receive work run, the
-    /// timewaits still queued ended, the reply cache closed (and its sweep stopped) before the
-    /// agents' protection domain goes, then the agents (waiting for their callbacks) and the sysfs
-    /// groups.
+    /// timewaits still queued ended, the ids' handshake address handles given up and the reply
+    /// cache closed (and its sweep stopped), then the agents (waiting for their callbacks, which
+    /// destroy the handles still in use) and the sysfs groups. Every handle made on the port's
+    /// MAD protection domain is gone when this returns: ib_mad frees that domain after.
     fn shut_down(&self, registered: usize) {
         debug_assert!(self.sends.closed.load(Ordering::Relaxed));
         for port in self.ports.iter().take(registered) {
@@ -363,9 +364,8 @@ impl CmDevice {
         self.sends.drain();
         recv::flush();
         timewait::end_all(self);
-        // No send starts any more: the ids' handshake address handles go while the agents'
-        // protection domain still exists (destroyed now if idle, else by the completions the
-        // agents' unregistration below flushes).
+        // No send starts any more: the ids' handshake address handles go now if idle, else
+        // with the completions that the agents' unregistration below flushes.
         crate::conn::retire_handshake_ahs(self);
         self.close_reply_ahs();
         for port in self.ports.iter().take(registered) {

@@ -444,7 +444,7 @@ fn conn_of_req(req: &Req<'_>, tid: u64) -> Conn {
 }
 
 /// `IB_CM_REJ_INVALID_GID`.
-const REJ_INVALID_GID: u16 = 12;
+pub(crate) const REJ_INVALID_GID: u16 = 12;
 
 /// REQ (`cm_req_handler`).
 fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, req: &Req<'_>) {

@@ -112,7 +112,8 @@ impl Drop for HandshakeAh {
         if let Some(ah) = self.0.take() {
             // SAFETY: Ours alone (type invariant), and no send uses it any more: the holder
             // drops it only with no handshake send in flight (or as the id is freed, after
-            // every buffer gave its reference back). Non-sleeping, as cm.c's `cm_free_msg`.
+            // every buffer gave its reference back). Non-sleeping, so it may run under the id
+            // lock, as cm.c's `cm_free_priv_msg`.
             unsafe { bindings::ibcm_glue_destroy_ah(ah.as_ptr()) };
         }
     }
@@ -461,12 +462,10 @@ pub(crate) unsafe extern "C" fn ibcm_rs_send_done(
     // SAFETY: `buf` is ours until freed below.
     let on_hs = unsafe { (*buf).context[0] } == handshake_tag();
     // The id forgets the buffer (if it is its tracked one) before the buffer is freed, and
-    // gives back its use of the handshake handle (destroyed when `spent` drops, unlocked).
-    let (failed_in, spent) = match id.as_ref() {
-        Some(id) => crate::conn::untrack(id, buf, on_hs),
-        None => (None, HandshakeAh::default()),
-    };
-    drop(spent);
+    // gives back its use of the handshake handle (the last one destroys it).
+    let failed_in = id
+        .as_ref()
+        .and_then(|id| crate::conn::untrack(id, buf, on_hs));
     // SAFETY: The send is complete; the buffer and its handle are ours to release.
     unsafe {
         release(buf);

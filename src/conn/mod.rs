@@ -43,9 +43,28 @@ use crate::{
 use kernel::{alloc::KBox, prelude::*, sync::Arc};
 
 /// `IB_CM_REJ_TIMEOUT`.
-pub(crate) const REJ_TIMEOUT: u16 = 1;
+pub(crate) const REJ_TIMEOUT: u16 = 4;
 /// `IB_CM_REJ_STALE_CONN`.
 pub(crate) const REJ_STALE_CONN: u16 = 10;
+
+// Every REJ reason the CM sends or matches on is the value of `<rdma/ib_cm.h>`'s
+// `enum ib_cm_rej_reason` (REJ_TIMEOUT was once 1, NO_QP's value, and no test compared it).
+const _: () = {
+    use crate::logic::req_event as re;
+    assert!(REJ_TIMEOUT as u32 == bindings::ib_cm_rej_reason_IB_CM_REJ_TIMEOUT);
+    assert!(REJ_STALE_CONN as u32 == bindings::ib_cm_rej_reason_IB_CM_REJ_STALE_CONN);
+    assert!(re::REJ_STALE_CONN as u32 == bindings::ib_cm_rej_reason_IB_CM_REJ_STALE_CONN);
+    assert!(
+        re::REJ_CONSUMER_DEFINED as u32 == bindings::ib_cm_rej_reason_IB_CM_REJ_CONSUMER_DEFINED
+    );
+    assert!(
+        re::REJ_INVALID_SERVICE_ID as u32
+            == bindings::ib_cm_rej_reason_IB_CM_REJ_INVALID_SERVICE_ID
+    );
+    assert!(
+        crate::recv::REJ_INVALID_GID as u32 == bindings::ib_cm_rej_reason_IB_CM_REJ_INVALID_GID
+    );
+};
 
 /// A received MAD an input came with.
 pub(crate) struct Recv<'a> {
@@ -115,9 +134,6 @@ pub(crate) struct Ctx<'a> {
     pub(crate) lap_avs: Option<(KBox<Av>, KBox<Av>)>,
     /// The addresses they replaced, dropped with the context (after the lock).
     pub(crate) replaced_avs: (Option<KBox<Av>>, Option<KBox<Av>>),
-    /// The handshake handle made from the replaced primary address, if it was idle (also
-    /// destroyed with the context, after the lock).
-    pub(crate) replaced_ah: HandshakeAh,
 }
 
 /// What is left to do once the lock is dropped.
@@ -134,9 +150,6 @@ pub(crate) struct Outcome {
     pub(crate) unlinked: Unlinked,
     /// The input was refused.
     pub(crate) refused: Option<Refusal>,
-    /// The id's handshake handle, if the step ended its use (destroyed with the outcome, after
-    /// the lock).
-    pub(crate) spent_ah: HandshakeAh,
 }
 
 impl Default for Outcome {
@@ -147,7 +160,6 @@ impl Default for Outcome {
             response: None,
             unlinked: Unlinked::default(),
             refused: None,
-            spent_ah: HandshakeAh::default(),
         }
     }
 }
@@ -185,7 +197,7 @@ pub(crate) fn run(
         }
         ctx.replaced_avs = (g.av.replace(av), g.alt_av.replace(alt));
         // The handshake handle was made from the replaced address: no send may take it.
-        ctx.replaced_ah = retire_handshake_ah(&mut g);
+        retire_handshake_ah(&mut g);
     }
     if let (Input::SendFailed { sent_in }, Some(status)) = (input, ctx.send_status) {
         // cm.c traces a failed tracked MAD whenever the id is still in the state it was sent
@@ -245,7 +257,7 @@ pub(crate) fn run(
         id.set_lap(st.lap);
         post(id, &mut g);
     }
-    out.spent_ah = spent_handshake_ah(id, &mut g);
+    end_handshake_ah(id, &mut g);
     if let Some(ev) = out.deliver.take() {
         if g.delivering {
             g.events.push(ev);
@@ -834,42 +846,43 @@ pub(crate) fn untrack(
     id: &CmId,
     buf: *mut bindings::ib_mad_send_buf,
     on_hs: bool,
-) -> (Option<State>, HandshakeAh) {
+) -> Option<State> {
     let mut g = id.inner.lock();
     if on_hs && g.hs_sends & !HandshakeAh::RETIRED != 0 {
         g.hs_sends -= 1;
     }
-    let spent = spent_handshake_ah(id, &mut g);
+    end_handshake_ah(id, &mut g);
     if g.msg != buf {
-        return (None, spent);
+        return None;
     }
     g.msg = core::ptr::null_mut();
-    (Some(g.msg_state), spent)
+    Some(g.msg_state)
 }
 
-/// The id's handshake handle once nothing needs it: the id out of the handshake states and
-/// no send on it in flight. Taken out under the lock, destroyed by the caller after it. With
-/// sends still in flight it is retired instead: no later send takes it (a new handshake of
-/// the same id gets a handle of its own), and the last completion destroys it.
-fn spent_handshake_ah(id: &CmId, g: &mut CmIdInner) -> HandshakeAh {
+/// Ends the use of the id's handshake handle once the id is out of the handshake states (or
+/// the handle was retired): see [`retire_handshake_ah`].
+fn end_handshake_ah(id: &CmId, g: &mut CmIdInner) {
     if g.hs_sends & HandshakeAh::RETIRED == 0 && state::keeps_handshake_ah(id.cm_state()) {
-        return HandshakeAh::default();
+        return;
     }
-    retire_handshake_ah(g)
+    retire_handshake_ah(g);
 }
 
-/// Ends the use of the id's handshake handle whatever the state: the handle is taken out if
-/// no send on it is in flight (the caller destroys it after the lock), else retired.
-fn retire_handshake_ah(g: &mut CmIdInner) -> HandshakeAh {
+/// Ends the use of the id's handshake handle whatever the state. With no send on it in flight
+/// it is destroyed here, under the id lock, as cm.c's `cm_free_priv_msg()` destroys a MAD's
+/// handle (`rdma_destroy_ah(ah, 0)` does not sleep), so no one can see the id without a handle
+/// while the handle still exists (device removal relies on that). With sends in flight it is
+/// retired: no later send takes it (a new handshake of the same id gets a handle of its own),
+/// and the last completion destroys it.
+fn retire_handshake_ah(g: &mut CmIdInner) {
     if !g.hs_ah.is_some() {
-        return HandshakeAh::default();
+        return;
     }
     if g.hs_sends & !HandshakeAh::RETIRED == 0 {
         g.hs_sends = 0;
-        g.hs_ah.take()
+        drop(g.hs_ah.take());
     } else {
         g.hs_sends |= HandshakeAh::RETIRED;
-        HandshakeAh::default()
     }
 }
 
@@ -886,14 +899,14 @@ pub(crate) fn handshake_ah_status(id: &CmId) -> &'static str {
 }
 
 /// Device removal, once no send can start: every id of `dev` gives up its handshake handle
-/// before the agents and their protection domain go. An idle one (an id waiting in REP_RCVD
-/// for its RTU, or whose REQ the agent's unregistration will flush) is destroyed now; one with
-/// sends in flight is retired, and the completions that unregistration flushes destroy it.
+/// before the CM's removal returns (after which ib_mad frees the port's protection domain the
+/// handles were made on). An idle one (an id waiting in REP_RCVD for its RTU) is destroyed
+/// now; one with sends in flight (a REQ still queued at the agent counts) is retired, and the
+/// completions that the agents' unregistration flushes destroy it.
 pub(crate) fn retire_handshake_ahs(dev: &crate::device::CmDevice) {
     let mut index = 0u32;
     while let Some((id, at)) = crate::comm_id::next_of_device(index, dev) {
-        let spent = retire_handshake_ah(&mut id.inner.lock());
-        drop(spent);
+        retire_handshake_ah(&mut id.inner.lock());
         drop(id);
         match at.checked_add(1) {
             Some(i) => index = i,

@@ -46,6 +46,8 @@ struct side {
 	struct ib_cm_rep_event_param rep;
 	u8 req_life;			/* primary_path->packet_life_time of the REQ event */
 	int rej_reason;
+	u8 rej_ari[8];
+	u8 rej_ari_length;
 	enum ib_wc_status send_status;
 	u32 sidr_qpn;			/* of the SIDR_REP event */
 	int sidr_status;
@@ -95,6 +97,10 @@ static void record(struct side *s, const struct ib_cm_event *ev)
 	}
 	case IB_CM_REJ_RECEIVED:
 		s->rej_reason = ev->param.rej_rcvd.reason;
+		s->rej_ari_length = ev->param.rej_rcvd.ari_length;
+		if (ev->param.rej_rcvd.ari)
+			memcpy(s->rej_ari, ev->param.rej_rcvd.ari,
+			       min_t(size_t, ev->param.rej_rcvd.ari_length, sizeof(s->rej_ari)));
 		break;
 	case IB_CM_SIDR_REP_RECEIVED:
 		s->sidr_qpn = ev->param.sidr_rep_rcvd.qpn;
@@ -591,6 +597,32 @@ static void reject_reaches_active(struct kunit *test)
 }
 
 /*
+ * Destroying an active id in REQ_SENT sends REJ TIMEOUT with its node GUID as ARI
+ * (cm_destroy_id, cm_send_rej_locked): the REJ carries no remote comm ID, so the passive side
+ * finds its id by the ARI and the REJ's local comm ID (cm_acquire_rejected_id), gets
+ * REJ_RECEIVED with reason TIMEOUT and goes back to IDLE.
+ */
+static void destroy_req_sent_rejects_with_timeout(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_req_param req;
+	struct ib_cm_id *a;
+
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	req_param(&req, &c->path, c->sgid, 20, 15);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_req(a, &req), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_REQ_SENT);
+	ib_destroy_cm_id(a);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REJ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, passive.rej_reason, IB_CM_REJ_TIMEOUT);
+	KUNIT_EXPECT_EQ(test, passive.rej_ari_length, 8);
+	KUNIT_EXPECT_EQ(test, memcmp(passive.rej_ari, &c->d1->node_guid, 8), 0);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_IDLE);
+}
+
+/*
  * Destroying an established passive id sends a DREQ (cm_destroy_id): the active side gets
  * DREQ_RECEIVED, answers, and its DREP goes to an id that no longer exists (dropped).
  */
@@ -765,6 +797,7 @@ static struct kunit_case conn_cases[] = {
 	KUNIT_CASE(connect_and_disconnect),
 	KUNIT_CASE(req_times_out),
 	KUNIT_CASE(reject_reaches_active),
+	KUNIT_CASE(destroy_req_sent_rejects_with_timeout),
 	KUNIT_CASE(destroy_established_sends_dreq),
 	KUNIT_CASE(destroy_waits_for_running_handler),
 	KUNIT_CASE(qp_attr_uc_and_xrc),
