@@ -48,9 +48,17 @@ pub(crate) const REJ_TIMEOUT: u16 = 4;
 pub(crate) const REJ_STALE_CONN: u16 = 10;
 
 // Every REJ reason the CM sends or matches on is the value of `<rdma/ib_cm.h>`'s
-// `enum ib_cm_rej_reason` (REJ_TIMEOUT was once 1, NO_QP's value, and no test compared it).
+// `enum ib_cm_rej_reason` (REJ_TIMEOUT was once 1, NO_QP's value, and no test compared it),
+// and the other kernel constants the pure logic restates are the headers' (SA_EQ was once 1,
+// IB_SA_LT's value).
 const _: () = {
     use crate::logic::req_event as re;
+    assert!(re::SA_EQ as u32 == bindings::ib_sa_selector_IB_SA_EQ);
+    assert!(re::SIDR_UNSUPPORTED as u32 == bindings::ib_cm_sidr_status_IB_SIDR_UNSUPPORTED);
+    assert!(re::SIDR_REJECT as u32 == bindings::ib_cm_sidr_status_IB_SIDR_REJECT);
+    assert!(re::QPT_RC == bindings::ib_qp_type_IB_QPT_RC);
+    assert!(re::QPT_UC == bindings::ib_qp_type_IB_QPT_UC);
+    assert!(re::QPT_XRC_TGT == bindings::ib_qp_type_IB_QPT_XRC_TGT);
     assert!(REJ_TIMEOUT as u32 == bindings::ib_cm_rej_reason_IB_CM_REJ_TIMEOUT);
     assert!(REJ_STALE_CONN as u32 == bindings::ib_cm_rej_reason_IB_CM_REJ_STALE_CONN);
     assert!(re::REJ_STALE_CONN as u32 == bindings::ib_cm_rej_reason_IB_CM_REJ_STALE_CONN);

@@ -12,7 +12,7 @@ use super::wire::field::Bytes;
 use super::wire::sidr::{SidrRep, SIDR_REP_INFO};
 
 /// `IB_SA_EQ`: the selectors of a path built from a REQ.
-pub(crate) const SA_EQ: u8 = 1;
+pub(crate) const SA_EQ: u8 = 2;
 /// `IB_CM_REJ_INVALID_SERVICE_ID`.
 pub(crate) const REJ_INVALID_SERVICE_ID: u16 = 8;
 /// `IB_CM_REJ_CONSUMER_DEFINED`.

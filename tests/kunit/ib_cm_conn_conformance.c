@@ -68,7 +68,7 @@ static void record(struct side *s, const struct ib_cm_event *ev)
 		const struct ib_cm_req_event_param *r = &ev->param.req_rcvd;
 
 		/* Printed for the field-by-field comparison of the two CMs (parse.py). */
-		pr_info("IBCM-QPATTR: passive%s REQ_EVENT lcrt=%u fc=%u rcrt=%u retry=%u rnr=%u srq=%u qp_type=%u psn=%#x rr=%u id=%u qkey=%#x bth_pkey=%#x port=%u life=%u mtu=%u pkey=%#x sl=%u hop=%u rec_type=%u vendor=%#x attr_mod=%#x\n",
+		pr_info("IBCM-QPATTR: passive%s REQ_EVENT lcrt=%u fc=%u rcrt=%u retry=%u rnr=%u srq=%u qp_type=%u psn=%#x rr=%u id=%u qkey=%#x bth_pkey=%#x port=%u life=%u mtu=%u pkey=%#x sl=%u hop=%u rec_type=%u vendor=%#x attr_mod=%#x sel=%u/%u/%u\n",
 			qp_tag, r->local_cm_response_timeout, r->flow_control,
 			r->remote_cm_response_timeout,
 			r->retry_count, r->rnr_retry_count, r->srq, r->qp_type, r->starting_psn,
@@ -76,7 +76,9 @@ static void record(struct side *s, const struct ib_cm_event *ev)
 			r->primary_path->packet_life_time, r->primary_path->mtu,
 			be16_to_cpu(r->primary_path->pkey), r->primary_path->sl,
 			r->primary_path->hop_limit, r->primary_path->rec_type, r->ece.vendor_id,
-			r->ece.attr_mod);
+			r->ece.attr_mod, r->primary_path->mtu_selector,
+			r->primary_path->rate_selector,
+			r->primary_path->packet_life_time_selector);
 		s->req = ev->param.req_rcvd;
 		/* The event's pointers are valid only during the callback. */
 		s->req_life = ev->param.req_rcvd.primary_path->packet_life_time;
