@@ -225,6 +225,8 @@ pub(crate) struct Init {
     pub(crate) remote_id: u32,
     /// Initial address.
     pub(crate) av: Option<KBox<Av>>,
+    /// Initial alternate address (a REQ's alternate path).
+    pub(crate) alt_av: Option<KBox<Av>>,
     /// Initial parameters.
     pub(crate) conn: Conn,
     /// Remote-table keys the caller will register.
@@ -250,6 +252,7 @@ impl CmId {
             service_id: ServiceId::new(0),
             remote_id: 0,
             av: None,
+            alt_av: None,
             conn: Conn::default(),
             remote: None,
             delivering: false,
@@ -296,7 +299,7 @@ impl CmId {
                         msg: core::ptr::null_mut(),
                         msg_state: State::Idle,
                         av: init.av,
-                        alt_av: None,
+                        alt_av: init.alt_av,
                         conn: init.conn,
                         remote: init.remote,
                         stored_pd: None,

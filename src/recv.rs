@@ -445,6 +445,8 @@ fn conn_of_req(req: &Req<'_>, tid: u64) -> Conn {
 
 /// `IB_CM_REJ_INVALID_GID`.
 pub(crate) const REJ_INVALID_GID: u16 = 12;
+/// `IB_CM_REJ_INVALID_ALT_GID`.
+pub(crate) const REJ_INVALID_ALT_GID: u16 = 18;
 
 /// REQ (`cm_req_handler`).
 fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, req: &Req<'_>) {
@@ -517,7 +519,7 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
     // The id's address comes from the primary path (`cm_init_av_by_path`); if that fails,
     // REJ INVALID_GID with our port's GID 0 as ARI.
     // SAFETY: Our own path record; the sgid attribute is held by `wc_av`.
-    let av = match unsafe { Av::from_path(dev, &mut ev.paths()[0], wc_av.sgid_attr()) } {
+    let mut av = match unsafe { Av::from_path(dev, &mut ev.paths()[0], wc_av.sgid_attr()) } {
         Ok(av) => av,
         Err(_) => {
             // SAFETY: Live device; `gid` is a valid output.
@@ -535,6 +537,29 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
             );
             return respond(dev, port_num, wc, hdr.tid, &CmMessage::Rej(rej));
         }
+    };
+    // SAFETY: `av` holds an initialised attribute.
+    if unsafe { (*av.attr()).type_ } == bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB {
+        // The REQ's primary local LID, programmed into the QP by `ib_cm_init_qp_attr(RTR)`.
+        av.dlid_datapath = req.primary.local_lid;
+    }
+    // A REQ with an alternate path gives the id its alternate address too; if that path gives
+    // none, REJ INVALID_ALT_GID with the primary path's source GID as ARI (as cm.c, which
+    // resolves it with no sgid attribute).
+    let alt_av = if alternate.is_some() {
+        // SAFETY: Our own path record.
+        match unsafe { Av::from_path(dev, &mut ev.paths()[1], core::ptr::null()) } {
+            Ok(alt) => Some(alt),
+            Err(_) => {
+                // SAFETY: `raw` is the byte view of the GID union.
+                let ari = unsafe { *ev.paths()[0].sgid.raw.as_ref() };
+                let rej =
+                    req_event::rej_of_req(0, req.local_comm_id, REJ_INVALID_ALT_GID, &ari, &[]);
+                return respond(dev, port_num, wc, hdr.tid, &CmMessage::Rej(rej));
+            }
+        }
+    } else {
+        None
     };
     // An OPA source GID is shown as the port's GID 0, on both paths (`cm_opa_to_ib_sgid`).
     let rewrite = req_event::ib_sgid_rewrites(&primary, alternate.as_ref(), &port);
@@ -561,6 +586,7 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
         service_id: sid,
         remote_id: req.local_comm_id,
         av: Some(av),
+        alt_av,
         conn: conn_of_req(req, hdr.tid),
         remote: Some(RemoteKey::req(key, qp)),
         delivering: true,
@@ -708,6 +734,7 @@ fn handle_sidr_req(
         service_id: sid,
         remote_id: sidr.request_id,
         av: Some(av),
+        alt_av: None,
         conn: Conn {
             tid: hdr.tid,
             ..Conn::default()

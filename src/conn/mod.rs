@@ -72,6 +72,10 @@ const _: () = {
     assert!(
         crate::recv::REJ_INVALID_GID as u32 == bindings::ib_cm_rej_reason_IB_CM_REJ_INVALID_GID
     );
+    assert!(
+        crate::recv::REJ_INVALID_ALT_GID as u32
+            == bindings::ib_cm_rej_reason_IB_CM_REJ_INVALID_ALT_GID
+    );
 };
 
 /// A received MAD an input came with.

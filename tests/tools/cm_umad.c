@@ -342,11 +342,24 @@ int main(int argc, char **argv)
 	sid = argc > 4 ? strtoull(argv[4], NULL, 0) : 0;
 	srand(getpid());
 
-	if (!strcmp(argv[3], "req")) {
+	if (!strcmp(argv[3], "req") || !strcmp(argv[3], "reqalt")) {
 		uint32_t tid = 0x1000 + (rand() & 0xfff), comm = 0x5a000000 | (rand() & 0xffff);
 		double t0 = now();
 
 		build_req(m, tid, comm, sid);
+		if (!strcmp(argv[3], "reqalt")) {
+			/* An alternate path (local LID 1, the primary's GIDs): over RoCE cm.c
+			 * cannot resolve it without a source GID attribute and rejects the REQ
+			 * with INVALID_ALT_GID (18) before any listener sees it. */
+			uint8_t *p = m + HDR;
+
+			p[96] = 0;
+			p[97] = 1;
+			memcpy(p + 100, our_gid, 16);
+			memcpy(p + 116, addr.gid, 16);
+			p[137] = 64;
+			p[139] = 17 << 3;
+		}
 		send_mad(m);
 		printf("SENT REQ tid_low=%08x local_comm_id=%08x\n", tid, comm);
 		while (recv_mad(&in, 5000)) {
