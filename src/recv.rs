@@ -540,8 +540,9 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
     };
     // SAFETY: `av` holds an initialised attribute.
     if unsafe { (*av.attr()).type_ } == bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB {
-        // The REQ's primary local LID, programmed into the QP by `ib_cm_init_qp_attr(RTR)`.
-        av.dlid_datapath = req.primary.local_lid;
+        // The REQ's primary local LID (after the routed-REQ rule), programmed into the QP by
+        // `ib_cm_init_qp_attr(RTR)`.
+        av.dlid_datapath = req_event::datapath_dlid(req, &port);
     }
     // A REQ with an alternate path gives the id its alternate address too; if that path gives
     // none, REJ INVALID_ALT_GID with the primary path's source GID as ARI (as cm.c, which
@@ -555,7 +556,27 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
                 let ari = unsafe { *ev.paths()[0].sgid.raw.as_ref() };
                 let rej =
                     req_event::rej_of_req(0, req.local_comm_id, REJ_INVALID_ALT_GID, &ari, &[]);
-                return respond(dev, port_num, wc, hdr.tid, &CmMessage::Rej(rej));
+                // cm.c sends this one from the id, on the primary path's address it has just
+                // built (`cm_alloc_msg`), not back along the REQ's packet as the INVALID_GID
+                // REJ above; without a handle nothing is sent, as there.
+                let dest = Dest::Av {
+                    attr: av.attr(),
+                    remote_qpn: send::QP1,
+                    pkey_index: av.pkey_index,
+                };
+                // SAFETY: `av`'s attribute is initialised and outlives the call.
+                let _ = unsafe {
+                    send::send(
+                        dev,
+                        av.port_num(),
+                        dest,
+                        &CmMessage::Rej(rej),
+                        hdr.tid,
+                        0,
+                        false,
+                    )
+                };
+                return;
             }
         }
     } else {

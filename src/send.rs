@@ -38,9 +38,9 @@ pub(crate) enum Dest {
         /// Its GRH (RoCE always has one).
         grh: *const bindings::ib_grh,
     },
-    /// Along a given address (non-sleeping address handle creation); the white-box tests
-    /// send as a peer with it. Ids send with [`send_for_id`].
-    #[cfg_attr(not(ibcm_kunit), allow(dead_code))]
+    /// Along a given address (non-sleeping address handle creation): the REJ INVALID_ALT_GID
+    /// of a REQ, on the primary path's address; the white-box tests send as a peer with it.
+    /// Ids send with [`send_for_id`].
     Av {
         /// The address.
         attr: *mut bindings::rdma_ah_attr,

@@ -95,6 +95,18 @@ pub(crate) fn process_routed(req: &mut Req<'_>, port: &RecvPort) {
     }
 }
 
+/// The passive id's datapath DLID (`av.dlid_datapath`, InfiniBand): the REQ's primary local
+/// LID as `cm_req_handler` reads it, after `cm_process_routed_req()`.
+pub(crate) fn datapath_dlid(req: &Req<'_>, port: &RecvPort) -> u16 {
+    let p = &req.primary;
+    if !port.roce && !p.subnet_local && p.local_lid == LID_PERMISSIVE {
+        // CAST: as in `process_routed`.
+        port.wc_slid as u16
+    } else {
+        p.local_lid
+    }
+}
+
 /// `opa_get_lid_from_gid()`: the low 32 bits of the interface ID.
 fn opa_lid(gid: &[u8; 16]) -> u32 {
     u32::from_be_bytes([gid[12], gid[13], gid[14], gid[15]])
@@ -415,6 +427,21 @@ mod tests {
     fn ib_primary_dlid_is_the_senders_lid() {
         let (p, _) = req_paths(&req(), &IB);
         assert_eq!((p.dlid, p.slid, p.sl, p.opa), (0x1234, 0x22, 0, false));
+    }
+
+    #[test]
+    fn datapath_dlid_is_the_routed_primary_local_lid() {
+        let mut r = req();
+        let lid = r.primary.local_lid;
+        assert_eq!(datapath_dlid(&r, &IB), lid);
+        // Routed with a permissive local LID: the completion's source LID, as the REQ
+        // `cm_process_routed_req()` rewrote; subnet-local or RoCE: the LID as sent.
+        r.primary.subnet_local = false;
+        r.primary.local_lid = 0xFFFF;
+        assert_eq!(datapath_dlid(&r, &IB), 0x1234);
+        assert_eq!(datapath_dlid(&r, &ROCE), 0xFFFF);
+        r.primary.subnet_local = true;
+        assert_eq!(datapath_dlid(&r, &IB), 0xFFFF);
     }
 
     #[test]
