@@ -449,10 +449,11 @@ check duplicate_sidr_answered_once /tmp/dups.out "DUP sent=3 answers=1"
 cm_umad rxe0 $PEER_IP stale 0x0000000001061C06 >/tmp/stale.out 2>&1
 check stale_req_rejected /tmp/stale.out "STALE first_reason=28 second_reason=10"
 # A REQ with an alternate path the responder cannot turn into an address (RoCE, no source GID
-# attribute for it): REJ INVALID_ALT_GID with the primary path's source GID as ARI, and no
-# listener sees it (cm_req_handler).
+# attribute for it): REJ INVALID_ALT_GID, message REQ, with the primary path's source GID
+# (the responder's, ::ffff:$PEER_IP) as ARI, and no listener sees it (cm_req_handler).
 cm_umad rxe0 $PEER_IP reqalt 0x0000000001061C06 >/tmp/reqalt.out 2>&1
-check req_alt_path_rejected /tmp/reqalt.out "reason=18" "ari_length=16" "local_comm_id=00000000"
+check req_alt_path_rejected /tmp/reqalt.out "msg_rejected=0 ari_length=16 reason=18" \
+	"ari16=00000000000000000000ffff$(printf '%02x' $(echo $PEER_IP | tr . ' '))" "local_comm_id=00000000"
 cmd ulp-mode-reject
 tools ulp
 # A REQ storm while the listener is destroyed, then the device removed and re-added: the

@@ -5,6 +5,7 @@
  * class itself to receive the REJ / SIDR_REP answers).
  *
  *   cm_umad DEV DEST_IPV4 req SERVICE_ID        send one REQ, print the REJ that comes back
+ *   cm_umad DEV DEST_IPV4 reqalt SERVICE_ID     the same REQ with an alternate path
  *   cm_umad DEV DEST_IPV4 sidr SERVICE_ID       send one SIDR_REQ, print the SIDR_REP
  *   cm_umad DEV DEST_IPV4 bad                   send MADs the CM must drop (unknown attribute)
  *   cm_umad DEV DEST_IPV4 altpath               send a LAP and an APR for no connection,
@@ -13,8 +14,10 @@
  *                                               count the answers within 5 s
  *   cm_umad DEV DEST_IPV4 stale SERVICE_ID      two REQs with different comm IDs from the same
  *                                               QPN, print the reason each one's REJ carries
- *   cm_umad DEV DEST_IPV4 flood SERVICE_ID N    send N REQs (at most 256 unanswered), count
- *                                               the REJs, print the rate
+ *   cm_umad DEV DEST_IPV4 flood SERVICE_ID N    send N REQs (at most 256 unanswered, each
+ *                                               from its own QPN), count the REJs (and the
+ *                                               STALE_CONN and other reasons among them),
+ *                                               print the rate
  *
  * Output lines are `key=value` pairs the guest scripts match. Exit status 0 if the expected
  * answers arrived, 1 otherwise.
@@ -311,6 +314,7 @@ static void print_rej(const uint8_t *m)
 	printf("REJ tid_low=%08x local_comm_id=%08x remote_comm_id=%08x msg_rejected=%u ari_length=%u reason=%u",
 	       (uint32_t)get64(m + 8), get32(p), get32(p + 4), p[8] >> 6, p[9] >> 1,
 	       (p[10] << 8) | p[11]);
+	hex("ari16", p + 12, 16);
 	hex("private_data16", p + 84, 16);
 	printf("\n");
 }
