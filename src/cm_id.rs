@@ -103,28 +103,38 @@ pub(crate) struct StoredPd {
 }
 
 impl StoredPd {
+    /// No bytes.
+    pub(crate) const EMPTY: Self = Self {
+        len: 0,
+        data: [0; 224],
+    };
+
     /// A copy of `pd`, or `None` for no private data. May sleep (`GFP_KERNEL`, as cm.c's
     /// `kmemdup`).
     pub(crate) fn copy(pd: &[u8]) -> Result<Option<KBox<StoredPd>>> {
         if pd.is_empty() {
             return Ok(None);
         }
-        let mut s = KBox::new(
-            StoredPd {
-                len: 0,
-                data: [0; 224],
-            },
-            GFP_KERNEL,
-        )?;
-        let n = pd.len().min(224);
-        s.data[..n].copy_from_slice(&pd[..n]);
-        s.len = n;
+        let mut s = KBox::new(Self::EMPTY, GFP_KERNEL)?;
+        s.set(pd);
         Ok(Some(s))
+    }
+
+    /// Holds `pd` (at most 224 bytes of it) from now on.
+    pub(crate) fn set(&mut self, pd: &[u8]) {
+        let n = pd.len().min(self.data.len());
+        self.data[..n].copy_from_slice(&pd[..n]);
+        self.len = n;
+    }
+
+    /// The bytes held.
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        self.data.get(..self.len).unwrap_or(&[])
     }
 
     /// The bytes of an optional copy.
     pub(crate) fn bytes(s: &Option<KBox<StoredPd>>) -> &[u8] {
-        s.as_deref().map_or(&[], |s| &s.data[..s.len])
+        s.as_deref().map_or(&[], StoredPd::as_slice)
     }
 }
 
@@ -161,7 +171,7 @@ pub(crate) struct CmIdInner {
     /// created by the REQ's send (`send.rs`).
     pub(crate) hs_ah: HandshakeAh,
     /// Sends in flight that use `hs_ah` (low 7 bits), and [`HandshakeAh::RETIRED`] once no
-    /// send may take the handle any more; it is destroyed, after the lock, once no send uses it
+    /// send may take the handle any more; it is destroyed, under the lock, once no send uses it
     /// and the id has left the handshake states
     /// ([`crate::logic::state::keeps_handshake_ah`]), its address was replaced (LAP) or its
     /// device is going away.

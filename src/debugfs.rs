@@ -13,7 +13,8 @@
 //!   up), keeps a reference to the id it prints and prints it unlocked. Each line shows the
 //!   local and remote comm ID, the state, the service ID and the handshake address handle
 //!   (`-` for none, `held`, or `retired`: waiting for its last send) of every id of the
-//!   device that has a comm ID (`ib_cm_insert_listen` listeners have none; `ib_cm_listen` ones show LISTEN).
+//!   device that has a comm ID (`ib_cm_insert_listen` listeners have none; `ib_cm_listen`
+//!   ones show LISTEN).
 //!
 //! Both are snapshots that may be a moment stale, good enough to look at a running system.
 

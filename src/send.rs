@@ -96,7 +96,7 @@ impl HandshakeAh {
     /// completion destroys it.
     pub(crate) const RETIRED: u8 = 0x80;
 
-    /// Takes the handle out (for destruction after the lock), leaving none.
+    /// Takes the handle out, leaving none.
     pub(crate) fn take(&mut self) -> Self {
         Self(self.0.take())
     }

@@ -29,7 +29,7 @@ use crate::{
         state::{self, Action, Input, MsgKind, OnFail, Out, Refusal, State},
         timeout, trace as logic_trace,
         wire::{
-            conn::{CommIdsAndData, Dreq, Mra, Rej, REJ_ARI, RTU_PRIVATE_DATA},
+            conn::{CommIdsAndData, Dreq, Mra, Rej, REJ_ARI},
             field::Bytes,
             AttrId, CmMessage, MadHeader,
         },
@@ -719,16 +719,14 @@ fn send_out(
 pub(crate) struct Resend {
     /// The message, its private data left out.
     msg: CmMessage<'static>,
-    /// The private data (the RTU's and DREP's 224 bytes are the largest it goes into).
-    pd: [u8; RTU_PRIVATE_DATA],
-    /// How much of `pd` is used.
-    pd_len: usize,
+    /// A copy of the id's stored private data.
+    pd: StoredPd,
 }
 
 impl Resend {
     /// The message to send, with its private data.
     fn message(&self) -> CmMessage<'_> {
-        let pd = Bytes::new(self.pd.get(..self.pd_len).unwrap_or(&[]));
+        let pd = Bytes::new(self.pd.as_slice());
         let mut m: CmMessage<'_> = self.msg.clone();
         match &mut m {
             CmMessage::Rtu(d) | CmMessage::Drep(d) => d.private_data = pd,
@@ -783,15 +781,12 @@ fn resend(id: &CmId, g: &CmIdInner, o: Out) -> Option<KBox<Resend>> {
     let mut r = KBox::new(
         Resend {
             msg,
-            pd: [0; RTU_PRIVATE_DATA],
-            pd_len: 0,
+            pd: StoredPd::EMPTY,
         },
         GFP_ATOMIC,
     )
     .ok()?;
-    let n = stored.len().min(RTU_PRIVATE_DATA);
-    r.pd[..n].copy_from_slice(&stored[..n]);
-    r.pd_len = n;
+    r.pd.set(stored);
     Some(r)
 }
 
@@ -860,7 +855,7 @@ pub(crate) fn untrack(
     on_hs: bool,
 ) -> Option<State> {
     let mut g = id.inner.lock();
-    if on_hs && g.hs_sends & !HandshakeAh::RETIRED != 0 {
+    if on_hs && hs_in_flight(g.hs_sends) != 0 {
         g.hs_sends -= 1;
     }
     end_handshake_ah(id, &mut g);
@@ -871,10 +866,20 @@ pub(crate) fn untrack(
     Some(g.msg_state)
 }
 
+/// The sends in flight on the handshake handle, from `CmIdInner::hs_sends`.
+fn hs_in_flight(hs_sends: u8) -> u8 {
+    hs_sends & !HandshakeAh::RETIRED
+}
+
+/// Whether the handshake handle is retired, from `CmIdInner::hs_sends`.
+fn hs_retired(hs_sends: u8) -> bool {
+    hs_sends & HandshakeAh::RETIRED != 0
+}
+
 /// Ends the use of the id's handshake handle once the id is out of the handshake states (or
 /// the handle was retired): see [`retire_handshake_ah`].
 fn end_handshake_ah(id: &CmId, g: &mut CmIdInner) {
-    if g.hs_sends & HandshakeAh::RETIRED == 0 && state::keeps_handshake_ah(id.cm_state()) {
+    if !hs_retired(g.hs_sends) && state::keeps_handshake_ah(id.cm_state()) {
         return;
     }
     retire_handshake_ah(g);
@@ -890,7 +895,7 @@ fn retire_handshake_ah(g: &mut CmIdInner) {
     if !g.hs_ah.is_some() {
         return;
     }
-    if g.hs_sends & !HandshakeAh::RETIRED == 0 {
+    if hs_in_flight(g.hs_sends) == 0 {
         g.hs_sends = 0;
         drop(g.hs_ah.take());
     } else {
@@ -903,7 +908,7 @@ pub(crate) fn handshake_ah_status(id: &CmId) -> &'static str {
     let g = id.inner.lock();
     if !g.hs_ah.is_some() {
         "-"
-    } else if g.hs_sends & HandshakeAh::RETIRED != 0 {
+    } else if hs_retired(g.hs_sends) {
         "retired"
     } else {
         "held"
@@ -930,11 +935,10 @@ pub(crate) fn retire_handshake_ahs(dev: &crate::device::CmDevice) {
 /// Whether a send `o` of `id` in its current state goes on the id's handshake handle (or, the
 /// REQ, creates it): see [`HandshakeAh`].
 fn on_handshake_ah(id: &CmId, g: &CmIdInner, o: Out) -> bool {
-    let retired = g.hs_sends & HandshakeAh::RETIRED != 0;
     // The count stays below the retired bit: a handshake sends a few MADs.
-    let room = g.hs_sends & !HandshakeAh::RETIRED < HandshakeAh::RETIRED - 1;
+    let room = hs_in_flight(g.hs_sends) < HandshakeAh::RETIRED - 1;
     if g.hs_ah.is_some() {
-        !retired && room && state::keeps_handshake_ah(id.cm_state())
+        !hs_retired(g.hs_sends) && room && state::keeps_handshake_ah(id.cm_state())
     } else {
         o == Out::Req && g.hs_sends == 0
     }

@@ -80,31 +80,33 @@ const LID_PERMISSIVE: u16 = 0xFFFF;
 /// local LID (and the SL with it) from the work completion's source, and a permissive remote
 /// LID from its path bits.
 pub(crate) fn process_routed(req: &mut Req<'_>, port: &RecvPort) {
-    for p in [&mut req.primary, &mut req.alternate] {
-        if p.subnet_local {
-            continue;
-        }
-        if p.local_lid == LID_PERMISSIVE {
-            // CAST: cm.c stores the completion's LID through a 16-bit field.
-            p.local_lid = port.wc_slid as u16;
-            p.sl = port.wc_sl & 0xF;
-        }
-        if p.remote_lid == LID_PERMISSIVE {
-            p.remote_lid = u16::from(port.wc_dlid_path_bits);
-        }
+    route_path(&mut req.primary, port);
+    route_path(&mut req.alternate, port);
+}
+
+/// [`process_routed`] for one path.
+fn route_path(p: &mut Path, port: &RecvPort) {
+    if p.subnet_local {
+        return;
+    }
+    if p.local_lid == LID_PERMISSIVE {
+        // CAST: cm.c stores the completion's LID through a 16-bit field.
+        p.local_lid = port.wc_slid as u16;
+        p.sl = port.wc_sl & 0xF;
+    }
+    if p.remote_lid == LID_PERMISSIVE {
+        p.remote_lid = u16::from(port.wc_dlid_path_bits);
     }
 }
 
 /// The passive id's datapath DLID (`av.dlid_datapath`, InfiniBand): the REQ's primary local
-/// LID as `cm_req_handler` reads it, after `cm_process_routed_req()`.
+/// LID as `cm_req_handler` reads it, after `cm_process_routed_req()` (IB only).
 pub(crate) fn datapath_dlid(req: &Req<'_>, port: &RecvPort) -> u16 {
-    let p = &req.primary;
-    if !port.roce && !p.subnet_local && p.local_lid == LID_PERMISSIVE {
-        // CAST: as in `process_routed`.
-        port.wc_slid as u16
-    } else {
-        p.local_lid
+    let mut p = req.primary;
+    if !port.roce {
+        route_path(&mut p, port);
     }
+    p.local_lid
 }
 
 /// `opa_get_lid_from_gid()`: the low 32 bits of the interface ID.
