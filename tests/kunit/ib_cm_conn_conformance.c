@@ -380,6 +380,24 @@ static void conn_exit(struct kunit *test)
 }
 
 /*
+ * An active id (kept in active.id, which conn_exit destroys) whose RC REQ (CM response
+ * timeouts 20, 15 retries) has reached the passive side as REQ_RECEIVED.
+ */
+static struct ib_cm_id *req_reaches_passive(struct kunit *test, struct conn_ctx *c)
+{
+	struct ib_cm_req_param req;
+	struct ib_cm_id *a;
+
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	active.id = a;
+	req_param(&req, &c->path, c->sgid, 20, 15);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_req(a, &req), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
+	return a;
+}
+
+/*
  * cm.c's per-connection memory, for the README's comparison (a figure, not a test): the
  * slab of the id's cm_id_private (ksize of the id, its first member) and of its
  * cm_timewait_info, whose layout (cm.c lines 184-205) is mirrored here from public types.
@@ -580,16 +598,8 @@ static void req_times_out(struct kunit *test)
  */
 static void reject_reaches_active(struct kunit *test)
 {
-	struct conn_ctx *c = test->priv;
-	struct ib_cm_req_param req;
-	struct ib_cm_id *a;
+	struct ib_cm_id *a = req_reaches_passive(test, test->priv);
 
-	a = ib_create_cm_id(c->d1, active_handler, NULL);
-	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
-	active.id = a;
-	req_param(&req, &c->path, c->sgid, 20, 15);
-	KUNIT_ASSERT_EQ(test, ib_send_cm_req(a, &req), 0);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
 	KUNIT_EXPECT_EQ(test, ib_send_cm_rej(passive.id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 100,
 					     NULL, 0), 0);
 	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_IDLE);
@@ -607,15 +617,10 @@ static void reject_reaches_active(struct kunit *test)
 static void destroy_req_sent_rejects_with_timeout(struct kunit *test)
 {
 	struct conn_ctx *c = test->priv;
-	struct ib_cm_req_param req;
-	struct ib_cm_id *a;
+	struct ib_cm_id *a = req_reaches_passive(test, c);
 
-	a = ib_create_cm_id(c->d1, active_handler, NULL);
-	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
-	req_param(&req, &c->path, c->sgid, 20, 15);
-	KUNIT_ASSERT_EQ(test, ib_send_cm_req(a, &req), 0);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_REQ_SENT);
+	active.id = NULL;
 	ib_destroy_cm_id(a);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REJ_RECEIVED, 5000));
 	KUNIT_EXPECT_EQ(test, passive.rej_reason, IB_CM_REJ_TIMEOUT);
@@ -630,17 +635,9 @@ static void destroy_req_sent_rejects_with_timeout(struct kunit *test)
  */
 static void destroy_established_sends_dreq(struct kunit *test)
 {
-	struct conn_ctx *c = test->priv;
-	struct ib_cm_req_param req;
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
-	struct ib_cm_id *a;
+	struct ib_cm_id *a = req_reaches_passive(test, test->priv);
 
-	a = ib_create_cm_id(c->d1, active_handler, NULL);
-	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
-	active.id = a;
-	req_param(&req, &c->path, c->sgid, 20, 15);
-	KUNIT_ASSERT_EQ(test, ib_send_cm_req(a, &req), 0);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
@@ -828,17 +825,11 @@ static void destroy_races_incoming_rep_and_dreq(struct kunit *test)
 	int i;
 
 	for (i = 0; i < 20; i++) {
-		struct ib_cm_req_param req;
 		struct ib_cm_rep_param rep = { .qp_num = 0x99 + i, .starting_psn = 1 };
 		struct ib_cm_id *a, *p;
 
 		reset_sides();
-		a = ib_create_cm_id(c->d1, active_handler, NULL);
-		KUNIT_ASSERT_FALSE(test, IS_ERR(a));
-		active.id = a;
-		req_param(&req, &c->path, c->sgid, 20, 15);
-		KUNIT_ASSERT_EQ(test, ib_send_cm_req(a, &req), 0);
-		KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
+		a = req_reaches_passive(test, c);
 		p = passive.id;
 		KUNIT_ASSERT_NOT_NULL(test, p);
 		KUNIT_ASSERT_EQ(test, ib_send_cm_rep(p, &rep), 0);
