@@ -34,7 +34,9 @@ unsafe impl Sync for Av {}
 
 impl Av {
     /// The sender of a received MAD (`cm_init_av_for_response`): a copy of the device's cached
-    /// address of that sender (`reply_ah.rs`), or resolved here. May sleep.
+    /// address of that sender (`reply_ah.rs`), or resolved here. May sleep. Returned by value:
+    /// a REQ's sender address lives only while the passive id's own address is built (cm.c
+    /// builds both in the id's embedded `cm_av`); [`Av::boxed`] keeps one.
     ///
     /// # Safety
     ///
@@ -44,7 +46,7 @@ impl Av {
         port_num: u32,
         wc: *const bindings::ib_wc,
         grh: *const bindings::ib_grh,
-    ) -> Result<KBox<Self>> {
+    ) -> Result<Self> {
         let agent = dev
             .port(port_num)
             .map_or(core::ptr::null_mut(), |p| p.agent());
@@ -77,7 +79,8 @@ impl Av {
         let pkey_index = unsafe { (*wc).pkey_index };
         // INVARIANT: initialised just above; an `rdma_ah_attr` holds no pointer to itself.
         // SAFETY: Initialised above.
-        Self::boxed(port_num, pkey_index, 0, unsafe { attr.assume_init() })
+        let attr = unsafe { attr.assume_init() };
+        Ok(Self::new(port_num, pkey_index, 0, attr))
     }
 
     /// The address a path record describes (`cm_init_av_by_path`): the port of `sgid_attr`
@@ -115,29 +118,29 @@ impl Av {
         // SAFETY: `path` is valid (caller).
         let life = unsafe { (*path).packet_life_time };
         // SAFETY: Initialised above.
-        Self::boxed(port_num, pkey_index, timeout::av_timeout(life), unsafe {
+        Self::new(port_num, pkey_index, timeout::av_timeout(life), unsafe {
             attr.assume_init()
         })
+        .boxed()
     }
 
-    fn boxed(
-        port_num: u32,
-        pkey_index: u16,
-        timeout: u8,
-        attr: bindings::rdma_ah_attr,
-    ) -> Result<KBox<Self>> {
+    /// The address in a box of its own, as an id keeps it. If the allocation fails, the
+    /// address is dropped, which releases its attribute.
+    pub(crate) fn boxed(self) -> Result<KBox<Self>> {
+        Ok(KBox::new(self, GFP_KERNEL)?)
+    }
+
+    fn new(port_num: u32, pkey_index: u16, timeout: u8, attr: bindings::rdma_ah_attr) -> Self {
         // The port the address leaves from is the attribute's own (`port_num()`); every
         // caller built the attribute for `port_num` already, this makes it the rule.
         let mut attr = attr;
         attr.port_num = port_num;
-        // If the allocation fails, the returned value is dropped, which releases `attr`.
-        let av = Self {
+        Self {
             pkey_index,
             timeout,
             dlid_datapath: 0,
             attr: Opaque::new(attr),
-        };
-        Ok(KBox::new(av, GFP_KERNEL)?)
+        }
     }
 
     /// The port the address leaves from.

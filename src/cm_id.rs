@@ -714,29 +714,25 @@ const _: () = assert!(
 );
 
 /// Prints what one connection end costs in memory (a figure for the README's table, at module
-/// load): the id (`ArcInner<CmId>`: a refcount, then the id), its primary address and its two
-/// remote-table nodes (`rb_node`, key, `Arc`), each rounded up to its kmalloc slab. cm.c's
-/// counterpart is `cm_id_private` plus `cm_timewait_info`.
+/// load): the id (`ArcInner<CmId>`: a refcount, then the id), its primary address and its
+/// remote-table entry (two `rb_node`s, the keys, an `Arc`), each rounded up to its kmalloc
+/// slab. cm.c's counterpart is `cm_id_private` plus `cm_timewait_info`.
 pub(crate) fn log_footprint() {
     use core::mem::size_of;
     let id = size_of::<bindings::refcount_t>().next_multiple_of(8) + size_of::<CmId>();
     let av = size_of::<Av>();
-    let node = |key: usize| size_of::<bindings::rb_node>() + key + size_of::<Arc<CmId>>();
-    let req_node = node(size_of::<crate::remote::ReqKey>());
-    let qp_node = node(size_of::<crate::remote::QpKey>());
+    let entry = size_of::<crate::remote::ConnEntry>();
     // SAFETY: Pure size computations.
     let slab = |n: usize| unsafe { bindings::kmalloc_size_roundup(n) };
-    let total = slab(id) + slab(av) + slab(req_node) + slab(qp_node);
+    let total = slab(id) + slab(av) + slab(entry);
     pr_info!(
-        "ib_cm: connection end: id {} B (slab {}), address {} B (slab {}), remote nodes {}+{} B (slab {}+{}): {} B\n",
+        "ib_cm: connection end: id {} B (slab {}), address {} B (slab {}), remote entry {} B (slab {}): {} B\n",
         id,
         slab(id),
         av,
         slab(av),
-        req_node,
-        qp_node,
-        slab(req_node),
-        slab(qp_node),
+        entry,
+        slab(entry),
         total
     );
 }

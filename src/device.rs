@@ -17,7 +17,7 @@ use crate::{
     lock::{new_spinlock_irq, SpinLockIrq},
     port::CmPort,
     recv,
-    remote::{QpKey, RemoteTable, ReqKey, SidrKey},
+    remote::{ConnTables, RemoteTable, SidrKey},
     reply_ah::{self, ReplyAh, ReplyAhCache},
     timewait::{self, TimewaitQueue},
     use_count,
@@ -70,10 +70,9 @@ pub(crate) struct DeviceInner {
     pub(crate) going_down: bool,
     /// Listeners of this device, keyed by service ID.
     pub(crate) listen: ListenTable,
-    /// Passive ids still holding an unanswered REQ, for duplicate detection.
-    pub(crate) remote_reqs: RemoteTable<ReqKey>,
-    /// The same ids by the peer's queue pair, for the stale-connection check.
-    pub(crate) remote_qps: RemoteTable<QpKey>,
+    /// Ids made by or answering a REQ, by the peer's comm ID (duplicate detection) and by the
+    /// peer's queue pair (the stale-connection check).
+    pub(crate) remote_conns: ConnTables,
     /// Passive ids still holding an unanswered SIDR_REQ.
     pub(crate) remote_sidrs: RemoteTable<SidrKey>,
     /// Ids in timewait, by deadline.
@@ -161,8 +160,7 @@ impl CmDevice {
                     DeviceInner {
                         going_down: false,
                         listen: ListenTable::new(),
-                        remote_reqs: RemoteTable::new(),
-                        remote_qps: RemoteTable::new(),
+                        remote_conns: ConnTables::new(),
                         remote_sidrs: RemoteTable::new(),
                         timewait: TimewaitQueue::new(),
                     },
@@ -479,7 +477,7 @@ pub(crate) unsafe extern "C" fn ibcm_rs_remove_one(
     dev.mark_going_down();
     let (leftover, pending) = {
         let inner = dev.inner.lock();
-        let pending = inner.remote_reqs.len() + inner.remote_sidrs.len();
+        let pending = inner.remote_conns.len() + inner.remote_sidrs.len();
         (inner.listen.len(), pending)
     };
     if leftover != 0 {

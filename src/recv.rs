@@ -30,7 +30,7 @@ use crate::{
         },
     },
     port::{device_of_agent, Counter},
-    remote::{QpKey, RemoteKey, RemoteReservation, ReqKey, SidrKey},
+    remote::{ConnReservation, QpKey, RemoteKey, RemoteReservation, ReqKey, SidrKey},
     send::{self, Dest},
     trace::{self, Local},
 };
@@ -337,9 +337,9 @@ enum Seen {
 
 /// The REQ checks against the device's tables.
 fn seen_req(inner: &crate::device::DeviceInner, key: &ReqKey, qp: &QpKey) -> Seen {
-    if let Some(id) = inner.remote_reqs.get(key) {
+    if let Some(id) = inner.remote_conns.get_req(key) {
         Seen::Duplicate(id)
-    } else if let Some(id) = inner.remote_qps.get(qp) {
+    } else if let Some(id) = inner.remote_conns.get_qp(qp) {
         Seen::Stale(id)
     } else {
         Seen::New
@@ -593,10 +593,7 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
             }
         }
     }
-    let (Ok(reservation), Ok(qp_reservation)) = (
-        RemoteReservation::<ReqKey>::new(GFP_KERNEL),
-        RemoteReservation::<QpKey>::new(GFP_KERNEL),
-    ) else {
+    let Ok(reservation) = ConnReservation::new(GFP_KERNEL) else {
         return;
     };
     let sgid_attr = av.sgid_attr();
@@ -622,9 +619,8 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
         let mut inner = dev.inner.lock();
         let seen = seen_req(&inner, &key, &qp);
         if matches!(seen, Seen::New) {
-            // Both keys are free (checked above under this lock), so neither insert refuses.
-            let _ = inner.remote_reqs.insert(key, &id, reservation);
-            let _ = inner.remote_qps.insert(qp, &id, qp_reservation);
+            // Both keys are free (checked above under this lock), so the insert does not refuse.
+            let _ = inner.remote_conns.insert(key, qp, &id, reservation);
         }
         seen
     };
@@ -736,7 +732,8 @@ fn handle_sidr_req(
     };
     let listener = ListenerPin(listener);
     // SAFETY: `wc` outlives the call, which runs in the device's receive work.
-    let Ok(av) = (unsafe { Av::from_wc(dev, port_num, wc.wc(), wc.grh()) }) else {
+    let Ok(av) = (unsafe { Av::from_wc(dev, port_num, wc.wc(), wc.grh()) }).and_then(Av::boxed)
+    else {
         return;
     };
     let (Ok(reservation), Ok(mut ev)) = (

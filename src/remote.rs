@@ -10,9 +10,19 @@
 //! `cm_rx_duplicates` and dropped (cm.c does the same for an id in REQ_RCVD or
 //! SIDR_REQ_RCVD). A REQ with a new comm ID from a QP that already has one pending is stale and
 //! gets REJ STALE_CONN. Like the listener tree, the tables live inside the device lock.
+//!
+//! A REQ-made id is in the REQ table and the QP table at once, always both or neither, so one
+//! allocation ([`ConnEntry`]) carries its links into both trees (cm.c's `cm_timewait_info`
+//! likewise holds both `rb_node`s): one allocation and one free per connection end instead of
+//! a node per tree. The two trees are intrusive `rb_root`s over those entries ([`ConnTables`]);
+//! the SIDR table is an ordinary [`RBTree`].
 
 use crate::cm_id::CmId;
+use core::{cmp::Ordering, mem::MaybeUninit, ptr::addr_of_mut};
 use kernel::{
+    alloc::{Flags, KBox},
+    bindings as kb,
+    prelude::*,
     rbtree::{self, RBTree, RBTreeNode, RBTreeNodeReservation},
     sync::Arc,
 };
@@ -95,11 +105,6 @@ impl<K: Ord + Copy> RemoteTable<K> {
         self.tree.get(key).is_some()
     }
 
-    /// The id registered under `key`, if any (a new reference).
-    pub(crate) fn get(&self, key: &K) -> Option<Arc<CmId>> {
-        self.tree.get(key).cloned()
-    }
-
     /// Registers `id` under `key` unless the key is taken; on a duplicate the reservation is
     /// handed back to be freed outside the lock.
     pub(crate) fn insert(
@@ -132,15 +137,273 @@ impl<K: Ord + Copy> RemoteTable<K> {
     }
 }
 
+/// One REQ-made id in both [`ConnTables`] trees: its two links, the keys it is filed under
+/// (the CA GUID they share once), and the tables' reference to the id.
+pub(crate) struct ConnEntry {
+    req_link: kb::rb_node,
+    qp_link: kb::rb_node,
+    ca_guid: u64,
+    comm_id: u32,
+    qpn: u32,
+    id: Arc<CmId>,
+}
+
+/// An entry allocated before the device lock is taken.
+pub(crate) struct ConnReservation(KBox<MaybeUninit<ConnEntry>>);
+
+impl ConnReservation {
+    /// Allocates the entry.
+    pub(crate) fn new(flags: Flags) -> Result<Self> {
+        Ok(Self(KBox::new_uninit(flags)?))
+    }
+}
+
+/// The two trees an entry is linked into.
+#[derive(Clone, Copy)]
+enum Tree {
+    /// By [`ReqKey`].
+    Req,
+    /// By [`QpKey`].
+    Qp,
+}
+
+/// Where a walk down one tree ended.
+enum Walk {
+    /// At the entry filed under the key.
+    Found(*mut ConnEntry),
+    /// At the empty child slot `link` of `parent` (NULL for the root) where the key belongs.
+    Vacant(*mut kb::rb_node, *mut *mut kb::rb_node),
+}
+
+/// The entry whose `tree` link `node` is.
+///
+/// # Safety
+///
+/// `node` must be the `tree` link of a live [`ConnEntry`].
+unsafe fn entry_of(node: *mut kb::rb_node, tree: Tree) -> *mut ConnEntry {
+    // SAFETY: `node` is that field of a `ConnEntry` (caller).
+    unsafe {
+        match tree {
+            Tree::Req => kernel::container_of!(node, ConnEntry, req_link).cast_mut(),
+            Tree::Qp => kernel::container_of!(node, ConnEntry, qp_link).cast_mut(),
+        }
+    }
+}
+
+/// The key `e` is filed under in `tree`, as (CA GUID, comm ID or QPN): the order of
+/// [`ReqKey`] and [`QpKey`].
+fn key_in(e: &ConnEntry, tree: Tree) -> (u64, u32) {
+    match tree {
+        Tree::Req => (e.ca_guid, e.comm_id),
+        Tree::Qp => (e.ca_guid, e.qpn),
+    }
+}
+
+/// Walks `tree`, rooted at `root`, down to `key`. Only reads.
+///
+/// # Safety
+///
+/// `root` must be the valid root of `tree` in a [`ConnTables`], whose nodes are all `tree`
+/// links of live entries, and no one may change the tree during the call.
+unsafe fn walk(root: *mut kb::rb_root, tree: Tree, key: (u64, u32)) -> Walk {
+    let mut parent = core::ptr::null_mut();
+    // SAFETY: `root` is valid (caller).
+    let mut link = unsafe { addr_of_mut!((*root).rb_node) };
+    // SAFETY: Every non-NULL child pointer of the tree is a live entry's `tree` link (caller).
+    unsafe {
+        while !(*link).is_null() {
+            let node = *link;
+            let e = entry_of(node, tree);
+            link = match key.cmp(&key_in(&*e, tree)) {
+                Ordering::Less => addr_of_mut!((*node).rb_left),
+                Ordering::Greater => addr_of_mut!((*node).rb_right),
+                Ordering::Equal => return Walk::Found(e),
+            };
+            parent = node;
+        }
+    }
+    Walk::Vacant(parent, link)
+}
+
+/// A device's REQ-made ids by [`ReqKey`] (duplicate REQs, a REJ TIMEOUT's ARI) and by
+/// [`QpKey`] (stale connections), each id in both trees through one [`ConnEntry`].
+///
+/// # Invariants
+///
+/// Every node of `reqs` is the `req_link` and every node of `qps` the `qp_link` of an entry
+/// leaked from a [`ConnReservation`]'s box, owned by the tables; an entry is in both trees or
+/// in neither (then freed), filed under its own keys.
+pub(crate) struct ConnTables {
+    reqs: kb::rb_root,
+    qps: kb::rb_root,
+}
+
+// SAFETY: The tables own their entries (plain data and an `Arc<CmId>`, which is `Send`); the
+// raw pointers point only into them.
+unsafe impl Send for ConnTables {}
+
+impl ConnTables {
+    /// Empty tables.
+    pub(crate) fn new() -> Self {
+        // INVARIANT: No nodes.
+        Self {
+            reqs: kb::rb_root::default(),
+            qps: kb::rb_root::default(),
+        }
+    }
+
+    /// The entry filed under `key` in `tree`.
+    fn find(&self, tree: Tree, key: (u64, u32)) -> Option<&ConnEntry> {
+        let root = match tree {
+            Tree::Req => &self.reqs,
+            Tree::Qp => &self.qps,
+        };
+        // SAFETY: `root` is one of our trees (type invariant); `&self` keeps it unchanged, and
+        // the walk only reads through the pointer.
+        match unsafe { walk(core::ptr::from_ref(root).cast_mut(), tree, key) } {
+            // SAFETY: A live entry owned by the tables, borrowed as long as they are.
+            Walk::Found(e) => Some(unsafe { &*e }),
+            Walk::Vacant(..) => None,
+        }
+    }
+
+    /// Whether a request with this key is being handled.
+    pub(crate) fn contains_req(&self, key: &ReqKey) -> bool {
+        self.find(Tree::Req, (key.ca_guid, key.comm_id)).is_some()
+    }
+
+    /// The id filed under the REQ key `key`, if any (a new reference).
+    pub(crate) fn get_req(&self, key: &ReqKey) -> Option<Arc<CmId>> {
+        self.find(Tree::Req, (key.ca_guid, key.comm_id))
+            .map(|e| e.id.clone())
+    }
+
+    /// The id filed under the QP key `qp`, if any (a new reference).
+    pub(crate) fn get_qp(&self, qp: &QpKey) -> Option<Arc<CmId>> {
+        self.find(Tree::Qp, (qp.ca_guid, qp.qpn))
+            .map(|e| e.id.clone())
+    }
+
+    /// Files `id` under `key` and `qp` (which share the CA GUID), in both trees, unless either
+    /// key is taken; then the reservation is handed back to be freed outside the lock.
+    pub(crate) fn insert(
+        &mut self,
+        key: ReqKey,
+        qp: QpKey,
+        id: &Arc<CmId>,
+        reservation: ConnReservation,
+    ) -> core::result::Result<(), ConnReservation> {
+        debug_assert_eq!(key.ca_guid, qp.ca_guid);
+        let (reqs, qps) = (addr_of_mut!(self.reqs), addr_of_mut!(self.qps));
+        // SAFETY: Our trees (type invariant), unchanged while `&mut self` is held.
+        let walks = unsafe {
+            (
+                walk(reqs, Tree::Req, (key.ca_guid, key.comm_id)),
+                walk(qps, Tree::Qp, (qp.ca_guid, qp.qpn)),
+            )
+        };
+        let (Walk::Vacant(rp, rl), Walk::Vacant(qparent, ql)) = walks else {
+            return Err(reservation);
+        };
+        let e = KBox::into_raw(KBox::write(
+            reservation.0,
+            ConnEntry {
+                req_link: kb::rb_node::default(),
+                qp_link: kb::rb_node::default(),
+                ca_guid: key.ca_guid,
+                comm_id: key.comm_id,
+                qpn: qp.qpn,
+                id: id.clone(),
+            },
+        ));
+        // SAFETY: `e` is live and ours; each slot is the vacant place of its key in its tree,
+        // found just above with nothing changed since (linking into one tree does not touch
+        // the other), so linking then recolouring keeps both trees valid.
+        // INVARIANT: The entry goes into both trees, under its own keys.
+        unsafe {
+            kb::rb_link_node(addr_of_mut!((*e).req_link), rp, rl);
+            kb::rb_insert_color(addr_of_mut!((*e).req_link), reqs);
+            kb::rb_link_node(addr_of_mut!((*e).qp_link), qparent, ql);
+            kb::rb_insert_color(addr_of_mut!((*e).qp_link), qps);
+        }
+        Ok(())
+    }
+
+    /// Takes `e`, a live entry of ours, out of both trees.
+    ///
+    /// # Safety
+    ///
+    /// `e` must be an entry of these tables.
+    unsafe fn unlink(&mut self, e: *mut ConnEntry) -> KBox<ConnEntry> {
+        // SAFETY: `e` is linked into both trees (caller, type invariant); erasing keeps each
+        // tree valid.
+        // INVARIANT: The entry leaves both trees and is returned to be freed.
+        unsafe {
+            kb::rb_erase(addr_of_mut!((*e).req_link), &mut self.reqs);
+            kb::rb_erase(addr_of_mut!((*e).qp_link), &mut self.qps);
+            KBox::from_raw(e)
+        }
+    }
+
+    /// Takes `id`'s entry, filed under `key` (and `qp`), out of both trees, if `id` is the one
+    /// filed there; the entry, which holds a reference to the id, is returned to be dropped
+    /// outside the lock.
+    pub(crate) fn remove(
+        &mut self,
+        key: &ReqKey,
+        qp: &QpKey,
+        id: &CmId,
+    ) -> Option<KBox<ConnEntry>> {
+        let e = self.find(Tree::Req, (key.ca_guid, key.comm_id))?;
+        if !core::ptr::eq(&*e.id, id) {
+            return None;
+        }
+        // Filed by one insert under both keys, so its QP key is `qp`.
+        debug_assert_eq!(key_in(e, Tree::Qp), (qp.ca_guid, qp.qpn));
+        let e = core::ptr::from_ref(e).cast_mut();
+        // SAFETY: Found in our REQ tree just above.
+        Some(unsafe { self.unlink(e) })
+    }
+
+    /// Number of entries (diagnostics).
+    pub(crate) fn len(&self) -> usize {
+        let mut n = 0;
+        // SAFETY: Our tree (type invariant), unchanged while `&self` is held.
+        let mut node = unsafe { kb::rb_first(&self.reqs) };
+        while !node.is_null() {
+            n += 1;
+            // SAFETY: `node` is a node of the same tree.
+            node = unsafe { kb::rb_next(node) };
+        }
+        n
+    }
+}
+
+impl Drop for ConnTables {
+    fn drop(&mut self) {
+        // Empty by the time a device goes (removal waits for every id); whatever is left is
+        // freed, with its reference.
+        loop {
+            // SAFETY: Our tree (type invariant).
+            let first = unsafe { kb::rb_first(&self.reqs) };
+            if first.is_null() {
+                break;
+            }
+            // SAFETY: A node of `reqs` is an entry's `req_link` (type invariant).
+            let e = unsafe { entry_of(first, Tree::Req) };
+            // SAFETY: An entry of ours.
+            drop(unsafe { self.unlink(e) });
+        }
+    }
+}
+
 /// Nodes taken out of the tables, to be freed outside the locks.
 // The nodes are never read, only dropped late; that is the point.
 #[allow(dead_code)]
 #[derive(Default)]
 pub(crate) struct Unlinked {
-    /// From the REQ table.
-    pub(crate) req: Option<RBTreeNode<ReqKey, Arc<CmId>>>,
-    /// From the QP table.
-    pub(crate) qp: Option<RBTreeNode<QpKey, Arc<CmId>>>,
+    /// From the REQ and QP tables.
+    pub(crate) conn: Option<KBox<ConnEntry>>,
     /// From the SIDR table.
     pub(crate) sidr: Option<RBTreeNode<SidrKey, Arc<CmId>>>,
 }

@@ -70,7 +70,9 @@ pub(crate) fn on_lap(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
         // queueing it copies the MAD first.
         let mut ev = unsafe { Event::for_wc(0, wc) }.ok()?;
         // SAFETY: `wc` is valid for the call, which runs in the device's receive work.
-        let wc_av = unsafe { Av::from_wc(dev, port_num, wc.wc(), wc.grh()) }.ok()?;
+        let wc_av = unsafe { Av::from_wc(dev, port_num, wc.wc(), wc.grh()) }
+            .and_then(Av::boxed)
+            .ok()?;
         // The address is IB or OPA here (not RoCE), so the record is too.
         fill_typed_path(&mut ev.paths()[0], &path, &wc_av);
         // The alternate address: the port of the path's source GID (`cm_init_av_by_path`

@@ -35,7 +35,7 @@ use crate::{
         },
     },
     port::Counter,
-    remote::{QpKey, RemoteKey, RemoteReservation, ReqKey, Unlinked},
+    remote::{ConnReservation, QpKey, RemoteKey, ReqKey, Unlinked},
     send::{self, HandshakeAh},
     timewait::{self, EstablishWork},
     trace,
@@ -127,8 +127,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) recv: Option<Recv<'a>>,
     /// A received REP (for [`Action::AcceptRep`] and [`Action::InsertRemote`]).
     pub(crate) rep: Option<&'a crate::logic::wire::conn::Rep<'a>>,
-    /// Tree nodes for [`Action::InsertRemote`].
-    pub(crate) reservations: Option<(RemoteReservation<ReqKey>, RemoteReservation<QpKey>)>,
+    /// The remote-table entry for [`Action::InsertRemote`].
+    pub(crate) reservation: Option<ConnReservation>,
     /// A received MRA's service timeout.
     pub(crate) mra_timeout: u8,
     /// The input is a destroy: no timer is armed, the farewell messages are the defaults.
@@ -430,8 +430,11 @@ fn leave_remote_locked(
                 comm_id,
                 qpn,
             } => {
-                out.unlinked.req = dev.remote_reqs.remove(&ReqKey { ca_guid, comm_id }, id);
-                out.unlinked.qp = dev.remote_qps.remove(&QpKey { ca_guid, qpn }, id);
+                out.unlinked.conn = dev.remote_conns.remove(
+                    &ReqKey { ca_guid, comm_id },
+                    &QpKey { ca_guid, qpn },
+                    id,
+                );
             }
             RemoteKey::Sidr(k) => out.unlinked.sidr = dev.remote_sidrs.remove(&k, id),
         }

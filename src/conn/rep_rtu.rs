@@ -18,7 +18,7 @@ use crate::{
         },
     },
     recv::RecvWc,
-    remote::{QpKey, RemoteKey, RemoteReservation, ReqKey},
+    remote::{ConnReservation, QpKey, RemoteKey, ReqKey},
     trace::{self, Local, Remote},
 };
 use kernel::{prelude::*, sync::Arc};
@@ -111,7 +111,7 @@ fn rep_qpn(rep: &Rep<'_>, qp_type: u32) -> u32 {
 /// kept in the context for its DREQ).
 pub(crate) fn insert_remote(id: &Arc<CmId>, g: &mut CmIdInner, ctx: &mut Ctx<'_>) -> Result {
     let rep = ctx.rep.ok_or(EINVAL)?;
-    let (res, qres) = ctx.reservations.take().ok_or(ENOMEM)?;
+    let res = ctx.reservation.take().ok_or(ENOMEM)?;
     let key = ReqKey {
         ca_guid: rep.local_ca_guid,
         comm_id: rep.local_comm_id,
@@ -121,20 +121,20 @@ pub(crate) fn insert_remote(id: &Arc<CmId>, g: &mut CmIdInner, ctx: &mut Ctx<'_>
         qpn: rep_qpn(rep, g.conn.qp_type()),
     };
     let mut dev = id.dev.inner.lock();
-    if dev.remote_reqs.contains(&key) {
+    if dev.remote_conns.contains_req(&key) {
         drop(dev);
-        drop((res, qres));
+        drop(res);
         trace::remote(Remote::InsertFailedErr, rep.remote_comm_id);
         return Err(EINVAL);
     }
-    if let Some(old) = dev.remote_qps.get(&qp) {
+    if let Some(old) = dev.remote_conns.get_qp(&qp) {
         ctx.stale_old = Some(old);
         drop(dev);
-        drop((res, qres));
+        drop(res);
         return Err(EINVAL);
     }
-    let _ = dev.remote_reqs.insert(key, id, res);
-    let _ = dev.remote_qps.insert(qp, id, qres);
+    // Both keys are free (checked above under this lock), so the insert does not refuse.
+    let _ = dev.remote_conns.insert(key, qp, id, res);
     drop(dev);
     g.remote = Some(RemoteKey::req(key, qp));
     Ok(())
@@ -219,12 +219,11 @@ pub(crate) fn on_rep(
         return;
     };
     let qp_type = id.inner.lock().conn.qp_type();
-    let (Ok(ev), Ok(res), Ok(qres)) = (
+    let (Ok(ev), Ok(res)) = (
         // SAFETY: The receive work owns `wc` until this event is delivered or dropped in it;
         // queueing it copies the MAD first.
         unsafe { rep_event(wc, rep, qp_type, hdr.attr_mod) },
-        RemoteReservation::<ReqKey>::new(GFP_KERNEL),
-        RemoteReservation::<QpKey>::new(GFP_KERNEL),
+        ConnReservation::new(GFP_KERNEL),
     ) else {
         id.put_user();
         return;
@@ -233,7 +232,7 @@ pub(crate) fn on_rep(
         event: Some(ev),
         recv: Some(recv),
         rep: Some(rep),
-        reservations: Some((res, qres)),
+        reservation: Some(res),
         ..Ctx::default()
     };
     let out = run(&id, Input::RecvRep, &mut ctx, |_, _| {}, |_, _| {});
