@@ -8,7 +8,8 @@
 #   make fuzz       long run of the wire-codec fuzz driver (IBCM_FUZZ_ITERS, default 20M)
 #   make bench      REQ flood and connection (cmtime) benchmarks, ours vs the in-tree C ib_cm
 #   make bench-conn the connection benchmark only (release kernel); ICOUNT=1: low-noise
-#                   mode (one CPU, QEMU -icount: every figure counts guest instructions)
+#                   mode (one CPU, QEMU -icount: every figure counts guest instructions);
+#                   TBPROF=1: plus an exact instruction profile by function (QEMU plugin)
 #   make install    (root) ib_cm.ko into /lib/modules/<release>/updates/ + depmod (INSTALL_MOD_PATH=)
 #   make uninstall  removes it again (KDIR= or KERNELRELEASE= names the kernel)
 #   make install-test  the INSTALL layer alone (preflight, install, DKMS, kernel-deb config)
@@ -72,7 +73,7 @@ fuzz: deps
 
 bench: deps
 	@IBCM_PROF=$(PROF) $(TOP)/tests/bench/req_flood.sh $${ROUNDS:-2} $${N:-2000}
-	@IBCM_PROF=$(PROF) IBCM_PERF=$(PERF) IBCM_ICOUNT=$(ICOUNT) $(TOP)/tests/bench/conn_bench.sh $${BOOTS:-2} $${CONNS:-100} $${CONN_ROUNDS:-4}
+	@IBCM_PROF=$(PROF) IBCM_PERF=$(PERF) IBCM_ICOUNT=$(ICOUNT) IBCM_TBPROF=$(TBPROF) $(TOP)/tests/bench/conn_bench.sh $${BOOTS:-2} $${CONNS:-100} $${CONN_ROUNDS:-4}
 
 # Only the connection benchmark (cmtime through rdma_cm, ours vs C).
 bench-conn: deps

@@ -74,7 +74,6 @@ u32 ibcm_glue_end_port(const struct ib_device *device);
 void ibcm_glue_rcu_read_lock(void);
 void ibcm_glue_rcu_read_unlock(void);
 void ibcm_glue_synchronize_rcu(void);
-bool ibcm_glue_is_err_or_null(const void *ptr);
 
 /* --- glue.c: IRQ-saving spinlock backend (src/lock.rs) --- */
 void ibcm_glue_spin_lock_init(spinlock_t *lock, const char *name,

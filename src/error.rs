@@ -31,11 +31,18 @@ pub(crate) fn listen_errno(e: InsertError) -> Error {
     }
 }
 
-/// Whether a pointer a C caller passed (or a C function returned) is NULL or an `ERR_PTR`.
+/// Whether a pointer a C caller passed (or a C function returned) is NULL or an `ERR_PTR`:
+/// `IS_ERR_OR_NULL()`, whose rule (the top `MAX_ERRNO` addresses are errors) is restated here
+/// so that every exported call does not pay a function call for it.
+#[inline]
 pub(crate) fn is_err_or_null<T>(ptr: *const T) -> bool {
-    // SAFETY: Only the pointer value is inspected.
-    unsafe { bindings::ibcm_glue_is_err_or_null(ptr.cast()) }
+    // CAST: `IS_ERR_VALUE()` compares the address as an unsigned long.
+    let addr = ptr as usize;
+    addr == 0 || addr >= (MAX_ERRNO as usize).wrapping_neg()
 }
+
+/// `MAX_ERRNO` of `<linux/err.h>`.
+const MAX_ERRNO: u32 = kernel::bindings::MAX_ERRNO;
 
 /// The error an ib_core function returned as a pointer (`PTR_ERR`), `if_null` for NULL, or
 /// `None` for a valid pointer.

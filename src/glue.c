@@ -214,11 +214,6 @@ void ibcm_glue_synchronize_rcu(void)
 	synchronize_rcu();
 }
 
-bool ibcm_glue_is_err_or_null(const void *ptr)
-{
-	return IS_ERR_OR_NULL(ptr);
-}
-
 void ibcm_glue_spin_lock_init(spinlock_t *lock, const char *name,
 			      struct lock_class_key *key)
 {

@@ -30,6 +30,7 @@ mod recv;
 mod remote;
 mod reply_ah;
 mod send;
+mod slot;
 mod timewait;
 mod trace;
 mod use_count;

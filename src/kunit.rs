@@ -914,6 +914,22 @@ extern "C" fn queued_event_owns_its_mad(_test: *mut bindings::kunit) {
 }
 
 /// `const`-builds a KUnit case.
+/// `error::is_err_or_null` restates `IS_ERR_OR_NULL()`: NULL and the top `MAX_ERRNO` (4095)
+/// addresses are errors, nothing else is.
+extern "C" fn is_err_or_null_as_c(_test: *mut bindings::kunit) {
+    use crate::error::is_err_or_null;
+    // CAST: pointer values built from integers, only compared.
+    let p = |v: isize| v as usize as *const u8;
+    expect!(is_err_or_null(p(0)));
+    expect!(is_err_or_null(p(-1)));
+    expect!(is_err_or_null(p(-(bindings::EINVAL as isize))));
+    expect!(is_err_or_null(p(-4095)));
+    expect!(!is_err_or_null(p(-4096)));
+    expect!(!is_err_or_null(p(1)));
+    let x = 0u8;
+    expect!(!is_err_or_null(&x));
+}
+
 const fn case(
     name: &'static core::ffi::CStr,
     run: extern "C" fn(*mut bindings::kunit),
@@ -941,7 +957,7 @@ const fn suite(name: &[u8], cases: *mut bindings::kunit_case) -> bindings::kunit
 
 // KUnit writes run status into the cases and the suite, hence `static mut`; nothing in Rust
 // touches them after initialisation.
-static mut CASES: [bindings::kunit_case; 13] = [
+static mut CASES: [bindings::kunit_case; 14] = [
     case(c"tree_share_and_release", tree_share_and_release),
     case(c"listen_never_shares", listen_never_shares),
     case(c"assign_allocator", assign_allocator),
@@ -972,6 +988,7 @@ static mut CASES: [bindings::kunit_case; 13] = [
         c"dup_req_gets_mra_with_the_ids_tid",
         dup_req_gets_mra_with_the_ids_tid,
     ),
+    case(c"is_err_or_null_as_c", is_err_or_null_as_c),
     // SAFETY: The zeroed terminator KUnit looks for.
     unsafe { core::mem::zeroed() },
 ];

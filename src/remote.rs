@@ -17,7 +17,7 @@
 //! a node per tree. The two trees are intrusive `rb_root`s over those entries ([`ConnTables`]);
 //! the SIDR table is an ordinary [`RBTree`].
 
-use crate::cm_id::CmId;
+use crate::{cm_id::CmId, slot::Slot};
 use core::{cmp::Ordering, mem::MaybeUninit, ptr::addr_of_mut};
 use kernel::{
     alloc::{Flags, KBox},
@@ -397,13 +397,25 @@ impl Drop for ConnTables {
     }
 }
 
-/// Nodes taken out of the tables, to be freed outside the locks.
-// The nodes are never read, only dropped late; that is the point.
-#[allow(dead_code)]
+/// Nodes taken out of the tables, to be freed outside the locks (empty for nearly every step
+/// of the state machine, hence [`Slot`]s).
 #[derive(Default)]
 pub(crate) struct Unlinked {
     /// From the REQ and QP tables.
-    pub(crate) conn: Option<KBox<ConnEntry>>,
+    pub(crate) conn: Slot<KBox<ConnEntry>>,
     /// From the SIDR table.
-    pub(crate) sidr: Option<RBTreeNode<SidrKey, Arc<CmId>>>,
+    pub(crate) sidr: Slot<RBTreeNode<SidrKey, Arc<CmId>>>,
+}
+
+impl Unlinked {
+    /// Frees what was taken out (the tables' references to the id go with it).
+    #[inline]
+    pub(crate) fn free(&mut self) {
+        if let Some(e) = self.conn.take() {
+            drop(e);
+        }
+        if let Some(n) = self.sidr.take() {
+            drop(n);
+        }
+    }
 }

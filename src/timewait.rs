@@ -67,15 +67,20 @@ const CLASSES: usize = 32;
 /// One list per timeout exponent: the ids of one list wait equally long and the tick count is
 /// read under the device lock, so each id goes to its list's tail (an O(1) insertion; the
 /// list's own ordered insertion stops at once) and every list stays in deadline order. The
-/// earliest deadline is the earliest of the 32 heads.
+/// earliest deadline is the earliest of the heads of the non-empty lists, which `occupied`
+/// names (a scan of all 32 lists was most of the cost of arming timewait).
 ///
 /// # Invariants
 ///
 /// Every node is a `CmId` of this device whose queue reference (`Arc::into_raw`) the queue
-/// owns, so it is live while queued; it is on the list of its `timewait_class`.
+/// owns, so it is live while queued; it is on the list of its `timewait_class`. Bit `i` of
+/// `occupied` is set exactly when list `i` is not empty.
 pub(crate) struct TimewaitQueue {
     lists: [DeadlineList<NonNull<CmId>>; CLASSES],
+    occupied: u32,
 }
+
+const _: () = assert!(CLASSES <= u32::BITS as usize);
 
 // SAFETY: The queue owns `Arc<CmId>` references (`CmId` is `Send + Sync`); the nodes' links are
 // only touched by the holder of the device lock the queue lives in.
@@ -129,8 +134,10 @@ impl Links for Nodes {
 impl TimewaitQueue {
     /// Empty.
     pub(crate) const fn new() -> Self {
+        // INVARIANT: No list has a node, no bit is set.
         Self {
             lists: [const { DeadlineList::new() }; CLASSES],
+            occupied: 0,
         }
     }
 
@@ -138,8 +145,12 @@ impl TimewaitQueue {
     fn earliest(&self) -> Option<(usize, NonNull<CmId>)> {
         let nodes = Nodes;
         let mut best: Option<(usize, NonNull<CmId>)> = None;
-        for (i, l) in self.lists.iter().enumerate() {
-            if let Some(n) = l.first() {
+        let mut bits = self.occupied;
+        while bits != 0 {
+            // CAST: a bit index below 32.
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if let Some(n) = self.lists[i].first() {
                 let sooner = best.map_or(true, |(_, b)| {
                     deadline_list::before(nodes.deadline(n), nodes.deadline(b))
                 });
@@ -154,21 +165,32 @@ impl TimewaitQueue {
     /// Queues `id` (of this device, not queued) on list `class` until tick `at`; whether it is
     /// now the earliest of all.
     fn insert(&mut self, id: Arc<CmId>, class: u8, at: usize) -> bool {
-        // INVARIANT: the queue takes over the reference.
+        // INVARIANT: the queue takes over the reference; its list is not empty any more.
         // SAFETY: `Arc::into_raw` never returns NULL.
         let n = unsafe { NonNull::new_unchecked(Arc::into_raw(id).cast_mut()) };
-        let list = &mut self.lists[usize::from(class) % CLASSES];
-        list.insert(&mut Nodes, n, at);
+        let i = usize::from(class) % CLASSES;
+        self.lists[i].insert(&mut Nodes, n, at);
+        self.occupied |= 1 << i;
         self.earliest().is_some_and(|(_, e)| e == n)
+    }
+
+    /// Clears list `i`'s bit if it has become empty.
+    fn update_occupied(&mut self, i: usize) {
+        if self.lists[i].is_empty() {
+            // INVARIANT: the bit follows the list.
+            self.occupied &= !(1 << i);
+        }
     }
 
     /// Takes `id` (of this device, queued on list `class` if at all) off the queue, with the
     /// queue's reference, if queued.
     fn remove(&mut self, id: &CmId, class: u8) -> Option<Arc<CmId>> {
         let n = NonNull::from(id);
-        if !self.lists[usize::from(class) % CLASSES].remove(&mut Nodes, n) {
+        let i = usize::from(class) % CLASSES;
+        if !self.lists[i].remove(&mut Nodes, n) {
             return None;
         }
+        self.update_occupied(i);
         // SAFETY: It was queued, so the queue owned this reference (type invariant).
         Some(unsafe { Arc::from_raw(n.as_ptr()) })
     }
@@ -177,6 +199,7 @@ impl TimewaitQueue {
     fn pop_due(&mut self, now: usize, all: bool) -> Option<Arc<CmId>> {
         let (i, _) = self.earliest()?;
         let n = self.lists[i].pop_due(&mut Nodes, now, all)?;
+        self.update_occupied(i);
         // SAFETY: As in `remove`.
         Some(unsafe { Arc::from_raw(n.as_ptr()) })
     }
@@ -189,7 +212,7 @@ impl TimewaitQueue {
 
     /// Whether no id is queued.
     pub(crate) fn is_empty(&self) -> bool {
-        self.lists.iter().all(|l| l.is_empty())
+        self.occupied == 0
     }
 }
 

@@ -38,4 +38,5 @@ log "build: initramfs"
 "$top/tests/qemu/initramfs.sh" "$kdir" "$out/initramfs.cpio.gz" "$out/ib_cm-kunit.ko" \
 	"$top/tests/kunit" "$out/cm_umad" "$out/ib_cm-prod.ko"
 cp "$kdir/arch/x86/boot/bzImage" "$out/bzImage"
+cp "$kdir/System.map" "$out/System.map"
 echo "$out"

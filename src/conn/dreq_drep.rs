@@ -53,7 +53,7 @@ pub(crate) fn send_drep(id: &Arc<CmId>, pd: &[u8]) -> Result {
     let keep = StoredPd::copy(pd)?;
     let ctx = Ctx {
         msg: Some(&mut msg),
-        keep_pd: Some(keep),
+        keep_pd: crate::slot::Slot::some(keep),
         ..Ctx::default()
     };
     api(id, Input::SendDrep, ctx, |_, _| {}, |_, _| {})

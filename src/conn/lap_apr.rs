@@ -92,9 +92,9 @@ pub(crate) fn on_lap(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
     };
     let recv = Recv::new(dev, port_num, AttrId::Lap, hdr, wc);
     let mut ctx = Ctx {
-        event: Some(ev),
+        event: crate::slot::Slot::some(ev),
         recv: Some(recv),
-        lap_avs: Some((wc_av, alt_av)),
+        lap_avs: crate::slot::Slot::some((wc_av, alt_av)),
         ..Ctx::default()
     };
     let out = run(&id, Input::RecvLap, &mut ctx, |_, _| {}, |_, _| {});

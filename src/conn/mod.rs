@@ -37,6 +37,7 @@ use crate::{
     port::Counter,
     remote::{ConnReservation, QpKey, RemoteKey, ReqKey, Unlinked},
     send::{self, HandshakeAh},
+    slot::Slot,
     timewait::{self, EstablishWork},
     trace,
 };
@@ -122,42 +123,45 @@ pub(crate) struct Ctx<'a> {
     /// `attr_mod` of that message (ECE).
     pub(crate) attr_mod: u32,
     /// The event to deliver, preallocated (its type is set here).
-    pub(crate) event: Option<KBox<Event>>,
+    pub(crate) event: Slot<KBox<Event>>,
     /// The received MAD, if the input is one.
     pub(crate) recv: Option<Recv<'a>>,
     /// A received REP (for [`Action::AcceptRep`] and [`Action::InsertRemote`]).
     pub(crate) rep: Option<&'a crate::logic::wire::conn::Rep<'a>>,
     /// The remote-table entry for [`Action::InsertRemote`].
-    pub(crate) reservation: Option<ConnReservation>,
+    pub(crate) reservation: Slot<ConnReservation>,
     /// A received MRA's service timeout.
     pub(crate) mra_timeout: u8,
     /// The input is a destroy: no timer is armed, the farewell messages are the defaults.
     pub(crate) destroying: bool,
     /// Preallocated USER_ESTABLISHED work.
-    pub(crate) est_work: Option<Pin<KBox<EstablishWork>>>,
+    pub(crate) est_work: Slot<Pin<KBox<EstablishWork>>>,
     /// Private data to keep on success (MRA, RTU, DREP).
-    pub(crate) keep_pd: Option<Option<KBox<StoredPd>>>,
+    pub(crate) keep_pd: Slot<Option<KBox<StoredPd>>>,
     /// A REP's stale-connection check found this id holding the peer's QP.
-    pub(crate) stale_old: Option<Arc<CmId>>,
+    pub(crate) stale_old: Slot<Arc<CmId>>,
     /// The completion status a *_ERROR event reports.
     pub(crate) send_status: Option<bindings::ib_wc_status>,
     /// A received LAP's addresses (the sender's, the alternate path's): they replace the
     /// id's before the step, in any state.
-    pub(crate) lap_avs: Option<(KBox<Av>, KBox<Av>)>,
+    pub(crate) lap_avs: Slot<(KBox<Av>, KBox<Av>)>,
     /// The addresses they replaced, dropped with the context (after the lock).
-    pub(crate) replaced_avs: (Option<KBox<Av>>, Option<KBox<Av>>),
+    pub(crate) replaced_avs: Slot<ReplacedAvs>,
 }
+
+/// The primary and alternate addresses a LAP replaced.
+type ReplacedAvs = (Option<KBox<Av>>, Option<KBox<Av>>);
 
 /// What is left to do once the lock is dropped.
 pub(crate) struct Outcome {
     /// The error of a failed action (or of a refused input).
     pub(crate) result: Result,
     /// The caller became the deliverer of this event.
-    pub(crate) deliver: Option<KBox<Event>>,
+    pub(crate) deliver: Slot<KBox<Event>>,
     /// An answer to the received MAD's sender (a retransmission's, rare: boxed so that the
     /// outcome stays small), with its TID: the id's (cm.c formats every such answer with
     /// `cm_id_priv->tid`).
-    pub(crate) response: Option<(KBox<Resend>, u64)>,
+    pub(crate) response: Slot<(KBox<Resend>, u64)>,
     /// Table nodes to free.
     pub(crate) unlinked: Unlinked,
     /// The input was refused.
@@ -168,8 +172,8 @@ impl Default for Outcome {
     fn default() -> Self {
         Outcome {
             result: Ok(()),
-            deliver: None,
-            response: None,
+            deliver: Slot::none(),
+            response: Slot::none(),
             unlinked: Unlinked::default(),
             refused: None,
         }
@@ -207,7 +211,7 @@ pub(crate) fn run(
             av.timeout = old.timeout;
             av.dlid_datapath = old.dlid_datapath;
         }
-        ctx.replaced_avs = (g.av.replace(av), g.alt_av.replace(alt));
+        ctx.replaced_avs = Slot::some((g.av.replace(av), g.alt_av.replace(alt)));
         // The handshake handle was made from the replaced address: no send may take it.
         retire_handshake_ah(&mut g);
     }
@@ -275,7 +279,7 @@ pub(crate) fn run(
             g.events.push(ev);
         } else {
             g.delivering = true;
-            out.deliver = Some(ev);
+            out.deliver = Slot::some(ev);
         }
     }
     out
@@ -287,7 +291,7 @@ pub(crate) fn finish(id: &Arc<CmId>, mut out: Outcome, recv: Option<&Recv<'_>>) 
     if let (Some((msg, tid)), Some(r)) = (out.response.take(), recv) {
         crate::recv::respond(r.dev, r.port_num, r.wc, tid, &msg.message());
     }
-    drop(core::mem::take(&mut out.unlinked));
+    out.unlinked.free();
     let result = out.result;
     match out.deliver.take() {
         Some(ev) => id.deliver(ev),
@@ -299,7 +303,7 @@ pub(crate) fn finish(id: &Arc<CmId>, mut out: Outcome, recv: Option<&Recv<'_>>) 
 /// An input from a timer or a completion (the caller holds a use) with its event.
 pub(crate) fn input_with_event(id: &Arc<CmId>, input: Input, event: Option<KBox<Event>>) {
     let mut ctx = Ctx {
-        event,
+        event: Slot::from_option(event),
         ..Ctx::default()
     };
     let out = run(id, input, &mut ctx, |_, _| {}, |_, _| {});
@@ -336,7 +340,7 @@ pub(crate) fn deliver_recv_ctx(
     ev.set_private_data(pd_offset);
     fill(&mut ev);
     let mut ctx = Ctx {
-        event: Some(ev),
+        event: Slot::some(ev),
         recv: Some(recv),
         mra_timeout,
         ..Ctx::default()
@@ -376,8 +380,8 @@ pub(crate) fn api(
     post: impl FnOnce(&CmId, &mut CmIdInner),
 ) -> Result {
     let mut out = run(id, input, &mut ctx, pre, post);
-    drop(core::mem::take(&mut out.unlinked));
-    drop(out.deliver.take());
+    out.unlinked.free();
+    // The outcome's event, if any, goes with it.
     out.result
 }
 
@@ -430,13 +434,15 @@ fn leave_remote_locked(
                 comm_id,
                 qpn,
             } => {
-                out.unlinked.conn = dev.remote_conns.remove(
+                out.unlinked.conn = Slot::from_option(dev.remote_conns.remove(
                     &ReqKey { ca_guid, comm_id },
                     &QpKey { ca_guid, qpn },
                     id,
-                );
+                ));
             }
-            RemoteKey::Sidr(k) => out.unlinked.sidr = dev.remote_sidrs.remove(&k, id),
+            RemoteKey::Sidr(k) => {
+                out.unlinked.sidr = Slot::from_option(dev.remote_sidrs.remove(&k, id));
+            }
         }
     }
 }
@@ -507,7 +513,7 @@ fn act(
                 // SAFETY: `send_status` is the union member of the *_ERROR events.
                 unsafe { *ev.ev.param.send_status.as_mut() = status };
             }
-            out.deliver = Some(ev);
+            out.deliver = Slot::some(ev);
         }
         Action::CountDuplicate => count_duplicate(ctx),
         Action::QueueEstablished => {
@@ -620,7 +626,7 @@ fn send_out(
             if let Some(ev) = logic_trace::for_send(o) {
                 trace::id(ev, id);
             }
-            out.response = Some((msg, g.conn.tid));
+            out.response = Slot::some((msg, g.conn.tid));
         }
         return Ok(());
     }
@@ -845,7 +851,7 @@ pub(crate) fn destroy_actions(id: &Arc<CmId>, err: i32) -> Farewell {
         )
     };
     drop(leftover);
-    drop(core::mem::take(&mut out.unlinked));
+    out.unlinked.free();
     drop(out.deliver.take());
     farewell
 }
@@ -961,7 +967,7 @@ pub(crate) fn send_done(id: &Arc<CmId>, tracked_in: Option<State>, status: bindi
         return;
     }
     let mut ctx = Ctx {
-        event: Event::empty().ok(),
+        event: Slot::from_option(Event::empty().ok()),
         send_status: Some(status),
         ..Ctx::default()
     };
@@ -981,7 +987,7 @@ pub(crate) fn notify(id: &Arc<CmId>, event: bindings::ib_event_type) -> Result {
         bindings::ib_event_type_IB_EVENT_COMM_EST => {
             let work = EstablishWork::new(id)?;
             let ctx = Ctx {
-                est_work: Some(work),
+                est_work: Slot::some(work),
                 ..Ctx::default()
             };
             api(id, Input::NotifyEstablished, ctx, |_, _| {}, |_, _| {})

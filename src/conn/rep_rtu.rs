@@ -91,7 +91,7 @@ pub(crate) fn send_rtu(id: &Arc<CmId>, pd: &[u8]) -> Result {
     let keep = StoredPd::copy(pd)?;
     let ctx = Ctx {
         msg: Some(&mut msg),
-        keep_pd: Some(keep),
+        keep_pd: crate::slot::Slot::some(keep),
         ..Ctx::default()
     };
     api(id, Input::SendRtu, ctx, |_, _| {}, |_, _| {})
@@ -128,7 +128,7 @@ pub(crate) fn insert_remote(id: &Arc<CmId>, g: &mut CmIdInner, ctx: &mut Ctx<'_>
         return Err(EINVAL);
     }
     if let Some(old) = dev.remote_conns.get_qp(&qp) {
-        ctx.stale_old = Some(old);
+        ctx.stale_old = crate::slot::Slot::some(old);
         drop(dev);
         drop(res);
         return Err(EINVAL);
@@ -229,10 +229,10 @@ pub(crate) fn on_rep(
         return;
     };
     let mut ctx = Ctx {
-        event: Some(ev),
+        event: crate::slot::Slot::some(ev),
         recv: Some(recv),
         rep: Some(rep),
-        reservation: Some(res),
+        reservation: crate::slot::Slot::some(res),
         ..Ctx::default()
     };
     let out = run(&id, Input::RecvRep, &mut ctx, |_, _| {}, |_, _| {});

@@ -22,6 +22,14 @@
 # PERF=1 (IBCM_PERF) adds a perf cpu-clock profile of the whole guest over the same rounds,
 # by symbol, into out/bench/conn-perf-CM-BOOT.txt (a diagnostic; it perturbs the timings).
 #
+# TBPROF=1 (IBCM_TBPROF) adds one more boot per CM, one CPU under -icount, with no ftrace
+# profiler but QEMU's tbcount plugin (tests/bench/tbcount.c, built here with gcc): the exact
+# instruction count of every kernel function over the same measured rounds, mapped to
+# functions by tests/bench/tbprof.py into out/bench/tbprof.txt: each module's instructions per
+# connection, the CM module's own functions (self instructions), and the kernel functions
+# whose count differs most between the CMs. A diagnostic of where instructions go; the
+# ratios above stay ftrace's.
+#
 #   tests/bench/conn_bench.sh [BOOTS] [N] [ROUNDS]
 set -uo pipefail
 icount=""
@@ -55,6 +63,27 @@ for b in $(seq 1 "$boots"); do
 		grep -h -o "IBCM-PERF: .*" "$res/conn-$cm-$b.log" >"$res/conn-perf-$cm-$b.txt" || true
 	done
 done
+if [[ ${IBCM_TBPROF:-} == 1 ]]; then
+	gcc -O2 -Wall -Wextra -Wno-unused-parameter -shared -fPIC -o "$res/tbcount.so" "$top/tests/bench/tbcount.c" -lpthread ||
+		die "tbcount plugin build failed"
+	on=$(awk '$3 == "__x64_sys_sethostname" { print $1 }' "$out/System.map")
+	off=$(awk '$3 == "__x64_sys_sync" { print $1 }' "$out/System.map")
+	[[ -n $on && -n $off ]] || die "no sethostname/sync syscall in $out/System.map"
+	for cm in c rs; do
+		log "conn bench: tbcount boot, $cm CM"
+		rm -f "$res/tb-$cm.txt"
+		QEMU_ICOUNT=1 QEMU_SMP=1 QEMU_NET="-nic none -plugin file=$res/tbcount.so,on=$on,off=$off,out=$res/tb-$cm.txt" \
+			KAPPEND="ibcm.bench_n=$n ibcm.bench_rounds=$rounds ibcm.tbprof=1" "$top/tests/qemu/run.sh" \
+			"$out/bzImage" "$out/initramfs.cpio.gz" "$cm" connbench "$res/conn-tb-$cm.log" 1800 ||
+			log "conn bench: warning: tbcount boot ($cm) did not finish cleanly"
+	done
+	if [[ -s $res/tb-c.txt && -s $res/tb-rs.txt ]]; then
+		python3 "$top/tests/bench/tbprof.py" "$out/System.map" "$res" $((n * (rounds - 1))) >"$res/tbprof.txt" ||
+			log "conn bench: warning: tbprof.py failed"
+	else
+		log "conn bench: warning: the tbcount plugin wrote no counts (QEMU without plugin support?)"
+	fi
+fi
 if [[ -n $icount ]]; then
 	echo "icount mode (one CPU per guest): every us below is 1000 guest instructions" | tee "$res/conn-results.txt"
 else
@@ -107,3 +136,6 @@ for cm in ("c", "rs"):
 PY
 echo "memory per connection end:" | tee -a "$res/conn-results.txt"
 sort -u "$res/conn-mem.txt" | tee -a "$res/conn-results.txt"
+if [[ -s $res/tbprof.txt ]]; then
+	tee -a "$res/conn-results.txt" <"$res/tbprof.txt"
+fi

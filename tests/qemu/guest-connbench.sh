@@ -8,6 +8,12 @@
 # 16 exported calls, minus nothing else, because rdma_cm's handlers that the CM calls are
 # profiled too and their time is not the CM's (self time excludes nested profiled functions).
 # Prints IBCM-BENCH lines for tests/bench/conn_bench.sh.
+#
+# TBPROF=1 (ibcm.tbprof=1, a boot of its own): no ftrace profiler; QEMU's tbcount plugin
+# (tests/bench/tbcount.c) counts the instructions of every kernel function over the measured
+# rounds instead, between the `hostname` before them (its sethostname syscall turns counting
+# on) and the `sync` after them (off). The guest then prints its modules' symbols (IBCM-SYM
+# lines) for tests/bench/tbprof.py.
 N=${BENCH_N:-100}
 ROUNDS=${BENCH_ROUNDS:-4}
 for m in iw_cm rdma_cm rdma_ucm; do ins /lib/modules/base/$m.ko || fatal bench_modules "insmod $m"; done
@@ -34,7 +40,9 @@ srv=$!
 sleep 1
 r=0
 while [ $r -lt "$ROUNDS" ]; do
-	if [ $r = 1 ]; then
+	if [ $r = 1 ] && [ -n "$TBPROF" ]; then
+		hostname ibcm-tbprof
+	elif [ $r = 1 ]; then
 		echo 1 >$T/function_profile_enabled
 		# PERF=1: every CPU sampled (software clock: TCG has no PMU) through the profiled rounds.
 		if [ -n "$PERF" ] && [ -x /usr/bin/perf ]; then
@@ -57,6 +65,11 @@ while [ $r -lt "$ROUNDS" ]; do
 	sleep 1
 done
 echo 0 >$T/function_profile_enabled
+if [ -n "$TBPROF" ]; then
+	sync
+	grep -E "\[(ib_cm|ib_core|rdma_rxe|rdma_cm|rdma_ucm|ib_uverbs|iw_cm)\]" /proc/kallsyms |
+		while IFS= read -r l; do klog "IBCM-SYM: $l"; done
+fi
 if [ -n "${perfpid:-}" ]; then
 	kill -INT "$perfpid"
 	wait "$perfpid"

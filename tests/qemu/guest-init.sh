@@ -24,6 +24,7 @@ MODE=check
 ROLE=
 PROF=
 PERF=
+TBPROF=
 for arg in $(cat /proc/cmdline); do
 	case $arg in
 	ibcm.cm=*) CM=${arg#ibcm.cm=} ;;
@@ -31,6 +32,7 @@ for arg in $(cat /proc/cmdline); do
 	ibcm.role=*) ROLE=${arg#ibcm.role=} ;;
 	ibcm.prof=*) PROF=$(echo "${arg#ibcm.prof=}" | tr , ' ') ;;
 	ibcm.perf=*) PERF=${arg#ibcm.perf=} ;;
+	ibcm.tbprof=*) TBPROF=${arg#ibcm.tbprof=} ;;
 	ibcm.bench_n=*) BENCH_N=${arg#ibcm.bench_n=} ;;
 	ibcm.bench_rounds=*) BENCH_ROUNDS=${arg#ibcm.bench_rounds=} ;;
 	esac
