@@ -77,7 +77,7 @@ bench: deps
 
 # Only the connection benchmark (cmtime through rdma_cm, ours vs C).
 bench-conn: deps
-	@IBCM_PROF=$(PROF) IBCM_PERF=$(PERF) IBCM_ICOUNT=$(ICOUNT) $(TOP)/tests/bench/conn_bench.sh $${BOOTS:-2} $${CONNS:-100} $${CONN_ROUNDS:-4}
+	@IBCM_PROF=$(PROF) IBCM_PERF=$(PERF) IBCM_ICOUNT=$(ICOUNT) IBCM_TBPROF=$(TBPROF) $(TOP)/tests/bench/conn_bench.sh $${BOOTS:-2} $${CONNS:-100} $${CONN_ROUNDS:-4}
 
 # Installing needs the kernel named: the default KDIR is the project's test kernel.
 ifeq ($(MODULES_PREREQ),kernel)

@@ -913,7 +913,6 @@ extern "C" fn queued_event_owns_its_mad(_test: *mut bindings::kunit) {
     expect!(q.pop().is_none());
 }
 
-/// `const`-builds a KUnit case.
 /// `error::is_err_or_null` restates `IS_ERR_OR_NULL()`: NULL and the top `MAX_ERRNO` (4095)
 /// addresses are errors, nothing else is.
 extern "C" fn is_err_or_null_as_c(_test: *mut bindings::kunit) {
@@ -930,6 +929,7 @@ extern "C" fn is_err_or_null_as_c(_test: *mut bindings::kunit) {
     expect!(!is_err_or_null(&x));
 }
 
+/// `const`-builds a KUnit case.
 const fn case(
     name: &'static core::ffi::CStr,
     run: extern "C" fn(*mut bindings::kunit),

@@ -30,7 +30,7 @@ use crate::{
         },
     },
     port::{device_of_agent, Counter},
-    remote::{ConnReservation, QpKey, RemoteKey, RemoteReservation, ReqKey, SidrKey},
+    remote::{ConnReservation, QpKey, RemoteKey, RemoteReservation, ReqKey, SidrKey, Taken},
     send::{self, Dest},
     trace::{self, Local},
 };
@@ -614,15 +614,19 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
     };
     drop(wc_av);
     // A copy of the same REQ, or another REQ from the same QP, may have been handled on
-    // another CPU meanwhile: check again and register in both tables under one hold.
-    let seen = {
-        let mut inner = dev.inner.lock();
-        let seen = seen_req(&inner, &key, &qp);
-        if matches!(seen, Seen::New) {
-            // Both keys are free (checked above under this lock), so the insert does not refuse.
-            let _ = inner.remote_conns.insert(key, qp, &id, reservation);
-        }
-        seen
+    // another CPU meanwhile: the insert checks again, under the device lock, and registers in
+    // both tables or neither.
+    let refused = dev
+        .inner
+        .lock()
+        .remote_conns
+        .insert(key, qp, &id, reservation)
+        .err();
+    // The refused reservation is freed here, after the lock.
+    let seen = match refused {
+        None => Seen::New,
+        Some((_, Taken::Req(other))) => Seen::Duplicate(other),
+        Some((_, Taken::Qp(other))) => Seen::Stale(other),
     };
     if !matches!(seen, Seen::New) {
         id.inner.lock().remote = None;

@@ -158,6 +158,14 @@ impl ConnReservation {
     }
 }
 
+/// Which key of a refused [`ConnTables::insert`] was taken, and by which id (a new reference).
+pub(crate) enum Taken {
+    /// The REQ key: a retransmission of a request that id holds (or a duplicate REP).
+    Req(Arc<CmId>),
+    /// The QP key: a new request from a queue pair that id is connected (or connecting) to.
+    Qp(Arc<CmId>),
+}
+
 /// The two trees an entry is linked into.
 #[derive(Clone, Copy)]
 enum Tree {
@@ -267,11 +275,6 @@ impl ConnTables {
         }
     }
 
-    /// Whether a request with this key is being handled.
-    pub(crate) fn contains_req(&self, key: &ReqKey) -> bool {
-        self.find(Tree::Req, (key.ca_guid, key.comm_id)).is_some()
-    }
-
     /// The id filed under the REQ key `key`, if any (a new reference).
     pub(crate) fn get_req(&self, key: &ReqKey) -> Option<Arc<CmId>> {
         self.find(Tree::Req, (key.ca_guid, key.comm_id))
@@ -285,14 +288,16 @@ impl ConnTables {
     }
 
     /// Files `id` under `key` and `qp` (which share the CA GUID), in both trees, unless either
-    /// key is taken; then the reservation is handed back to be freed outside the lock.
+    /// key is taken: then the reservation is handed back, to be freed outside the lock, with
+    /// the id holding the key (the REQ key is checked first: a duplicate request before a
+    /// stale connection, as `cm_insert_remote_id` comes before `cm_insert_remote_qpn`).
     pub(crate) fn insert(
         &mut self,
         key: ReqKey,
         qp: QpKey,
         id: &Arc<CmId>,
         reservation: ConnReservation,
-    ) -> core::result::Result<(), ConnReservation> {
+    ) -> core::result::Result<(), (ConnReservation, Taken)> {
         debug_assert_eq!(key.ca_guid, qp.ca_guid);
         let (reqs, qps) = (addr_of_mut!(self.reqs), addr_of_mut!(self.qps));
         // SAFETY: Our trees (type invariant), unchanged while `&mut self` is held.
@@ -302,8 +307,16 @@ impl ConnTables {
                 walk(qps, Tree::Qp, (qp.ca_guid, qp.qpn)),
             )
         };
-        let (Walk::Vacant(rp, rl), Walk::Vacant(qparent, ql)) = walks else {
-            return Err(reservation);
+        let (rp, rl, qparent, ql) = match walks {
+            (Walk::Vacant(rp, rl), Walk::Vacant(qparent, ql)) => (rp, rl, qparent, ql),
+            // SAFETY: A live entry of ours, only read.
+            (Walk::Found(e), _) => {
+                return Err((reservation, Taken::Req(unsafe { (*e).id.clone() })))
+            }
+            // SAFETY: As above.
+            (_, Walk::Found(e)) => {
+                return Err((reservation, Taken::Qp(unsafe { (*e).id.clone() })))
+            }
         };
         let e = KBox::into_raw(KBox::write(
             reservation.0,
@@ -354,13 +367,25 @@ impl ConnTables {
         qp: &QpKey,
         id: &CmId,
     ) -> Option<KBox<ConnEntry>> {
-        let e = self.find(Tree::Req, (key.ca_guid, key.comm_id))?;
-        if !core::ptr::eq(&*e.id, id) {
+        // The entry is reached through the tree's own pointers (from the reservation's
+        // `into_raw`), not through a shared reference, as it is written and freed below.
+        // SAFETY: Our tree (type invariant), unchanged while `&mut self` is held.
+        let Walk::Found(e) = (unsafe {
+            walk(
+                addr_of_mut!(self.reqs),
+                Tree::Req,
+                (key.ca_guid, key.comm_id),
+            )
+        }) else {
+            return None;
+        };
+        // SAFETY: A live entry of ours; only read here.
+        let (mine, filed_qp) = unsafe { (core::ptr::eq(&*(*e).id, id), key_in(&*e, Tree::Qp)) };
+        if !mine {
             return None;
         }
         // Filed by one insert under both keys, so its QP key is `qp`.
-        debug_assert_eq!(key_in(e, Tree::Qp), (qp.ca_guid, qp.qpn));
-        let e = core::ptr::from_ref(e).cast_mut();
+        debug_assert_eq!(filed_qp, (qp.ca_guid, qp.qpn));
         // SAFETY: Found in our REQ tree just above.
         Some(unsafe { self.unlink(e) })
     }
@@ -381,8 +406,11 @@ impl ConnTables {
 
 impl Drop for ConnTables {
     fn drop(&mut self) {
-        // Empty by the time a device goes (removal waits for every id); whatever is left is
-        // freed, with its reference.
+        // Cannot happen: an entry holds a reference to its id, and the id one to its device,
+        // which owns these tables. Should it, what is left is freed, with its reference.
+        if !self.reqs.rb_node.is_null() {
+            pr_warn!("ib_cm: a device's remote tables were dropped with entries\n");
+        }
         loop {
             // SAFETY: Our tree (type invariant).
             let first = unsafe { kb::rb_first(&self.reqs) };
@@ -409,7 +437,7 @@ pub(crate) struct Unlinked {
 
 impl Unlinked {
     /// Frees what was taken out (the tables' references to the id go with it).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn free(&mut self) {
         if let Some(e) = self.conn.take() {
             drop(e);

@@ -140,6 +140,9 @@ pub(crate) struct Ctx<'a> {
     pub(crate) keep_pd: Slot<Option<KBox<StoredPd>>>,
     /// A REP's stale-connection check found this id holding the peer's QP.
     pub(crate) stale_old: Slot<Arc<CmId>>,
+    /// Another id's reference the step came across (a REP's duplicate check), dropped with
+    /// the context, after the id lock: dropping the last one runs the id's destructor.
+    pub(crate) other: Slot<Arc<CmId>>,
     /// The completion status a *_ERROR event reports.
     pub(crate) send_status: Option<bindings::ib_wc_status>,
     /// A received LAP's addresses (the sender's, the alternate path's): they replace the

@@ -18,7 +18,7 @@ use crate::{
         },
     },
     recv::RecvWc,
-    remote::{ConnReservation, QpKey, RemoteKey, ReqKey},
+    remote::{ConnReservation, QpKey, RemoteKey, ReqKey, Taken},
     trace::{self, Local, Remote},
 };
 use kernel::{prelude::*, sync::Arc};
@@ -120,24 +120,29 @@ pub(crate) fn insert_remote(id: &Arc<CmId>, g: &mut CmIdInner, ctx: &mut Ctx<'_>
         ca_guid: rep.local_ca_guid,
         qpn: rep_qpn(rep, g.conn.qp_type()),
     };
-    let mut dev = id.dev.inner.lock();
-    if dev.remote_conns.contains_req(&key) {
-        drop(dev);
-        drop(res);
-        trace::remote(Remote::InsertFailedErr, rep.remote_comm_id);
-        return Err(EINVAL);
+    let refused = id
+        .dev
+        .inner
+        .lock()
+        .remote_conns
+        .insert(key, qp, id, res)
+        .err();
+    // A refused reservation is freed here, after the device lock.
+    match refused {
+        None => {
+            g.remote = Some(RemoteKey::req(key, qp));
+            Ok(())
+        }
+        Some((_, Taken::Req(other))) => {
+            ctx.other = crate::slot::Slot::some(other);
+            trace::remote(Remote::InsertFailedErr, rep.remote_comm_id);
+            Err(EINVAL)
+        }
+        Some((_, Taken::Qp(old))) => {
+            ctx.stale_old = crate::slot::Slot::some(old);
+            Err(EINVAL)
+        }
     }
-    if let Some(old) = dev.remote_conns.get_qp(&qp) {
-        ctx.stale_old = crate::slot::Slot::some(old);
-        drop(dev);
-        drop(res);
-        return Err(EINVAL);
-    }
-    // Both keys are free (checked above under this lock), so the insert does not refuse.
-    let _ = dev.remote_conns.insert(key, qp, id, res);
-    drop(dev);
-    g.remote = Some(RemoteKey::req(key, qp));
-    Ok(())
 }
 
 /// [`crate::logic::state::Action::AcceptRep`]: what the active side takes from the REP.

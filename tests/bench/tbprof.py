@@ -9,7 +9,9 @@ measured rounds) and the module symbols the guest printed (IBCM-SYM lines of
 RESULTS_DIR/conn-tb-{c,rs}.log), maps every block to the function it starts in, and prints per
 connection: each module's instructions (the whole guest: both CMs run the same rdma_cm, driver
 and kernel), the CM module's own functions (self instructions: callees are counted where they
-run), and the kernel functions whose count differs most between the two runs.
+run), and the kernel functions whose count differs most between the two runs. The plugin
+charges a block's instructions when the block runs, so a block cut short by an exception or
+an interrupt counts in full.
 """
 import bisect
 import collections
@@ -58,6 +60,8 @@ def short(name):
 
 def main():
     system_map, res, conns = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    if conns <= 0:
+        sys.exit("tbprof.py: no measured connections")
     prof = {cm: profile(system_map, res, cm) for cm in ("c", "rs")}
     k = 1000 * conns
     print(f"tbcount profile, instructions per connection ({conns:.0f} connections, both ends)")

@@ -67,7 +67,8 @@ done
 echo 0 >$T/function_profile_enabled
 if [ -n "$TBPROF" ]; then
 	sync
-	grep -E "\[(ib_cm|ib_core|rdma_rxe|rdma_cm|rdma_ucm|ib_uverbs|iw_cm)\]" /proc/kallsyms |
+	# Every module's text symbols, so that no module's code is charged to the one before it.
+	grep -E "^[0-9a-f]+ [tTwW] .*\[[a-z0-9_]+\]$" /proc/kallsyms |
 		while IFS= read -r l; do klog "IBCM-SYM: $l"; done
 fi
 if [ -n "${perfpid:-}" ]; then

@@ -4,7 +4,8 @@
 #
 #   run.sh BZIMAGE INITRAMFS CM MODE LOG [TIMEOUT_S]
 # CM is rs, c or none, MODE is check or demo. $QEMU_NET replaces `-nic none` (the two-guest
-# socket network) and $KAPPEND is added to the kernel command line. QEMU_SMP=N gives the guest
+# socket network), $QEMU_EXTRA is added to QEMU's options (the benchmark's `-plugin`) and
+# $KAPPEND to the kernel command line. QEMU_SMP=N gives the guest
 # N CPUs (default 2); QEMU_ICOUNT=1 runs it on QEMU's instruction-counting clock (below).
 # Exit status: 0 if the guest reached the end, 2 if QEMU timed out (the guest hung), 1 on any
 # other QEMU failure.
@@ -44,7 +45,7 @@ timeout --foreground -k 5 "$limit" qemu-system-x86_64 \
 	-machine pc -cpu max -m 2G -smp "$smp,sockets=$smp" \
 	-kernel "$bz" -initrd "$initrd" \
 	-append "console=ttyS0 panic=-1 oops=panic tsc=reliable loglevel=7 ibcm.cm=$cm ibcm.mode=$mode$clock ${KAPPEND:-}" \
-	"${icount[@]}" -display none -monitor none -serial "file:$log" ${QEMU_NET:--nic none} -no-reboot </dev/null
+	"${icount[@]}" -display none -monitor none -serial "file:$log" ${QEMU_NET:--nic none} ${QEMU_EXTRA:-} -no-reboot </dev/null
 rc=$?
 if ((rc == 124 || rc == 137)); then
 	echo "run: error: QEMU ($cm, $mode) timed out after ${limit}s; guest killed (log: $log)" >&2
