@@ -307,16 +307,12 @@ impl ConnTables {
                 walk(qps, Tree::Qp, (qp.ca_guid, qp.qpn)),
             )
         };
+        // SAFETY: A found entry is a live entry of ours, only read (its id reference cloned).
+        let holder = |e: *mut ConnEntry| unsafe { (*e).id.clone() };
         let (rp, rl, qparent, ql) = match walks {
             (Walk::Vacant(rp, rl), Walk::Vacant(qparent, ql)) => (rp, rl, qparent, ql),
-            // SAFETY: A live entry of ours, only read.
-            (Walk::Found(e), _) => {
-                return Err((reservation, Taken::Req(unsafe { (*e).id.clone() })))
-            }
-            // SAFETY: As above.
-            (_, Walk::Found(e)) => {
-                return Err((reservation, Taken::Qp(unsafe { (*e).id.clone() })))
-            }
+            (Walk::Found(e), _) => return Err((reservation, Taken::Req(holder(e)))),
+            (_, Walk::Found(e)) => return Err((reservation, Taken::Qp(holder(e)))),
         };
         let e = KBox::into_raw(KBox::write(
             reservation.0,
