@@ -22,6 +22,7 @@ use crate::{
         wire::sidr::{SIDR_REP_INFO, SIDR_REP_PRIVATE_DATA},
     },
 };
+use core::mem::ManuallyDrop;
 use kernel::{error::code::EINVAL, ffi, prelude::*, sync::Arc};
 
 /// Encodes a result as `0` or a negative errno.
@@ -152,14 +153,19 @@ pub(crate) unsafe extern "C" fn ibcm_rs_cm_insert_listen(
     })())
 }
 
-/// The id behind a live handle, as a new reference.
+/// The id behind a live handle, as the handle's own reference, borrowed for the call: never
+/// dropped, so no reference count changes (cm.c's exports take none either; a new reference
+/// per call was two atomic operations and their helper calls on every send).
 ///
 /// # Safety
 ///
-/// `cm_id` must be a live handle from this CM.
-unsafe fn id_of(cm_id: *mut bindings::ib_cm_id) -> Arc<CmId> {
-    // SAFETY: Caller contract.
-    unsafe { CmId::borrow(cm_id) }.into()
+/// `cm_id` must be a live handle from this CM whose reference stays with its holder for the
+/// whole call: the exports that use this never consume a handle's reference (only
+/// `ib_destroy_cm_id` does, and it does not come here).
+unsafe fn id_of(cm_id: *mut bindings::ib_cm_id) -> ManuallyDrop<Arc<CmId>> {
+    // SAFETY: The handle holds one reference (caller contract), which `ManuallyDrop` keeps
+    // from being dropped here: it is the handle's again when the call returns.
+    ManuallyDrop::new(unsafe { CmId::from_raw(cm_id) })
 }
 
 /// `ib_send_cm_req()`.
@@ -219,7 +225,7 @@ macro_rules! pd_call {
                 Err(e) => return e.to_errno(),
             };
             // SAFETY: Caller contract.
-            errno($f(&unsafe { id_of(cm_id) }, pd))
+            errno($f(&*unsafe { id_of(cm_id) }, pd))
         }
     )*};
 }
@@ -260,7 +266,7 @@ pub(crate) unsafe extern "C" fn ibcm_rs_send_cm_rej(
         // CAST: the wire field is 16 bits; cm.c truncates the same way.
         let reason = reason as u16;
         // SAFETY: Caller contract.
-        conn::rej_mra::send_rej(&unsafe { id_of(cm_id) }, reason, ari, pd)
+        conn::rej_mra::send_rej(&*unsafe { id_of(cm_id) }, reason, ari, pd)
     })();
     errno(result)
 }
@@ -290,7 +296,7 @@ pub(crate) unsafe extern "C" fn ibcm_rs_send_cm_mra(
             )
         }?;
         // SAFETY: Caller contract.
-        conn::rej_mra::send_mra(&unsafe { id_of(cm_id) }, service_timeout, pd)
+        conn::rej_mra::send_mra(&*unsafe { id_of(cm_id) }, service_timeout, pd)
     })();
     errno(result)
 }
