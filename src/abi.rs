@@ -160,8 +160,10 @@ pub(crate) unsafe extern "C" fn ibcm_rs_cm_insert_listen(
 /// # Safety
 ///
 /// `cm_id` must be a live handle from this CM whose reference stays with its holder for the
-/// whole call: the exports that use this never consume a handle's reference (only
-/// `ib_destroy_cm_id` does, and it does not come here).
+/// whole call. The exports that use this never consume a handle's reference and call no
+/// handler: only `ib_destroy_cm_id` and a handler's non-zero return consume one, the latter
+/// after the handler (and any export it called) has returned. As in cm.c, an export racing
+/// its caller's own destroy of the same id is the caller's bug.
 unsafe fn id_of(cm_id: *mut bindings::ib_cm_id) -> ManuallyDrop<Arc<CmId>> {
     // SAFETY: The handle holds one reference (caller contract), which `ManuallyDrop` keeps
     // from being dropped here: it is the handle's again when the call returns.

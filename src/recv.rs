@@ -622,7 +622,7 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
         .remote_conns
         .insert(key, qp, &id, reservation)
         .err();
-    // The refused reservation is freed here, after the lock.
+    // A refused reservation is freed when this function returns; no lock is held then.
     let seen = match refused {
         None => Seen::New,
         Some((_, Taken::Req(other))) => Seen::Duplicate(other),
@@ -631,7 +631,9 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
     if !matches!(seen, Seen::New) {
         id.inner.lock().remote = None;
         id.destroy_with(-(bindings::ENOMEM as i32));
-        return on_known_req(dev, port_num, wc, hdr, seen);
+        on_known_req(dev, port_num, wc, hdr, seen);
+        // As on the early path (cm.c traces every failed `cm_match_req`).
+        return trace::no_listener(req.local_comm_id);
     }
 
     let params = req_event::req_params(req, hdr.attr_mod);

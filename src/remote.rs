@@ -307,12 +307,18 @@ impl ConnTables {
                 walk(qps, Tree::Qp, (qp.ca_guid, qp.qpn)),
             )
         };
-        // SAFETY: A found entry is a live entry of ours, only read (its id reference cloned).
-        let holder = |e: *mut ConnEntry| unsafe { (*e).id.clone() };
         let (rp, rl, qparent, ql) = match walks {
             (Walk::Vacant(rp, rl), Walk::Vacant(qparent, ql)) => (rp, rl, qparent, ql),
-            (Walk::Found(e), _) => return Err((reservation, Taken::Req(holder(e)))),
-            (_, Walk::Found(e)) => return Err((reservation, Taken::Qp(holder(e)))),
+            (Walk::Found(e), _) => {
+                // SAFETY: A live entry of ours, only read (its id reference cloned).
+                let holder = unsafe { (*e).id.clone() };
+                return Err((reservation, Taken::Req(holder)));
+            }
+            (_, Walk::Found(e)) => {
+                // SAFETY: As above.
+                let holder = unsafe { (*e).id.clone() };
+                return Err((reservation, Taken::Qp(holder)));
+            }
         };
         let e = KBox::into_raw(KBox::write(
             reservation.0,

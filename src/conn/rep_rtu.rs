@@ -127,22 +127,21 @@ pub(crate) fn insert_remote(id: &Arc<CmId>, g: &mut CmIdInner, ctx: &mut Ctx<'_>
         .remote_conns
         .insert(key, qp, id, res)
         .err();
-    // A refused reservation is freed here, after the device lock.
-    match refused {
-        None => {
-            g.remote = Some(RemoteKey::req(key, qp));
-            Ok(())
-        }
-        Some((_, Taken::Req(other))) => {
+    let Some((res, taken)) = refused else {
+        g.remote = Some(RemoteKey::req(key, qp));
+        return Ok(());
+    };
+    // The refused reservation and the other id's reference are dropped with the context,
+    // after the id lock (this runs under it).
+    ctx.reservation = crate::slot::Slot::some(res);
+    match taken {
+        Taken::Req(other) => {
             ctx.other = crate::slot::Slot::some(other);
             trace::remote(Remote::InsertFailedErr, rep.remote_comm_id);
-            Err(EINVAL)
         }
-        Some((_, Taken::Qp(old))) => {
-            ctx.stale_old = crate::slot::Slot::some(old);
-            Err(EINVAL)
-        }
+        Taken::Qp(old) => ctx.stale_old = crate::slot::Slot::some(old),
     }
+    Err(EINVAL)
 }
 
 /// [`crate::logic::state::Action::AcceptRep`]: what the active side takes from the REP.

@@ -75,16 +75,23 @@ tbprof() {
 	for cm in c rs; do
 		log "conn bench: tbcount boot, $cm CM"
 		rm -f "$res/tb-$cm.txt"
-		QEMU_ICOUNT=1 QEMU_SMP=1 QEMU_EXTRA="-plugin file=$res/tbcount.so,on=$on,off=$off,out=$res/tb-$cm.txt" \
+		if ! QEMU_ICOUNT=1 QEMU_SMP=1 QEMU_EXTRA="-plugin file=$res/tbcount.so,on=$on,off=$off,out=$res/tb-$cm.txt" \
 			KAPPEND="ibcm.bench_n=$n ibcm.bench_rounds=$rounds ibcm.tbprof=1" "$top/tests/qemu/run.sh" \
-			"$out/bzImage" "$out/initramfs.cpio.gz" "$cm" connbench "$res/conn-tb-$cm.log" 1800 ||
-			log "conn bench: warning: tbcount boot ($cm) did not finish cleanly"
+			"$out/bzImage" "$out/initramfs.cpio.gz" "$cm" connbench "$res/conn-tb-$cm.log" 1800; then
+			log "conn bench: warning: tbcount boot ($cm) did not finish cleanly: no profile"
+			return
+		fi
+		if [[ ! -s $res/tb-$cm.txt ]]; then
+			log "conn bench: warning: the tbcount plugin wrote no counts for $cm (QEMU without plugin support, or the guest never reached its end marker): no profile"
+			return
+		fi
 	done
-	if [[ -s $res/tb-c.txt && -s $res/tb-rs.txt ]]; then
-		python3 "$top/tests/bench/tbprof.py" "$out/System.map" "$res" $((n * (rounds - 1))) >"$res/tbprof.txt" ||
-			log "conn bench: warning: tbprof.py failed"
+	# Written aside and kept only whole: tbprof.py fails if a run printed no module symbols.
+	if python3 "$top/tests/bench/tbprof.py" "$out/System.map" "$res" $((n * (rounds - 1))) >"$res/tbprof.tmp"; then
+		mv "$res/tbprof.tmp" "$res/tbprof.txt"
 	else
-		log "conn bench: warning: the tbcount plugin wrote no counts (QEMU without plugin support?)"
+		rm -f "$res/tbprof.tmp"
+		log "conn bench: warning: tbprof.py failed: no profile"
 	fi
 }
 if [[ ${IBCM_TBPROF:-} == 1 ]]; then

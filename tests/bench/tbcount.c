@@ -5,7 +5,8 @@
  * counting is on. Counting starts when the guest executes the block at `on=` (the kernel's
  * sethostname syscall: the benchmark runs `hostname` before its measured rounds) and stops at
  * `off=` (the sync syscall, after them); kernel addresses only. At exit it writes
- * "ADDRESS INSNS EXECS" lines to `out=`, which tests/bench/tbprof.py maps to functions.
+ * "ADDRESS INSNS EXECS" lines to `out=`, which tests/bench/tbprof.py maps to functions, but
+ * only if the guest got to `off=`: a run cut short leaves no (partial) counts behind.
  *
  * The few entry points of QEMU's plugin API used here (stable since API version 1) are
  * declared below rather than taken from qemu-plugin.h, which Debian does not package.
@@ -43,7 +44,7 @@ static size_t nblocks, capacity;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t on_addr, off_addr;
 /* The benchmark's guests have one vCPU, so the flag needs no atomics. */
-static int counting;
+static int counting, finished;
 static const char *out_path = "tbcount.txt";
 
 static void on_exec(unsigned int vcpu, void *userdata)
@@ -52,8 +53,10 @@ static void on_exec(unsigned int vcpu, void *userdata)
 
 	if (b->vaddr == on_addr)
 		counting = 1;
-	else if (b->vaddr == off_addr)
+	else if (b->vaddr == off_addr && counting) {
 		counting = 0;
+		finished = 1;
+	}
 	if (counting)
 		b->execs++;
 }
@@ -90,8 +93,11 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 
 static void write_counts(qemu_plugin_id_t id, void *userdata)
 {
-	FILE *f = fopen(out_path, "w");
+	FILE *f;
 
+	if (off_addr && !finished)
+		return;
+	f = fopen(out_path, "w");
 	if (!f)
 		return;
 	for (size_t i = 0; i < nblocks; i++)

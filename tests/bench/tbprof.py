@@ -31,6 +31,8 @@ def symbols(system_map, log):
         m = SYM.search(line)
         if m and m.group(2) in "tTwW":
             syms.append((int(m.group(1), 16), m.group(3), m.group(4)))
+    if not any(mod == "ib_cm" for _, _, mod in syms):
+        sys.exit(f"tbprof.py: {log} has no ib_cm symbols (IBCM-SYM lines): cannot map its code")
     syms.sort()
     return syms
 
