@@ -9,7 +9,7 @@
 #   make bench      REQ flood and connection (cmtime) benchmarks, ours vs the in-tree C ib_cm
 #   make bench-conn the connection benchmark only (release kernel); ICOUNT=1: low-noise
 #                   mode (one CPU, QEMU -icount: every figure counts guest instructions);
-#                   TBPROF=1: plus an exact instruction profile by function (QEMU plugin)
+#                   TBPROF=1: plus an instruction profile by function (QEMU plugin)
 #   make install    (root) ib_cm.ko into /lib/modules/<release>/updates/ + depmod (INSTALL_MOD_PATH=)
 #   make uninstall  removes it again (KDIR= or KERNELRELEASE= names the kernel)
 #   make install-test  the INSTALL layer alone (preflight, install, DKMS, kernel-deb config)
