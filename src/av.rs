@@ -6,8 +6,9 @@
 //! the sgid attribute reference inside it; it is built before any lock is taken and moved
 //! into the id under its lock.
 
+use crate::alloc::CmBox;
 use crate::{bindings, device::CmDevice, logic::timeout};
-use kernel::{alloc::KBox, prelude::*, types::Opaque};
+use kernel::{prelude::*, types::Opaque};
 
 /// An address: port, P_Key index, ACK timeout and the address attribute.
 ///
@@ -93,7 +94,7 @@ impl Av {
         dev: &CmDevice,
         path: *mut bindings::sa_path_rec,
         sgid_attr: *const bindings::ib_gid_attr,
-    ) -> Result<KBox<Self>> {
+    ) -> Result<CmBox<Self>> {
         let mut attr = core::mem::MaybeUninit::<bindings::rdma_ah_attr>::uninit();
         let (mut port_num, mut pkey_index) = (0u32, 0u16);
         // SAFETY: Valid device, path and attribute (caller); outputs are ours.
@@ -126,8 +127,8 @@ impl Av {
 
     /// The address in a box of its own, as an id keeps it. If the allocation fails, the
     /// address is dropped, which releases its attribute.
-    pub(crate) fn boxed(self) -> Result<KBox<Self>> {
-        Ok(KBox::new(self, GFP_KERNEL)?)
+    pub(crate) fn boxed(self) -> Result<CmBox<Self>> {
+        Ok(CmBox::new(self, GFP_KERNEL)?)
     }
 
     fn new(port_num: u32, pkey_index: u16, timeout: u8, attr: bindings::rdma_ah_attr) -> Self {

@@ -14,6 +14,7 @@
 //! not a use: destroy does not wait for its completion (cm.c's does), and the completion delivers
 //! nothing once destroy dropped the bias.
 
+use crate::alloc::CmBox;
 use crate::{
     av::Av,
     bindings,
@@ -33,7 +34,6 @@ use crate::{
 };
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
-    alloc::KBox,
     ffi,
     prelude::*,
     sync::{Arc, ArcBorrow},
@@ -111,11 +111,11 @@ impl StoredPd {
 
     /// A copy of `pd`, or `None` for no private data. May sleep (`GFP_KERNEL`, as cm.c's
     /// `kmemdup`).
-    pub(crate) fn copy(pd: &[u8]) -> Result<Option<KBox<StoredPd>>> {
+    pub(crate) fn copy(pd: &[u8]) -> Result<Option<CmBox<StoredPd>>> {
         if pd.is_empty() {
             return Ok(None);
         }
-        let mut s = KBox::new(Self::EMPTY, GFP_KERNEL)?;
+        let mut s = CmBox::new(Self::EMPTY, GFP_KERNEL)?;
         s.set(pd);
         Ok(Some(s))
     }
@@ -133,7 +133,7 @@ impl StoredPd {
     }
 
     /// The bytes of an optional copy.
-    pub(crate) fn bytes(s: &Option<KBox<StoredPd>>) -> &[u8] {
+    pub(crate) fn bytes(s: &Option<CmBox<StoredPd>>) -> &[u8] {
         s.as_deref().map_or(&[], StoredPd::as_slice)
     }
 }
@@ -153,15 +153,15 @@ pub(crate) struct CmIdInner {
     /// The state the tracked MAD was sent in (cm.c's `msg->context[1]`).
     pub(crate) msg_state: State,
     /// The primary address.
-    pub(crate) av: Option<KBox<Av>>,
+    pub(crate) av: Option<CmBox<Av>>,
     /// The alternate address.
-    pub(crate) alt_av: Option<KBox<Av>>,
+    pub(crate) alt_av: Option<CmBox<Av>>,
     /// Connection parameters.
     pub(crate) conn: Conn,
     /// The keys the id is registered under in its device's remote tables.
     pub(crate) remote: Option<RemoteKey>,
     /// Private data of the last MRA, RTU or DREP, for retransmissions.
-    pub(crate) stored_pd: Option<KBox<StoredPd>>,
+    pub(crate) stored_pd: Option<CmBox<StoredPd>>,
     /// The id is in timewait and its timewait has not ended (`timewait.rs`; while queued, the
     /// device's timewait queue holds a reference).
     pub(crate) timewait_armed: bool,
@@ -234,9 +234,9 @@ pub(crate) struct Init {
     /// The peer's comm ID (or SIDR request ID).
     pub(crate) remote_id: u32,
     /// Initial address.
-    pub(crate) av: Option<KBox<Av>>,
+    pub(crate) av: Option<CmBox<Av>>,
     /// Initial alternate address (a REQ's alternate path).
-    pub(crate) alt_av: Option<KBox<Av>>,
+    pub(crate) alt_av: Option<CmBox<Av>>,
     /// Initial parameters.
     pub(crate) conn: Conn,
     /// Remote-table keys the caller will register.
@@ -543,7 +543,7 @@ impl CmId {
     /// held (`cm_process_work`). The caller became the deliverer under the lock and hands over
     /// its use of the id; a non-zero handler return destroys the id (and consumes the caller's
     /// handle, which the CM then owns, as in cm.c).
-    pub(crate) fn deliver(self: &Arc<Self>, first: KBox<Event>) {
+    pub(crate) fn deliver(self: &Arc<Self>, first: CmBox<Event>) {
         let mut next = Some(first);
         while let Some(ev) = next {
             let handler = self.handler();

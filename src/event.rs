@@ -15,13 +15,14 @@
 //! and drains what others queued meanwhile; everyone else only queues. cm.c does the same with
 //! `work_count`.
 
+use crate::alloc::CmBox;
 use crate::recv::RecvWc;
 use crate::{
     bindings,
     logic::wire::{MAD_HDR_LEN, MAD_LEN},
 };
 use core::mem::MaybeUninit;
-use kernel::{alloc::KBox, ffi, prelude::*};
+use kernel::{ffi, prelude::*};
 
 /// One event for a handler.
 ///
@@ -33,7 +34,7 @@ use kernel::{alloc::KBox, ffi, prelude::*};
 /// the MAD pointers in `ev` point into it. Otherwise the first `src_len` bytes of `mad` are
 /// initialised and the MAD pointers point there (or are NULL).
 pub(crate) struct Event {
-    next: Option<KBox<Event>>,
+    next: Option<CmBox<Event>>,
     /// The event as the handler sees it.
     pub(crate) ev: bindings::ib_cm_event,
     /// REQ and LAP paths (`primary_path` / `alternate_path` point here), zeroed by the first
@@ -62,7 +63,7 @@ impl Event {
     pub(crate) unsafe fn for_wc(
         kind: bindings::ib_cm_event_type,
         wc: &RecvWc,
-    ) -> Result<KBox<Event>> {
+    ) -> Result<CmBox<Event>> {
         // SAFETY: The caller's contract.
         unsafe { Self::for_mad(kind, wc.mad()) }
     }
@@ -73,10 +74,10 @@ impl Event {
     ///
     /// As [`Event::for_mad`].
     unsafe fn attach(
-        mut e: KBox<Event>,
+        mut e: CmBox<Event>,
         kind: bindings::ib_cm_event_type,
         mad: &[u8],
-    ) -> Result<KBox<Event>> {
+    ) -> Result<CmBox<Event>> {
         let mad: &[u8; MAD_LEN] = mad.try_into().map_err(|_| EINVAL)?;
         // INVARIANT: The caller keeps `mad` alive while the event is not queued.
         e.src = mad.as_ptr();
@@ -95,28 +96,28 @@ impl Event {
     pub(crate) unsafe fn for_mad(
         kind: bindings::ib_cm_event_type,
         mad: &[u8],
-    ) -> Result<KBox<Event>> {
+    ) -> Result<CmBox<Event>> {
         let e = Self::zeroed(GFP_KERNEL)?;
         // SAFETY: The caller's contract.
         unsafe { Self::attach(e, kind, mad) }
     }
 
     /// A zeroed event about no MAD (timers, completions, API calls).
-    pub(crate) fn empty() -> Result<KBox<Event>> {
+    pub(crate) fn empty() -> Result<CmBox<Event>> {
         Self::zeroed(GFP_KERNEL)
     }
 
     /// An empty event allocated without sleeping (`GFP_ATOMIC`), for a timer or completion
     /// whose preallocation failed.
-    pub(crate) fn new_atomic() -> Result<KBox<Event>> {
+    pub(crate) fn new_atomic() -> Result<CmBox<Event>> {
         Self::zeroed(GFP_ATOMIC)
     }
 
     /// An event whose fields are all zero but for the MAD buffer and the path records, which
     /// stay uninitialised until a queue copies into the former and [`Event::paths`] zeroes
     /// the latter.
-    fn zeroed(flags: kernel::alloc::Flags) -> Result<KBox<Event>> {
-        let mut e = KBox::<Event>::new_uninit(flags)?;
+    fn zeroed(flags: kernel::alloc::Flags) -> Result<CmBox<Event>> {
+        let mut e = CmBox::<Event>::new_uninit(flags)?;
         let p = e.as_mut_ptr();
         // SAFETY: `p` is valid for writes of an `Event`. All-zero is a valid value of every
         // field written: `next` is `None` (a box is a non-null pointer, so `None` is the null
@@ -222,14 +223,14 @@ impl Event {
 /// The events queued on an id while its deliverer runs a handler.
 #[derive(Default)]
 pub(crate) struct EventQueue {
-    head: Option<KBox<Event>>,
+    head: Option<CmBox<Event>>,
 }
 
 impl EventQueue {
     /// Appends `e` (the queue is short: a handful of transitions at most). A queued event may
     /// be delivered and dropped by another thread after the received MAD it was made from is
     /// gone, so it takes a copy of that MAD first.
-    pub(crate) fn push(&mut self, mut e: KBox<Event>) {
+    pub(crate) fn push(&mut self, mut e: CmBox<Event>) {
         e.own_mad();
         let mut slot = &mut self.head;
         while let Some(node) = slot {
@@ -239,7 +240,7 @@ impl EventQueue {
     }
 
     /// Takes the oldest event.
-    pub(crate) fn pop(&mut self) -> Option<KBox<Event>> {
+    pub(crate) fn pop(&mut self) -> Option<CmBox<Event>> {
         let mut e = self.head.take()?;
         self.head = e.next.take();
         Some(e)

@@ -11,6 +11,7 @@
 use kernel::prelude::*;
 
 mod abi;
+mod alloc;
 mod av;
 mod bindings;
 mod cm_id;

@@ -10,6 +10,7 @@
 //! before anything is allocated for the connection, so a REQ for an unknown service costs one
 //! tree lookup and one REJ.
 
+use crate::alloc::CmBox;
 use crate::{
     av::Av,
     bindings,
@@ -36,7 +37,7 @@ use crate::{
     trace::{self, Local},
 };
 use core::sync::atomic::{AtomicPtr, Ordering};
-use kernel::{alloc::KBox, c_str, ffi, prelude::*, sync::Arc};
+use kernel::{c_str, ffi, prelude::*, sync::Arc};
 
 /// The CM workqueue (`cm.wq`), created at module init: timewait, the established events of
 /// `ib_cm_notify`, the reply cache's sweep. (Received MADs do not go through it.)
@@ -641,7 +642,7 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
 /// Gives a new passive id to its handler: the handler's handle is one new reference; the id
 /// is published (REQ ids only) with its first event already being delivered, so nothing can
 /// overtake it (`cm_finalize_id` + `cm_queue_work_unlock`).
-fn hand_over(id: Arc<CmId>, ev: KBox<Event>, publish: bool) {
+fn hand_over(id: Arc<CmId>, ev: CmBox<Event>, publish: bool) {
     if publish {
         id.publish();
     }

@@ -17,10 +17,10 @@
 //! a node per tree. The two trees are intrusive `rb_root`s over those entries ([`ConnTables`]);
 //! the SIDR table is an ordinary [`RBTree`].
 
-use crate::{cm_id::CmId, slot::Slot};
+use crate::{alloc::CmBox, cm_id::CmId, slot::Slot};
 use core::{cmp::Ordering, mem::MaybeUninit, ptr::addr_of_mut};
 use kernel::{
-    alloc::{Flags, KBox},
+    alloc::Flags,
     bindings as kb,
     prelude::*,
     rbtree::{self, RBTree, RBTreeNode, RBTreeNodeReservation},
@@ -149,12 +149,12 @@ pub(crate) struct ConnEntry {
 }
 
 /// An entry allocated before the device lock is taken.
-pub(crate) struct ConnReservation(KBox<MaybeUninit<ConnEntry>>);
+pub(crate) struct ConnReservation(CmBox<MaybeUninit<ConnEntry>>);
 
 impl ConnReservation {
     /// Allocates the entry.
     pub(crate) fn new(flags: Flags) -> Result<Self> {
-        Ok(Self(KBox::new_uninit(flags)?))
+        Ok(Self(CmBox::new_uninit(flags)?))
     }
 }
 
@@ -320,7 +320,7 @@ impl ConnTables {
                 return Err((reservation, Taken::Qp(holder)));
             }
         };
-        let e = KBox::into_raw(KBox::write(
+        let e = CmBox::into_raw(CmBox::write(
             reservation.0,
             ConnEntry {
                 req_link: kb::rb_node::default(),
@@ -349,14 +349,14 @@ impl ConnTables {
     /// # Safety
     ///
     /// `e` must be an entry of these tables.
-    unsafe fn unlink(&mut self, e: *mut ConnEntry) -> KBox<ConnEntry> {
+    unsafe fn unlink(&mut self, e: *mut ConnEntry) -> CmBox<ConnEntry> {
         // SAFETY: `e` is linked into both trees (caller, type invariant); erasing keeps each
         // tree valid.
         // INVARIANT: The entry leaves both trees and is returned to be freed.
         unsafe {
             kb::rb_erase(addr_of_mut!((*e).req_link), &mut self.reqs);
             kb::rb_erase(addr_of_mut!((*e).qp_link), &mut self.qps);
-            KBox::from_raw(e)
+            CmBox::from_raw(e)
         }
     }
 
@@ -368,7 +368,7 @@ impl ConnTables {
         key: &ReqKey,
         qp: &QpKey,
         id: &CmId,
-    ) -> Option<KBox<ConnEntry>> {
+    ) -> Option<CmBox<ConnEntry>> {
         // The entry is reached through the tree's own pointers (from the reservation's
         // `into_raw`), not through a shared reference, as it is written and freed below.
         // SAFETY: Our tree (type invariant), unchanged while `&mut self` is held.
@@ -432,7 +432,7 @@ impl Drop for ConnTables {
 #[derive(Default)]
 pub(crate) struct Unlinked {
     /// From the REQ and QP tables.
-    pub(crate) conn: Slot<KBox<ConnEntry>>,
+    pub(crate) conn: Slot<CmBox<ConnEntry>>,
     /// From the SIDR table.
     pub(crate) sidr: Slot<RBTreeNode<SidrKey, Arc<CmId>>>,
 }

@@ -19,6 +19,7 @@ pub(crate) mod rep_rtu;
 pub(crate) mod req;
 pub(crate) mod sidr;
 
+use crate::alloc::CmBox;
 use crate::{
     av::Av,
     bindings,
@@ -123,7 +124,7 @@ pub(crate) struct Ctx<'a> {
     /// `attr_mod` of that message (ECE).
     pub(crate) attr_mod: u32,
     /// The event to deliver, preallocated (its type is set here).
-    pub(crate) event: Slot<KBox<Event>>,
+    pub(crate) event: Slot<CmBox<Event>>,
     /// The received MAD, if the input is one.
     pub(crate) recv: Option<Recv<'a>>,
     /// A received REP (for [`Action::AcceptRep`] and [`Action::InsertRemote`]).
@@ -137,7 +138,7 @@ pub(crate) struct Ctx<'a> {
     /// Preallocated USER_ESTABLISHED work.
     pub(crate) est_work: Slot<Pin<KBox<EstablishWork>>>,
     /// Private data to keep on success (MRA, RTU, DREP).
-    pub(crate) keep_pd: Slot<Option<KBox<StoredPd>>>,
+    pub(crate) keep_pd: Slot<Option<CmBox<StoredPd>>>,
     /// A REP's stale-connection check found this id holding the peer's QP.
     pub(crate) stale_old: Slot<Arc<CmId>>,
     /// Another id's reference the step came across (a REP's duplicate check), dropped with
@@ -147,24 +148,24 @@ pub(crate) struct Ctx<'a> {
     pub(crate) send_status: Option<bindings::ib_wc_status>,
     /// A received LAP's addresses (the sender's, the alternate path's): they replace the
     /// id's before the step, in any state.
-    pub(crate) lap_avs: Slot<(KBox<Av>, KBox<Av>)>,
+    pub(crate) lap_avs: Slot<(CmBox<Av>, CmBox<Av>)>,
     /// The addresses they replaced, dropped with the context (after the lock).
     pub(crate) replaced_avs: Slot<ReplacedAvs>,
 }
 
 /// The primary and alternate addresses a LAP replaced.
-type ReplacedAvs = (Option<KBox<Av>>, Option<KBox<Av>>);
+type ReplacedAvs = (Option<CmBox<Av>>, Option<CmBox<Av>>);
 
 /// What is left to do once the lock is dropped.
 pub(crate) struct Outcome {
     /// The error of a failed action (or of a refused input).
     pub(crate) result: Result,
     /// The caller became the deliverer of this event.
-    pub(crate) deliver: Slot<KBox<Event>>,
+    pub(crate) deliver: Slot<CmBox<Event>>,
     /// An answer to the received MAD's sender (a retransmission's, rare: boxed so that the
     /// outcome stays small), with its TID: the id's (cm.c formats every such answer with
     /// `cm_id_priv->tid`).
-    pub(crate) response: Slot<(KBox<Resend>, u64)>,
+    pub(crate) response: Slot<(CmBox<Resend>, u64)>,
     /// Table nodes to free.
     pub(crate) unlinked: Unlinked,
     /// The input was refused.
@@ -304,7 +305,7 @@ pub(crate) fn finish(id: &Arc<CmId>, mut out: Outcome, recv: Option<&Recv<'_>>) 
 }
 
 /// An input from a timer or a completion (the caller holds a use) with its event.
-pub(crate) fn input_with_event(id: &Arc<CmId>, input: Input, event: Option<KBox<Event>>) {
+pub(crate) fn input_with_event(id: &Arc<CmId>, input: Input, event: Option<CmBox<Event>>) {
     let mut ctx = Ctx {
         event: Slot::from_option(event),
         ..Ctx::default()
@@ -751,7 +752,7 @@ impl Resend {
 
 /// An answer to a retransmission (`cm_dup_req_handler`, `cm_dup_rep_handler`, the TIMEWAIT
 /// branch of `cm_dreq_handler`): built under the lock, sent after it. `None` without memory.
-fn resend(id: &CmId, g: &CmIdInner, o: Out) -> Option<KBox<Resend>> {
+fn resend(id: &CmId, g: &CmIdInner, o: Out) -> Option<CmBox<Resend>> {
     let (local, remote) = (id.local_id(), id.remote_id());
     let msg = match o {
         Out::ResendRtu | Out::ResendDrep => {
@@ -790,7 +791,7 @@ fn resend(id: &CmId, g: &CmIdInner, o: Out) -> Option<KBox<Resend>> {
     } else {
         StoredPd::bytes(&g.stored_pd)
     };
-    let mut r = KBox::new(
+    let mut r = CmBox::new(
         Resend {
             msg,
             pd: StoredPd::EMPTY,

@@ -3,6 +3,7 @@
 //! `cm_dup_rep_handler()`, `cm_rtu_handler()` and the stale-connection check of a REP.
 
 use super::{api, finish, run, Ctx, Recv, REJ_STALE_CONN};
+use crate::alloc::CmBox;
 use crate::{
     bindings,
     cm_id::{CmId, CmIdInner, StoredPd},
@@ -172,7 +173,7 @@ unsafe fn rep_event(
     rep: &Rep<'_>,
     qp_type: u32,
     attr_mod: u32,
-) -> Result<KBox<Event>> {
+) -> Result<CmBox<Event>> {
     // SAFETY: The caller keeps `wc` alive as long as the event needs it.
     let mut ev = unsafe { Event::for_wc(0, wc) }?;
     // SAFETY: `rep_rcvd` is the union member of REP_RECEIVED.
