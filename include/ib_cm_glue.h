@@ -259,6 +259,11 @@ int ibcm_rs_cm_notify(struct ib_cm_id *cm_id, enum ib_event_type event);
 int ibcm_rs_cm_init_qp_attr(struct ib_cm_id *cm_id, struct ib_qp_attr *qp_attr,
 			    int *qp_attr_mask);
 
+/* --- glue.c / Rust crate: receive work items (src/recv.rs) --- */
+void ibcm_glue_init_recv_work(struct work_struct *work);
+void ibcm_glue_queue_work(struct workqueue_struct *wq, struct work_struct *work);
+void ibcm_rs_recv_work(struct work_struct *work);
+
 /* --- Rust crate: ib_client callbacks --- */
 int ibcm_rs_add_one(struct ib_device *device);
 void ibcm_rs_remove_one(struct ib_device *device, void *client_data);

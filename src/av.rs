@@ -41,7 +41,7 @@ impl Av {
     ///
     /// # Safety
     ///
-    /// `wc` and `grh` must be valid for the call, which must run in the processing of a MAD `dev` received.
+    /// `wc` and `grh` must be valid for the call, which must run in `dev`'s receive work.
     pub(crate) unsafe fn from_wc(
         dev: &CmDevice,
         port_num: u32,
@@ -54,7 +54,7 @@ impl Av {
         let cached = if agent.is_null() {
             None
         } else {
-            // SAFETY: The agent is registered while a received MAD is processed (caller).
+            // SAFETY: The agent is registered while receive work runs (caller).
             unsafe { dev.reply_addr(agent, wc, grh) }?
         };
         let mut attr = core::mem::MaybeUninit::<bindings::rdma_ah_attr>::uninit();

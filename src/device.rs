@@ -47,9 +47,7 @@ pub(crate) struct CmDevice {
     #[pin]
     pub(crate) inner: SpinLockIrq<DeviceInner>,
     /// Sends in flight, and whether removal closed the gate to new ones.
-    sends: Gate,
-    /// Received MADs being processed (the receive callback runs them in place).
-    recvs: Gate,
+    sends: SendGate,
     /// Recent requesters' addresses and reply handles (`reply_ah.rs`); a leaf lock.
     #[pin]
     reply_ahs: SpinLockIrq<ReplyAhCache>,
@@ -87,39 +85,33 @@ unsafe impl Send for CmDevice {}
 // SAFETY: See `Send`.
 unsafe impl Sync for CmDevice {}
 
-/// A gate of a device, without a lock: the callers between entering it and dropping their
-/// [`GateGuard`], and whether removal has closed it. The device has two: one for sends (from
-/// [`CmDevice::enter_send`] to the end of their post) and one for received MADs (from the
-/// receive callback's [`CmDevice::enter_recv`] to the end of their processing, handlers
-/// included).
+/// The send gate of a device, without a lock: the sends between [`CmDevice::enter_send`] and
+/// the end of their post, and whether removal has closed the gate.
 ///
-/// A caller counts itself in, then looks at the gate; removal closes the gate, then (after a full
+/// A sender counts itself in, then looks at the gate; removal closes the gate, then (after a full
 /// fence) looks at the count. Both sides order their write before their read, so at least one of
-/// them sees the other's write: the caller backs out, or removal waits for it (on the count's
-/// hashed wait queue, woken by the caller that brings the count to zero once the gate is closed).
-struct Gate {
+/// them sees the other's write: the sender backs out, or removal waits for it (on the count's
+/// hashed wait queue, woken by the send that brings the count to zero once the gate is closed).
+struct SendGate {
     inflight: AtomicU32,
     closed: AtomicBool,
-    /// What passes it, for removal's warning.
-    what: &'static str,
 }
 
-impl Gate {
-    const fn new(what: &'static str) -> Self {
+impl SendGate {
+    const fn new() -> Self {
         Self {
             inflight: AtomicU32::new(0),
             closed: AtomicBool::new(false),
-            what,
         }
     }
 
-    fn enter(&self) -> Option<GateGuard<'_>> {
+    fn enter(&self) -> bool {
         self.inflight.fetch_add(1, Ordering::SeqCst);
         if self.closed.load(Ordering::SeqCst) {
             self.leave();
-            return None;
+            return false;
         }
-        Some(GateGuard { gate: self })
+        true
     }
 
     fn leave(&self) {
@@ -128,35 +120,32 @@ impl Gate {
         }
     }
 
-    /// Closes the gate: nobody passes it from now on.
+    /// Closes the gate: no send starts from now on.
     fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         // The drain's first look at the count is a plain load (in C): without a full barrier
-        // it could pass this store on a weakly ordered CPU and miss a caller that saw the gate
+        // it could pass this store on a weakly ordered CPU and miss a sender that saw the gate
         // open.
         core::sync::atomic::fence(Ordering::SeqCst);
     }
 
-    /// Waits until the callers that passed the gate before it closed have left.
+    /// Waits until the sends that passed the gate before it closed have ended.
     fn drain(&self) {
         while !use_count::wait_zero_ms(&self.inflight, 10_000) {
-            pr_warn!(
-                "ib_cm: device removal waiting for in-flight {}\n",
-                self.what
-            );
+            pr_warn!("ib_cm: device removal waiting for in-flight sends\n");
         }
     }
 }
 
 /// Proof that the device is not going down; keeps removal from unregistering the MAD agents
 /// until it is dropped.
-pub(crate) struct GateGuard<'a> {
-    gate: &'a Gate,
+pub(crate) struct SendGuard<'a> {
+    dev: &'a CmDevice,
 }
 
-impl Drop for GateGuard<'_> {
+impl Drop for SendGuard<'_> {
     fn drop(&mut self) {
-        self.gate.leave();
+        self.dev.sends.leave();
     }
 }
 
@@ -177,8 +166,7 @@ impl CmDevice {
                     },
                     "CmDevice::inner"
                 ),
-                sends: Gate::new("sends"),
-                recvs: Gate::new("received MADs"),
+                sends: SendGate::new(),
                 reply_ahs <- new_spinlock_irq!(
                     // SAFETY: A pure conversion.
                     ReplyAhCache::new(unsafe { bindings::__msecs_to_jiffies(reply_ah::TTL_MS) }),
@@ -209,21 +197,15 @@ impl CmDevice {
     }
 
     /// Marks the device going down (no listener is accepted, no work queued) and closes the
-    /// send and receive gates.
+    /// send gate.
     fn mark_going_down(&self) {
         self.inner.lock().going_down = true;
-        self.recvs.close();
         self.sends.close();
     }
 
     /// Allows one send unless the device is going down.
-    pub(crate) fn enter_send(&self) -> Option<GateGuard<'_>> {
-        self.sends.enter()
-    }
-
-    /// Allows the processing of one received MAD unless the device is going down.
-    pub(crate) fn enter_recv(&self) -> Option<GateGuard<'_>> {
-        self.recvs.enter()
+    pub(crate) fn enter_send(&self) -> Option<SendGuard<'_>> {
+        self.sends.enter().then_some(SendGuard { dev: self })
     }
 
     /// The address of the sender of the MAD received with `wc` and `grh` on the port of
@@ -235,7 +217,7 @@ impl CmDevice {
     /// # Safety
     ///
     /// `agent` must be this device's registered agent and stay so for the call (the caller
-    /// holds a [`GateGuard`] of [`CmDevice::enter_send`] or runs in the processing of a MAD the device received); `wc` and `grh` must be
+    /// holds a [`SendGuard`] or runs in the device's receive work); `wc` and `grh` must be
     /// valid. May sleep.
     pub(crate) unsafe fn reply_addr(
         &self,
@@ -251,7 +233,7 @@ impl CmDevice {
         if unsafe { bindings::ibcm_glue_reply_ah_key(agent, wc, grh, &mut key) } != 0 {
             return Ok(None);
         }
-        // The tick count is read under the lock: received MADs are processed on several CPUs, and an
+        // The tick count is read under the lock: receive work runs on several CPUs, and an
         // entry must never look born after the `now` it is compared with.
         let hit = self.reply_ahs.lock().get(port_num, &key, jiffies());
         if let Some(ah) = hit {
@@ -354,8 +336,8 @@ impl CmDevice {
     /// Registers sysfs counters and the MAD agent of every port (`cm_add_one`); on failure
     /// undoes what was done.
     /// Registers the ports in order; on failure returns the error and how many ports were
-    /// registered (the caller tears those down with [`CmDevice::shut_down`]: MADs they
-    /// received may still be in processing, which must finish before their agents go).
+    /// registered (the caller tears those down with [`CmDevice::shut_down`]: receive work
+    /// they queued may still run and must finish before their agents go).
     fn register_ports(&self) -> core::result::Result<(), (Error, usize)> {
         for (done, port) in self.ports.iter().enumerate() {
             if let Err(e) = self.register_port(port) {
@@ -366,19 +348,17 @@ impl CmDevice {
     }
 
     /// Tears down the first `registered` ports of a device marked `going_down`, in cm.c's order
-    /// (`cm_remove_one`): CM support off, received MADs past the receive gate processed, sends
-    /// past the send gate drained, the CM workqueue's queued items run, the timewaits still queued ended, the ids' handshake address handles given up and the reply
+    /// (`cm_remove_one`): CM support off, sends past the gate drained, queued receive work run, the
+    /// timewaits still queued ended, the ids' handshake address handles given up and the reply
     /// cache closed (and its sweep stopped), then the agents (waiting for their callbacks, which
     /// destroy the handles still in use) and the sysfs groups. Every handle made on the port's
     /// MAD protection domain is gone when this returns: ib_mad frees that domain after.
     fn shut_down(&self, registered: usize) {
         debug_assert!(self.sends.closed.load(Ordering::Relaxed));
-        debug_assert!(self.recvs.closed.load(Ordering::Relaxed));
         for port in self.ports.iter().take(registered) {
             // SAFETY: `ib_dev` is live during add and remove.
             unsafe { bindings::ibcm_glue_clear_cm_sup(self.ib_dev, port.port_num()) };
         }
-        self.recvs.drain();
         self.sends.drain();
         recv::flush();
         timewait::end_all(self);
@@ -459,8 +439,8 @@ pub(crate) unsafe extern "C" fn ibcm_rs_add_one(ib_dev: *mut bindings::ib_device
         Err(e) => return e.to_errno(),
     };
     if let Err((e, registered)) = dev.register_ports() {
-        // The ports registered before the failure may have received MADs (whose processing
-        // may send, and arm the reply cache's sweep): shut them down as removal does.
+        // The ports registered before the failure may have queued receive work (which may
+        // send, and arm the reply cache's sweep): shut them down as removal does.
         dev.mark_going_down();
         dev.shut_down(registered);
         return e.to_errno();
@@ -506,9 +486,8 @@ pub(crate) unsafe extern "C" fn ibcm_rs_remove_one(
     if pending != 0 {
         pr_warn!("ib_cm: device removed with {pending} unanswered request id(s) not destroyed\n");
     }
-    // 2. Received MADs already past the gate finish processing (and send nothing, the
-    //    device is going down), sends already past the gate finish posting, queued work
-    //    runs; cached reply handles go before their agents'
+    // 2. Sends already past the gate finish posting; queued receive work runs (and sends
+    //    nothing, the device is going down); cached reply handles go before their agents'
     //    protection domain (sends still using one hold it until unregistering the agent
     //    completes them); 3. the agents go (waiting for their callbacks), then the sysfs
     //    groups.

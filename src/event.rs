@@ -4,25 +4,25 @@
 //! Stands for `struct cm_work`, `cm_queue_work_unlock()`, `cm_process_work()` and
 //! `cm_dequeue_work()` in cm.c. An [`Event`] of a received MAD points into that MAD where the
 //! MAD layer put it (cm.c's work item keeps the receive completion until the event is done):
-//! the receive callback that made it either delivers it itself while the MAD is still alive,
-//! or queues it, and queueing ([`EventQueue::push`]) first copies the MAD into the event and
-//! moves its pointers there, so a queued event owns everything it points to. The copy is the
+//! the receive work that made it either delivers it itself while the MAD is still alive, or
+//! queues it, and queueing ([`EventQueue::push`]) first copies the MAD into the event and moves
+//! its pointers there, so a queued event owns everything it points to. The copy is the
 //! exception: an id's events queue only while one of its handlers is running. Events are
-//! allocated before the id's lock is taken; queueing only links them in. A received MAD is
-//! processed in the MAD layer's callback (see `recv.rs`); its event is the one allocation it
-//! needs, as cm.c's `cm_work`. The thread that finds
+//! allocated before the id's lock is taken; queueing only links them in. A received MAD's
+//! event is allocated by the receive callback and carries the MAD's work item to the CM
+//! workqueue (one allocation per MAD, as cm.c's `cm_work`); see `recv.rs`. The thread that finds
 //! the id idle becomes its deliverer (see `CmId::deliver`), calls the handler with no lock held
 //! and drains what others queued meanwhile; everyone else only queues. cm.c does the same with
 //! `work_count`.
 
 use crate::alloc::CmBox;
-use crate::recv::RecvWc;
+use crate::recv::{Origin, RecvWc};
 use crate::{
     bindings,
     logic::wire::{MAD_HDR_LEN, MAD_LEN},
 };
 use core::mem::MaybeUninit;
-use kernel::{ffi, prelude::*};
+use kernel::{ffi, prelude::*, types::Opaque};
 
 /// One event for a handler.
 ///
@@ -46,16 +46,22 @@ pub(crate) struct Event {
     src_len: usize,
     /// The MAD's copy once queued.
     mad: MaybeUninit<[u8; MAD_LEN]>,
+    /// The CM workqueue's item, while the event's allocation carries a received MAD to the
+    /// receive work (initialised by [`Event::for_work`] only).
+    work: Opaque<bindings::work_struct>,
+    /// That MAD, until the receive work takes it.
+    origin: Option<Origin>,
 }
 
 // SAFETY: The raw pointers inside point into the event itself, into a received MAD owned by
-// the receive callback that holds the event (the event leaves that thread only through a queue,
+// the receive work that holds the event (the event leaves that thread only through a queue,
 // which copies the MAD first), or to objects (sgid attributes, listener ids) that the sender
 // keeps alive until the event is dropped.
 unsafe impl Send for Event {}
 
 impl Event {
-    /// A zeroed event of type `kind` about the received MAD `wc`, pointing into it.
+    /// The event of type `kind` about the received MAD `wc`, pointing into it: the allocation
+    /// the MAD's work item came in if it is still unused (cm.c's `cm_work`), else a new one.
     ///
     /// # Safety
     ///
@@ -64,8 +70,12 @@ impl Event {
         kind: bindings::ib_cm_event_type,
         wc: &RecvWc,
     ) -> Result<CmBox<Event>> {
+        let e = match wc.take_event() {
+            Some(e) => e,
+            None => Self::zeroed(GFP_KERNEL)?,
+        };
         // SAFETY: The caller's contract.
-        unsafe { Self::for_mad(kind, wc.mad()) }
+        unsafe { Self::attach(e, kind, wc.mad()) }
     }
 
     /// Points the unused event `e` at the whole MAD `mad` (a shorter one is refused).
@@ -86,6 +96,42 @@ impl Event {
         Ok(e)
     }
 
+    /// An event allocation carrying the received MAD `origin` to the CM workqueue, its work
+    /// item initialised (`cm_recv_handler`'s `cm_work`).
+    pub(crate) fn for_work(origin: Origin) -> Result<CmBox<Event>> {
+        let mut e = Self::zeroed(GFP_KERNEL)?;
+        e.origin = Some(origin);
+        // SAFETY: The work item is ours; the glue initialises it in place.
+        unsafe { bindings::ibcm_glue_init_recv_work(e.work.get()) };
+        Ok(e)
+    }
+
+    /// Gives up the box to the workqueue: its work item, for queueing.
+    pub(crate) fn into_work(e: CmBox<Event>) -> *mut bindings::work_struct {
+        let raw = CmBox::into_raw(e);
+        // SAFETY: `raw` is live (just leaked); the field's address does not move.
+        unsafe { (*raw).work.get() }
+    }
+
+    /// Takes the box back from its work item.
+    ///
+    /// # Safety
+    ///
+    /// `work` must come from [`Event::into_work`] and be taken back once.
+    pub(crate) unsafe fn from_work(work: *mut bindings::work_struct) -> CmBox<Event> {
+        // SAFETY: `work` is the `work` field of an event leaked by `into_work` (caller).
+        let e = unsafe {
+            kernel::container_of!(work.cast::<Opaque<bindings::work_struct>>(), Event, work)
+        };
+        // SAFETY: Leaked with `CmBox::into_raw`, taken back once (caller).
+        unsafe { CmBox::from_raw(e.cast_mut()) }
+    }
+
+    /// The received MAD the allocation carried (once).
+    pub(crate) fn take_origin(&mut self) -> Option<Origin> {
+        self.origin.take()
+    }
+
     /// A zeroed event of type `kind` about the received MAD `mad`, pointing into it. A
     /// received MAD that reached a handler is whole (`decode_header` checks its length), so
     /// every fixed-size field an event points at lies inside it; a shorter one is refused.
@@ -93,6 +139,7 @@ impl Event {
     /// # Safety
     ///
     /// `mad` must stay valid until the event is dropped or pushed on an [`EventQueue`].
+    #[cfg_attr(not(ibcm_kunit), allow(dead_code))]
     pub(crate) unsafe fn for_mad(
         kind: bindings::ib_cm_event_type,
         mad: &[u8],
@@ -122,7 +169,8 @@ impl Event {
         // SAFETY: `p` is valid for writes of an `Event`. All-zero is a valid value of every
         // field written: `next` is `None` (a box is a non-null pointer, so `None` is the null
         // niche), `ev` is plain C data whose pointers may be NULL, `src` is NULL and `src_len`
-        // 0; `paths` and `mad` (both `MaybeUninit`) need nothing.
+        // 0; `paths`, `mad` (both `MaybeUninit`) and `work` (`Opaque`) need nothing;
+        // `origin` is `None`.
         // INVARIANT: `paths_init` is false, so `paths` need not be initialised.
         unsafe {
             core::ptr::addr_of_mut!((*p).next).write(None);
@@ -130,6 +178,8 @@ impl Event {
             core::ptr::addr_of_mut!((*p).paths_init).write(false);
             core::ptr::addr_of_mut!((*p).src).write(core::ptr::null());
             core::ptr::addr_of_mut!((*p).src_len).write(0);
+            core::ptr::addr_of_mut!((*p).work).write(Opaque::uninit());
+            core::ptr::addr_of_mut!((*p).origin).write(None);
             Ok(e.assume_init())
         }
     }

@@ -141,6 +141,23 @@ int ib_cm_init_qp_attr(struct ib_cm_id *cm_id, struct ib_qp_attr *qp_attr, int *
 }
 EXPORT_SYMBOL(ib_cm_init_qp_attr);
 
+/* --- the receive work items (src/recv.rs): a C function, so ftrace can profile it --- */
+
+static void ibcm_glue_recv_work_fn(struct work_struct *work)
+{
+	ibcm_rs_recv_work(work);
+}
+
+void ibcm_glue_init_recv_work(struct work_struct *work)
+{
+	INIT_WORK(work, ibcm_glue_recv_work_fn);
+}
+
+void ibcm_glue_queue_work(struct workqueue_struct *wq, struct work_struct *work)
+{
+	queue_work(wq, work);
+}
+
 static struct ib_client cm_client = {
 	.name = "cm",
 	.add = ibcm_rs_add_one,

@@ -6,11 +6,8 @@
 //! counters through [`ibcm_rs_counter`].
 
 use crate::{bindings, device::CmDevice, logic::wire::ATTR_COUNT};
-use core::{
-    mem::ManuallyDrop,
-    sync::atomic::{AtomicPtr, AtomicU64, Ordering},
-};
-use kernel::{ffi, sync::Arc};
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use kernel::{ffi, sync::ArcBorrow};
 
 /// Counter groups, in the order of `enum ibcm_counter_group` (`include/ib_cm_glue.h`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -118,16 +115,14 @@ pub(crate) unsafe extern "C" fn ibcm_rs_counter(
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
-/// The `CmDevice` behind a MAD agent's context pointer: its client-data reference, borrowed
-/// for the callback (never dropped, so none is taken or given back).
+/// The `CmDevice` behind a MAD agent's context pointer.
 ///
 /// # Safety
 ///
-/// `context` must be the context the agent was registered with (the pointer of the device's
-/// client-data reference, which keeps it alive until after the agent is unregistered), and the
-/// borrow must not outlive the agent callback.
-pub(crate) unsafe fn device_of_agent(context: *mut ffi::c_void) -> ManuallyDrop<Arc<CmDevice>> {
-    // SAFETY: `context` is the pointer `Arc::into_raw` gave for the client data's reference,
-    // alive for the callback; `ManuallyDrop` keeps the borrowed reference from being released.
-    ManuallyDrop::new(unsafe { Arc::from_raw(context.cast::<CmDevice>()) })
+/// `context` must be the context the agent was registered with (a `CmDevice` kept alive by
+/// its client-data reference until after the agent is unregistered), and the borrow must not
+/// outlive the agent callback.
+pub(crate) unsafe fn device_of_agent<'a>(context: *mut ffi::c_void) -> ArcBorrow<'a, CmDevice> {
+    // SAFETY: See the function's safety contract.
+    unsafe { ArcBorrow::from_raw(context.cast::<CmDevice>()) }
 }

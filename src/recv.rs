@@ -4,11 +4,10 @@
 //!
 //! Stands for `cm_recv_handler()`, `cm_work_handler()`, the listener half of
 //! `cm_req_handler()` and `cm_sidr_req_handler()`, and `cm_issue_rej()` for unknown services
-//! in cm.c. The receive callback counts the MAD and handles it in place, in the MAD layer's
-//! completion work (process context), with no CM lock held while a consumer's handler runs
-//! (cm.c queues it to its workqueue first; see [`ibcm_rs_recv`]). The listener is looked up
-//! before anything is allocated for the connection, so a REQ for an unknown service costs one
-//! tree lookup and one REJ.
+//! in cm.c. The receive callback only counts the MAD and queues it; everything else runs on the
+//! CM workqueue (process context), with no CM lock held while a consumer's handler runs. The
+//! listener is looked up before anything is allocated for the connection, so a REQ for an
+//! unknown service costs one tree lookup and one REJ.
 
 use crate::alloc::CmBox;
 use crate::{
@@ -39,8 +38,7 @@ use crate::{
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::{c_str, ffi, prelude::*, sync::Arc};
 
-/// The CM workqueue (`cm.wq`), created at module init: timewait, the established events of
-/// `ib_cm_notify`, the reply cache's sweep. (Received MADs do not go through it.)
+/// The CM workqueue (`cm.wq`), created at module init.
 static WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(core::ptr::null_mut());
 
 /// The CM workqueue, NULL before init and after exit.
@@ -68,7 +66,7 @@ pub(crate) fn destroy_wq() {
     }
 }
 
-/// Waits for every item queued on the CM workqueue to finish.
+/// Waits for every queued receive work item to finish.
 pub(crate) fn flush() {
     let wq = WQ.load(Ordering::Acquire);
     if !wq.is_null() {
@@ -77,9 +75,11 @@ pub(crate) fn flush() {
     }
 }
 
-/// A received MAD, owned until dropped (`ib_free_recv_mad`).
+/// A received MAD, owned until dropped (`ib_free_recv_mad`), with the event allocation its
+/// work item came in (cm.c's `cm_work` is both), for the handler that reports it.
 pub(crate) struct RecvWc {
     raw: *mut bindings::ib_mad_recv_wc,
+    spare: core::cell::Cell<Option<CmBox<Event>>>,
 }
 
 // SAFETY: The receive buffers belong to us once handed to the receive callback; the MAD layer
@@ -89,7 +89,16 @@ unsafe impl Send for RecvWc {}
 impl RecvWc {
     /// Takes ownership of a received MAD.
     fn new(raw: *mut bindings::ib_mad_recv_wc) -> Self {
-        Self { raw }
+        Self {
+            raw,
+            spare: core::cell::Cell::new(None),
+        }
+    }
+
+    /// The event allocation this MAD came in, once (a handler that reports the MAD uses it
+    /// instead of allocating).
+    pub(crate) fn take_event(&self) -> Option<CmBox<Event>> {
+        self.spare.take()
     }
 
     /// The MAD bytes (at most 256, fewer if the MAD layer says so).
@@ -123,9 +132,36 @@ impl RecvWc {
 
 impl Drop for RecvWc {
     fn drop(&mut self) {
+        // An unused event in `spare` points at nothing and goes with the fields, after this.
         // SAFETY: We own the completion; this is its one release.
         unsafe { bindings::ib_free_recv_mad(self.raw) };
     }
+}
+
+/// What a received MAD's work item carries to the receive work (inside an [`Event`]: one
+/// allocation per received MAD, as cm.c's `cm_work`).
+pub(crate) struct Origin {
+    pub(crate) dev: Arc<CmDevice>,
+    pub(crate) port_num: u32,
+    pub(crate) wc: RecvWc,
+}
+
+/// The receive work function (`cm_work_handler`).
+///
+/// # Safety
+///
+/// Called by the workqueue (through `glue.c`) for a work item queued by [`ibcm_rs_recv`],
+/// which gave up its box.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ibcm_rs_recv_work(work: *mut bindings::work_struct) {
+    // SAFETY: `work` is the work item of an event leaked by `ibcm_rs_recv`, taken back once.
+    let mut ev = unsafe { Event::from_work(work) };
+    let Some(origin) = ev.take_origin() else {
+        return;
+    };
+    // The event's allocation goes to the handler that reports the MAD (or with the MAD).
+    origin.wc.spare.set(Some(ev));
+    process(&origin.dev, origin.port_num, &origin.wc);
 }
 
 fn warn_malformed(dev: &CmDevice, port_num: u32, what: &'static CStr) {
@@ -133,16 +169,7 @@ fn warn_malformed(dev: &CmDevice, port_num: u32, what: &'static CStr) {
     unsafe { bindings::ibcm_glue_warn_malformed(dev.ib_dev(), port_num, what.as_char_ptr()) };
 }
 
-/// The MAD agent's receive callback (`cm_recv_handler` and `cm_work_handler` in one): count,
-/// then process the MAD in place, or drop it if the device is going down.
-///
-/// cm.c queues every received MAD to its workqueue and handles it there. The MAD layer calls
-/// this callback from its completion work (process context, no lock held), where cm.c's send
-/// callback already runs consumers' handlers for the *_ERROR events; running the receive
-/// handlers there too saves each MAD an allocation, a wakeup and a context switch. What the
-/// queue gave cm.c is kept: an id's events still reach its handler one at a time and in
-/// order (its deliverer, `CmId::deliver`), and removal waits for MADs being processed (the
-/// receive gate) before it tears the ports down.
+/// The MAD agent's receive callback (`cm_recv_handler`): count, then queue or drop.
 ///
 /// # Safety
 ///
@@ -155,8 +182,7 @@ pub(crate) unsafe extern "C" fn ibcm_rs_recv(
     recv_wc: *mut bindings::ib_mad_recv_wc,
 ) {
     let wc = RecvWc::new(recv_wc);
-    // SAFETY: The agent's context is its device; unregistering the agent waits for this
-    // callback to return.
+    // SAFETY: The agent's context is its device, alive while the agent is registered.
     let dev = unsafe { device_of_agent(context) };
     let Some(port) = dev.port(port_num) else {
         return;
@@ -170,10 +196,30 @@ pub(crate) unsafe extern "C" fn ibcm_rs_recv(
         return;
     };
     port.count(Counter::RxMsgs, attr.counter_index(), 1);
-    let Some(_gate) = dev.enter_recv() else {
+    let dev: Arc<CmDevice> = dev.into();
+    let origin = Origin {
+        dev: dev.clone(),
+        port_num,
+        wc,
+    };
+    let Ok(work) = Event::for_work(origin) else {
         return;
     };
-    process(&dev, port_num, &wc);
+    let wq = WQ.load(Ordering::Acquire);
+    let inner = dev.inner.lock();
+    if inner.going_down || wq.is_null() {
+        drop(inner);
+        drop(work);
+        return;
+    }
+    // The work item owns itself from here until `ibcm_rs_recv_work` takes it back; it does
+    // not move (it stays in its box).
+    let item = Event::into_work(work);
+    // Queueing does not allocate and may be done under a spinlock; doing it under the device
+    // lock orders it before removal's `going_down`, so removal's flush sees it.
+    // SAFETY: `wq` is live until module exit, after every device is gone; `item` is live.
+    unsafe { bindings::ibcm_glue_queue_work(wq, item) };
+    drop(inner);
 }
 
 /// Dispatches one received MAD (`cm_work_handler`).
@@ -321,7 +367,7 @@ pub(crate) fn issue_rej(
 /// Sends `msg` back to the sender of the received `wc`, with TID `tid` (cm.c's response
 /// MADs: QP1, the completion's address and P_Key index, no id attached).
 pub(crate) fn respond(dev: &CmDevice, port_num: u32, wc: &RecvWc, tid: u64, msg: &CmMessage<'_>) {
-    // SAFETY: `wc` outlives the call, which runs in the processing of a MAD the device received.
+    // SAFETY: `wc` outlives the call, which runs in the device's receive work.
     let _ = unsafe {
         send::send(
             dev,
@@ -439,11 +485,11 @@ fn handle_req(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc, hdr: &MadHeader, 
         return trace::no_listener(req.local_comm_id);
     };
     let listener = ListenerPin(listener);
-    // SAFETY: `wc` outlives the call, which runs in the processing of a MAD the device received.
+    // SAFETY: `wc` outlives the call, which runs in the device's receive work.
     let Ok(wc_av) = (unsafe { Av::from_wc(dev, port_num, wc.wc(), wc.grh()) }) else {
         return;
     };
-    // SAFETY: The receive callback owns `wc` until this event is delivered (by `hand_over`, in
+    // SAFETY: The receive work owns `wc` until this event is delivered (by `hand_over`, in
     // this work) or dropped; queueing it copies the MAD first.
     let ev = unsafe { Event::for_wc(bindings::ib_cm_event_type_IB_CM_REQ_RECEIVED, wc) };
     let Ok(mut ev) = ev else {
@@ -692,14 +738,14 @@ fn handle_sidr_req(
         return respond(dev, port_num, wc, hdr.tid, &CmMessage::SidrRep(rep));
     };
     let listener = ListenerPin(listener);
-    // SAFETY: `wc` outlives the call, which runs in the processing of a MAD the device received.
+    // SAFETY: `wc` outlives the call, which runs in the device's receive work.
     let Ok(av) = (unsafe { Av::from_wc(dev, port_num, wc.wc(), wc.grh()) }).and_then(Av::boxed)
     else {
         return;
     };
     let (Ok(reservation), Ok(mut ev)) = (
         RemoteReservation::<SidrKey>::new(GFP_KERNEL),
-        // SAFETY: The receive callback owns `wc` until this event is delivered (by `hand_over`,
+        // SAFETY: The receive work owns `wc` until this event is delivered (by `hand_over`,
         // in this work) or dropped; queueing it copies the MAD first.
         unsafe { Event::for_wc(bindings::ib_cm_event_type_IB_CM_SIDR_REQ_RECEIVED, wc) },
     ) else {

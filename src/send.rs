@@ -207,7 +207,7 @@ unsafe fn encode_into(
 /// # Safety
 ///
 /// The pointers in `dest` must be valid for the duration of the call. [`Dest::Response`] may
-/// resolve the sender's address (sleeps) and is for the processing of a MAD the device received only.
+/// resolve the sender's address (sleeps) and is for the device's receive work only.
 pub(crate) unsafe fn send(
     dev: &CmDevice,
     port_num: u32,
@@ -232,7 +232,7 @@ pub(crate) unsafe fn send(
             let ah = match unsafe { dev.reply_addr(agent, wc, grh) }? {
                 Some(shared) => {
                     // SAFETY: `agent` is the registered agent of the port the address was
-                    // resolved on (the cache is keyed by port); the receive callback may sleep.
+                    // resolved on (the cache is keyed by port); receive work may sleep.
                     let ah = unsafe { shared.ah(agent) }?;
                     SendAh::Shared(shared, ah)
                 }

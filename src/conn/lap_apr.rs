@@ -36,7 +36,7 @@ const APR_PD_OFFSET: usize = 84;
 
 /// Whether cm.c handles alternate-path messages on this port (not on RoCE).
 fn takes_alternate_paths(dev: &CmDevice, port_num: u32) -> bool {
-    // SAFETY: The device is live while it processes a received MAD.
+    // SAFETY: The device is live while its receive work runs.
     !unsafe { bindings::ibcm_glue_protocol_roce(dev.ib_dev(), port_num) }
 }
 
@@ -62,14 +62,14 @@ pub(crate) fn on_lap(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
         let g = id.inner.lock();
         (g.conn.pkey, g.conn.path_mtu)
     };
-    // SAFETY: The device is live while it processes a received MAD.
+    // SAFETY: The device is live while its receive work runs.
     let port_opa = unsafe { bindings::ibcm_glue_cap_opa_ah(dev.ib_dev(), port_num) };
     let path = lap_path(&lap.alternate, pkey, mtu, port_opa);
     let prepared = (|| {
-        // SAFETY: The receive callback owns `wc` until this event is delivered or dropped here;
+        // SAFETY: The receive work owns `wc` until this event is delivered or dropped here;
         // queueing it copies the MAD first.
         let mut ev = unsafe { Event::for_wc(0, wc) }.ok()?;
-        // SAFETY: `wc` is valid for the call, which runs in the processing of a MAD the device received.
+        // SAFETY: `wc` is valid for the call, which runs in the device's receive work.
         let wc_av = unsafe { Av::from_wc(dev, port_num, wc.wc(), wc.grh()) }
             .and_then(Av::boxed)
             .ok()?;

@@ -225,7 +225,7 @@ pub(crate) fn on_rep(
     };
     let qp_type = id.inner.lock().conn.qp_type();
     let (Ok(ev), Ok(res)) = (
-        // SAFETY: The receive callback owns `wc` until this event is delivered or dropped in it;
+        // SAFETY: The receive work owns `wc` until this event is delivered or dropped in it;
         // queueing it copies the MAD first.
         unsafe { rep_event(wc, rep, qp_type, hdr.attr_mod) },
         ConnReservation::new(GFP_KERNEL),

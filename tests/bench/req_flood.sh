@@ -50,13 +50,12 @@ def cpu(r):
     b, n = num(r, "peer_busy_ms"), num(r, "replies")
     return b * 1000 / n if b is not None and n else None
 # The CM's own time per REQ on B, in microseconds: its MAD receive handler, its receive work
-# item (cm.c's; ours has none) and its send-completion handler (ftrace profiler and workqueue tracepoints; wall time
+# item and its send-completion handler (ftrace profiler and workqueue tracepoints; wall time
 # inside those functions, so interrupts that hit them are included for both CMs alike).
 def cm_us(r):
     parts = [num(r, k) for k in ("work_us", "recv_us", "send_us")]
     n = num(r, "recv_n")
-    # work=none: the CM has no receive work item (its receive handler does the work).
-    if None in parts or not n or (r.get("work") != "none" and num(r, "work_n") != n):
+    if None in parts or not n or num(r, "work_n") != n:
         return None
     return sum(parts) / n
 def part(k):

@@ -22,7 +22,7 @@ T=/sys/kernel/tracing
 if [ "$CM" = c ]; then
 	CMFN="cm_recv_handler cm_work_handler cm_send_handler"
 else
-	CMFN="ibcm_glue_recv_handler ibcm_glue_send_handler ibcm_glue_timewait_fn"
+	CMFN="ibcm_glue_recv_handler ibcm_glue_recv_work_fn ibcm_glue_send_handler ibcm_glue_timewait_fn"
 fi
 API="ib_create_cm_id ib_destroy_cm_id ib_cm_listen ib_cm_insert_listen ib_send_cm_req ib_send_cm_rep
 ib_send_cm_rtu ib_send_cm_dreq ib_send_cm_drep ib_send_cm_rej ib_send_cm_mra ib_send_cm_sidr_req

@@ -171,16 +171,13 @@ trace-start)
 	. /tmp/bench.conf
 	T=/sys/kernel/tracing
 	[ -d $T/events ] || mount -t tracefs nodev $T
-	# An empty WORK_RE: the CM handles received MADs in its receive handler (no work item).
+	addr=$(awk -v re="$WORK_RE" '$3 ~ re { print $1; exit }' /proc/kallsyms)
+	[ -n "$addr" ] || { echo "fail no-work-fn"; exit 0; }
 	echo 0 >$T/tracing_on; echo >$T/trace; echo 4096 >$T/buffer_size_kb
-	if [ -n "$WORK_RE" ]; then
-		addr=$(awk -v re="$WORK_RE" '$3 ~ re { print $1; exit }' /proc/kallsyms)
-		[ -n "$addr" ] || { echo "fail no-work-fn"; exit 0; }
-		for e in start end; do
-			echo "function == 0x$addr" >$T/events/workqueue/workqueue_execute_$e/filter
-			echo 1 >$T/events/workqueue/workqueue_execute_$e/enable
-		done
-	fi
+	for e in start end; do
+		echo "function == 0x$addr" >$T/events/workqueue/workqueue_execute_$e/filter
+		echo 1 >$T/events/workqueue/workqueue_execute_$e/enable
+	done
 	echo "$RECV_FN $SEND_FN" >$T/set_ftrace_filter
 	for f in $PROF; do echo "$f" >>$T/set_ftrace_filter; done
 	echo 1 >$T/function_profile_enabled
@@ -192,11 +189,11 @@ trace-stop)
 	echo 0 >$T/tracing_on
 	echo 0 >$T/function_profile_enabled
 	# Work items: pair each execute_start with the next execute_end of the same work struct.
-	work=$(awk -v traced="${WORK_RE:+1}" '/workqueue_execute_(start|end)/ {
+	work=$(awk '/workqueue_execute_(start|end)/ {
 		match($0, /[0-9]+[.][0-9]+: workqueue/); ts = substr($0, RSTART, RLENGTH - 11)
 		match($0, /work struct [^:]*/); w = substr($0, RSTART + 12, RLENGTH - 12)
 		if ($0 ~ /execute_start/) { st[w] = ts } else if (w in st) { t += ts - st[w]; n++; delete st[w] } }
-		END { if (traced == "") printf "work=none work_n=0 work_us=0"; else printf "work_n=%d work_us=%d", n, t * 1000000 }' $T/trace)
+		END { printf "work_n=%d work_us=%d", n, t * 1000000 }' $T/trace)
 	cat $T/trace_stat/function* >/tmp/prof.txt 2>/dev/null
 	prof=$(awk -v r="$RECV_FN" -v s="$SEND_FN" '
 		$1 == r { rn += $2; rt += $3 } $1 == s { sn += $2; st += $3 }
@@ -211,12 +208,11 @@ done) touch /tmp/pair-done; echo ok ;;
 esac
 CMD
 	chmod +x /tmp/cmd.sh
-	# What trace-start hooks: each CM's MAD handlers and its receive work function (ours has
-	# none: it handles a received MAD in its receive handler).
+	# What trace-start hooks: each CM's MAD handlers and its receive work function.
 	if [ "$CM" = c ]; then
 		printf '%s\n' RECV_FN=cm_recv_handler SEND_FN=cm_send_handler "WORK_RE='^cm_work_handler\$'"
 	else
-		printf '%s\n' RECV_FN=ibcm_glue_recv_handler SEND_FN=ibcm_glue_send_handler "WORK_RE="
+		printf '%s\n' RECV_FN=ibcm_glue_recv_handler SEND_FN=ibcm_glue_send_handler "WORK_RE='^ibcm_glue_recv_work_fn\$'"
 	fi >/tmp/bench.conf
 	echo "PROF='$PROF'" >>/tmp/bench.conf
 	n=0
