@@ -86,6 +86,9 @@ void ibcm_glue_wake_var(void *var);
 bool ibcm_glue_wait_var_zero(u32 *var, unsigned int ms);
 void ibcm_glue_cond_resched(void);
 
+/* --- glue.c: kmalloc() for the CM's own boxes (src/alloc.rs) --- */
+void *ibcm_glue_kmalloc(size_t size, gfp_t flags);
+
 /* --- glue.c: the CM workqueue --- */
 struct workqueue_struct *ibcm_glue_alloc_wq(void);
 void ibcm_glue_flush_wq(struct workqueue_struct *wq);

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-//! The allocator of the CM's own boxes: `kmalloc` and `kfree`, called directly.
+//! The allocator of the CM's own boxes: `kmalloc()` and `kfree()`, without `krealloc()`.
 //!
 //! 6.12's kernel crate allocates and frees every `KBox` through `krealloc()`
 //! (`krealloc(NULL, size)` to allocate, `krealloc(p, 0)` to free), behind a function pointer:
 //! two calls more than cm.c's `kmalloc()` / `kfree()` on each side, about 50 instructions per
 //! allocation and per free (measured with `make bench-conn TBPROF=1`). The objects a connection
 //! allocates (events, addresses, remote-table entries, private data) are boxed with [`Kmem`]
-//! instead, which calls `__kmalloc_noprof()` and `kfree()` itself. The memory is the same
-//! kmalloc memory either way, so anything [`Kmem`] does not handle itself (a resize, flags it
-//! does not know) goes to the kernel crate's allocator, and `kfree()` frees both.
+//! instead, which calls `kmalloc()` (through a one-line C helper, so that allocation profiling
+//! sees the call) and `kfree()` itself. The memory is the same kmalloc memory either way, so
+//! anything [`Kmem`] does not handle itself (a resize, flags it does not know, an alignment
+//! above kmalloc's minimum) goes to the kernel crate's allocator, and `kfree()` frees both.
 
 use crate::bindings;
 use core::{alloc::Layout, ptr::NonNull};
@@ -19,6 +20,12 @@ pub(crate) struct Kmem;
 
 /// A box allocated with [`Kmem`].
 pub(crate) type CmBox<T> = kernel::alloc::Box<T, Kmem>;
+
+/// An alignment every kmalloc allocation has: kmalloc aligns to `ARCH_KMALLOC_MINALIGN`, which is
+/// at least `ARCH_SLAB_MINALIGN` (asserted below), whatever the size and slab debugging.
+const MIN_ALIGN: usize = 8;
+
+const _: () = assert!(bindings::ARCH_SLAB_MINALIGN >= MIN_ALIGN);
 
 /// The raw GFP value of the flags the CM allocates with. `Flags`' value is private to the
 /// kernel crate in 6.12, so it is matched against the constants; others return `None`.
@@ -34,10 +41,10 @@ fn raw_gfp(f: Flags) -> Option<bindings::gfp_t> {
     }
 }
 
-// SAFETY: A new allocation comes from `__kmalloc_noprof()`, valid until `kfree()`, of at least
-// the padded size, aligned as `Kmalloc` aligns it (slab objects of a size that is a multiple of
-// the alignment are aligned to it); everything else is `Kmalloc`'s, whose guarantees hold, and
-// whose memory `kfree()` frees as it frees ours (both are kmalloc memory).
+// SAFETY: A new allocation of ours comes from `kmalloc()`: at least `layout.size()` bytes,
+// aligned to `MIN_ALIGN >= layout.align()`, valid until `kfree()`. Everything else is
+// `Kmalloc`'s, whose guarantees hold, and whose memory `kfree()` frees as it frees ours (both
+// are kmalloc memory; `Kmalloc` frees ours through `krealloc()` as it frees its own).
 unsafe impl Allocator for Kmem {
     #[inline]
     unsafe fn realloc(
@@ -46,13 +53,12 @@ unsafe impl Allocator for Kmem {
         old_layout: Layout,
         flags: Flags,
     ) -> Result<NonNull<[u8]>, AllocError> {
-        let padded = Kmalloc::aligned_layout(layout);
         if let (None, Some(gfp)) = (ptr, raw_gfp(flags)) {
-            if padded.size() != 0 {
+            if layout.size() != 0 && layout.align() <= MIN_ALIGN {
                 // SAFETY: A plain allocation of a non-zero size.
-                let p = unsafe { bindings::__kmalloc_noprof(padded.size(), gfp) };
+                let p = unsafe { bindings::ibcm_glue_kmalloc(layout.size(), gfp) };
                 let p = NonNull::new(p.cast::<u8>()).ok_or(AllocError)?;
-                return Ok(NonNull::slice_from_raw_parts(p, padded.size()));
+                return Ok(NonNull::slice_from_raw_parts(p, layout.size()));
             }
         }
         // SAFETY: The caller's contract, which is `Kmalloc`'s; any old allocation is kmalloc

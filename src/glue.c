@@ -255,6 +255,15 @@ void ibcm_glue_cond_resched(void)
 	cond_resched();
 }
 
+/*
+ * kmalloc() proper, so that memory-allocation profiling (CONFIG_MEM_ALLOC_PROFILING) tags the
+ * CM's boxes at this call site: __kmalloc_noprof() called from Rust would skip alloc_hooks().
+ */
+void *ibcm_glue_kmalloc(size_t size, gfp_t flags)
+{
+	return kmalloc(size, flags);
+}
+
 struct workqueue_struct *ibcm_glue_alloc_wq(void)
 {
 	/* As cm.c: per-CPU, max_active 1, not WQ_MEM_RECLAIM. */

@@ -929,6 +929,34 @@ extern "C" fn is_err_or_null_as_c(_test: *mut bindings::kunit) {
     expect!(!is_err_or_null(&x));
 }
 
+/// `alloc::Kmem` hands out kmalloc memory, 8-aligned, for its own flags and for the ones it passes
+/// on to the kernel crate's allocator (here `__GFP_ZERO`, which must zero), and frees both with
+/// `kfree()` (kmemleak's scans after the suite would report a box that was not freed); a
+/// zero-sized box allocates nothing.
+extern "C" fn cm_box_is_kmalloc_memory(_test: *mut bindings::kunit) {
+    use crate::alloc::CmBox;
+    use kernel::alloc::flags::{__GFP_ZERO, GFP_ATOMIC, GFP_KERNEL};
+    let kmalloced = |p: *const u8, size: usize| {
+        // CAST: an address, only tested for alignment.
+        let aligned = (p as usize) % 8 == 0;
+        // SAFETY: `p` is a live allocation of a box below; `ksize()` reads slab metadata.
+        aligned && unsafe { bindings::ksize(p.cast()) } >= size
+    };
+    let a = require!(CmBox::new(0x1234_5678_9abc_def0u64, GFP_KERNEL));
+    expect!(*a == 0x1234_5678_9abc_def0);
+    expect!(kmalloced(core::ptr::from_ref(&*a).cast(), 8));
+    let b = require!(CmBox::new([0x5au8; 300], GFP_ATOMIC));
+    expect!(b.iter().all(|&x| x == 0x5a));
+    expect!(kmalloced(b.as_ptr(), 300));
+    let z = require!(CmBox::<[u8; 200]>::new_uninit(GFP_KERNEL | __GFP_ZERO));
+    // SAFETY: `__GFP_ZERO` zeroed it, and all-zero is a valid byte array.
+    let z = unsafe { z.assume_init() };
+    expect!(z.iter().all(|&x| x == 0));
+    expect!(kmalloced(z.as_ptr(), 200));
+    let unit = require!(CmBox::new((), GFP_KERNEL));
+    drop((a, b, z, unit));
+}
+
 /// `const`-builds a KUnit case.
 const fn case(
     name: &'static core::ffi::CStr,
@@ -957,7 +985,7 @@ const fn suite(name: &[u8], cases: *mut bindings::kunit_case) -> bindings::kunit
 
 // KUnit writes run status into the cases and the suite, hence `static mut`; nothing in Rust
 // touches them after initialisation.
-static mut CASES: [bindings::kunit_case; 14] = [
+static mut CASES: [bindings::kunit_case; 15] = [
     case(c"tree_share_and_release", tree_share_and_release),
     case(c"listen_never_shares", listen_never_shares),
     case(c"assign_allocator", assign_allocator),
@@ -989,6 +1017,7 @@ static mut CASES: [bindings::kunit_case; 14] = [
         dup_req_gets_mra_with_the_ids_tid,
     ),
     case(c"is_err_or_null_as_c", is_err_or_null_as_c),
+    case(c"cm_box_is_kmalloc_memory", cm_box_is_kmalloc_memory),
     // SAFETY: The zeroed terminator KUnit looks for.
     unsafe { core::mem::zeroed() },
 ];
