@@ -47,7 +47,9 @@ pub(crate) struct CmDevice {
     #[pin]
     pub(crate) inner: SpinLockIrq<DeviceInner>,
     /// Sends in flight, and whether removal closed the gate to new ones.
-    sends: SendGate,
+    sends: Gate,
+    /// Receive callbacks queueing a received MAD's work item.
+    recvs: Gate,
     /// Recent requesters' addresses and reply handles (`reply_ah.rs`); a leaf lock.
     #[pin]
     reply_ahs: SpinLockIrq<ReplyAhCache>,
@@ -85,33 +87,38 @@ unsafe impl Send for CmDevice {}
 // SAFETY: See `Send`.
 unsafe impl Sync for CmDevice {}
 
-/// The send gate of a device, without a lock: the sends between [`CmDevice::enter_send`] and
-/// the end of their post, and whether removal has closed the gate.
+/// A gate of a device, without a lock: the callers between entering it and dropping their
+/// [`GateGuard`], and whether removal has closed it. The device has two: one for sends (from
+/// [`CmDevice::enter_send`] to the end of their post) and one for the receive callback (from
+/// [`CmDevice::enter_recv`] until the received MAD's work item is queued).
 ///
-/// A sender counts itself in, then looks at the gate; removal closes the gate, then (after a full
+/// A caller counts itself in, then looks at the gate; removal closes the gate, then (after a full
 /// fence) looks at the count. Both sides order their write before their read, so at least one of
-/// them sees the other's write: the sender backs out, or removal waits for it (on the count's
-/// hashed wait queue, woken by the send that brings the count to zero once the gate is closed).
-struct SendGate {
+/// them sees the other's write: the caller backs out, or removal waits for it (on the count's
+/// hashed wait queue, woken by the caller that brings the count to zero once the gate is closed).
+struct Gate {
     inflight: AtomicU32,
     closed: AtomicBool,
+    /// What passes it, for removal's warning.
+    what: &'static str,
 }
 
-impl SendGate {
-    const fn new() -> Self {
+impl Gate {
+    const fn new(what: &'static str) -> Self {
         Self {
             inflight: AtomicU32::new(0),
             closed: AtomicBool::new(false),
+            what,
         }
     }
 
-    fn enter(&self) -> bool {
+    fn enter(&self) -> Option<GateGuard<'_>> {
         self.inflight.fetch_add(1, Ordering::SeqCst);
         if self.closed.load(Ordering::SeqCst) {
             self.leave();
-            return false;
+            return None;
         }
-        true
+        Some(GateGuard { gate: self })
     }
 
     fn leave(&self) {
@@ -120,32 +127,35 @@ impl SendGate {
         }
     }
 
-    /// Closes the gate: no send starts from now on.
+    /// Closes the gate: nobody passes it from now on.
     fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         // The drain's first look at the count is a plain load (in C): without a full barrier
-        // it could pass this store on a weakly ordered CPU and miss a sender that saw the gate
+        // it could pass this store on a weakly ordered CPU and miss a caller that saw the gate
         // open.
         core::sync::atomic::fence(Ordering::SeqCst);
     }
 
-    /// Waits until the sends that passed the gate before it closed have ended.
+    /// Waits until the callers that passed the gate before it closed have left.
     fn drain(&self) {
         while !use_count::wait_zero_ms(&self.inflight, 10_000) {
-            pr_warn!("ib_cm: device removal waiting for in-flight sends\n");
+            pr_warn!(
+                "ib_cm: device removal waiting for in-flight {}\n",
+                self.what
+            );
         }
     }
 }
 
 /// Proof that the device is not going down; keeps removal from unregistering the MAD agents
-/// until it is dropped.
-pub(crate) struct SendGuard<'a> {
-    dev: &'a CmDevice,
+/// (and, for the receive gate, from flushing the CM workqueue) until it is dropped.
+pub(crate) struct GateGuard<'a> {
+    gate: &'a Gate,
 }
 
-impl Drop for SendGuard<'_> {
+impl Drop for GateGuard<'_> {
     fn drop(&mut self) {
-        self.dev.sends.leave();
+        self.gate.leave();
     }
 }
 
@@ -166,7 +176,8 @@ impl CmDevice {
                     },
                     "CmDevice::inner"
                 ),
-                sends: SendGate::new(),
+                sends: Gate::new("sends"),
+                recvs: Gate::new("receive callbacks"),
                 reply_ahs <- new_spinlock_irq!(
                     // SAFETY: A pure conversion.
                     ReplyAhCache::new(unsafe { bindings::__msecs_to_jiffies(reply_ah::TTL_MS) }),
@@ -197,15 +208,21 @@ impl CmDevice {
     }
 
     /// Marks the device going down (no listener is accepted, no work queued) and closes the
-    /// send gate.
+    /// send and receive gates.
     fn mark_going_down(&self) {
         self.inner.lock().going_down = true;
+        self.recvs.close();
         self.sends.close();
     }
 
     /// Allows one send unless the device is going down.
-    pub(crate) fn enter_send(&self) -> Option<SendGuard<'_>> {
-        self.sends.enter().then_some(SendGuard { dev: self })
+    pub(crate) fn enter_send(&self) -> Option<GateGuard<'_>> {
+        self.sends.enter()
+    }
+
+    /// Allows the receive callback to queue one received MAD unless the device is going down.
+    pub(crate) fn enter_recv(&self) -> Option<GateGuard<'_>> {
+        self.recvs.enter()
     }
 
     /// The address of the sender of the MAD received with `wc` and `grh` on the port of
@@ -217,7 +234,7 @@ impl CmDevice {
     /// # Safety
     ///
     /// `agent` must be this device's registered agent and stay so for the call (the caller
-    /// holds a [`SendGuard`] or runs in the device's receive work); `wc` and `grh` must be
+    /// holds a [`GateGuard`] of [`CmDevice::enter_send`] or runs in the device's receive work); `wc` and `grh` must be
     /// valid. May sleep.
     pub(crate) unsafe fn reply_addr(
         &self,
@@ -348,17 +365,20 @@ impl CmDevice {
     }
 
     /// Tears down the first `registered` ports of a device marked `going_down`, in cm.c's order
-    /// (`cm_remove_one`): CM support off, sends past the gate drained, queued receive work run, the
+    /// (`cm_remove_one`): CM support off, receive callbacks past the receive gate done queueing,
+    /// sends past the send gate drained, queued receive work run, the
     /// timewaits still queued ended, the ids' handshake address handles given up and the reply
     /// cache closed (and its sweep stopped), then the agents (waiting for their callbacks, which
     /// destroy the handles still in use) and the sysfs groups. Every handle made on the port's
     /// MAD protection domain is gone when this returns: ib_mad frees that domain after.
     fn shut_down(&self, registered: usize) {
         debug_assert!(self.sends.closed.load(Ordering::Relaxed));
+        debug_assert!(self.recvs.closed.load(Ordering::Relaxed));
         for port in self.ports.iter().take(registered) {
             // SAFETY: `ib_dev` is live during add and remove.
             unsafe { bindings::ibcm_glue_clear_cm_sup(self.ib_dev, port.port_num()) };
         }
+        self.recvs.drain();
         self.sends.drain();
         recv::flush();
         timewait::end_all(self);
@@ -486,7 +506,8 @@ pub(crate) unsafe extern "C" fn ibcm_rs_remove_one(
     if pending != 0 {
         pr_warn!("ib_cm: device removed with {pending} unanswered request id(s) not destroyed\n");
     }
-    // 2. Sends already past the gate finish posting; queued receive work runs (and sends
+    // 2. Receive callbacks already past their gate finish queueing, sends already past theirs
+    //    finish posting; queued receive work runs (and sends
     //    nothing, the device is going down); cached reply handles go before their agents'
     //    protection domain (sends still using one hold it until unregistering the agent
     //    completes them); 3. the agents go (waiting for their callbacks), then the sysfs

@@ -196,30 +196,29 @@ pub(crate) unsafe extern "C" fn ibcm_rs_recv(
         return;
     };
     port.count(Counter::RxMsgs, attr.counter_index(), 1);
-    let dev: Arc<CmDevice> = dev.into();
+    // Inside the receive gate until the work is queued: removal closes the gate and waits for
+    // callbacks inside it before it flushes the CM workqueue, so its flush sees every work
+    // queued here (cm.c queues under `cm.lock` for the same ordering with `going_down`).
+    let Some(_gate) = dev.enter_recv() else {
+        return;
+    };
+    let wq = WQ.load(Ordering::Acquire);
+    if wq.is_null() {
+        return;
+    }
     let origin = Origin {
-        dev: dev.clone(),
+        dev: dev.into(),
         port_num,
         wc,
     };
     let Ok(work) = Event::for_work(origin) else {
         return;
     };
-    let wq = WQ.load(Ordering::Acquire);
-    let inner = dev.inner.lock();
-    if inner.going_down || wq.is_null() {
-        drop(inner);
-        drop(work);
-        return;
-    }
     // The work item owns itself from here until `ibcm_rs_recv_work` takes it back; it does
     // not move (it stays in its box).
     let item = Event::into_work(work);
-    // Queueing does not allocate and may be done under a spinlock; doing it under the device
-    // lock orders it before removal's `going_down`, so removal's flush sees it.
     // SAFETY: `wq` is live until module exit, after every device is gone; `item` is live.
     unsafe { bindings::ibcm_glue_queue_work(wq, item) };
-    drop(inner);
 }
 
 /// Dispatches one received MAD (`cm_work_handler`).
