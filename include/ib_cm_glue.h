@@ -81,7 +81,7 @@ void ibcm_glue_spin_lock_init(spinlock_t *lock, const char *name,
 unsigned long ibcm_glue_spin_lock_irqsave(spinlock_t *lock);
 void ibcm_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 
-/* --- glue.c: hashed waits on a counter (src/use_count.rs, the send gate of src/device.rs) --- */
+/* --- glue.c: hashed waits on a counter (src/use_count.rs, the gates of src/device.rs) --- */
 void ibcm_glue_wake_var(void *var);
 bool ibcm_glue_wait_var_zero(u32 *var, unsigned int ms);
 void ibcm_glue_cond_resched(void);

@@ -21,11 +21,17 @@ pub(crate) struct Kmem;
 /// A box allocated with [`Kmem`].
 pub(crate) type CmBox<T> = kernel::alloc::Box<T, Kmem>;
 
-/// An alignment every kmalloc allocation has: kmalloc aligns to `ARCH_KMALLOC_MINALIGN`, which is
-/// at least `ARCH_SLAB_MINALIGN` (asserted below), whatever the size and slab debugging.
-const MIN_ALIGN: usize = 8;
+/// An alignment every kmalloc allocation has, whatever its size and slab debugging: kmalloc
+/// aligns to both `ARCH_KMALLOC_MINALIGN` and `ARCH_SLAB_MINALIGN` (`<linux/slab.h>`).
+const MIN_ALIGN: usize = bindings::ARCH_SLAB_MINALIGN;
 
-const _: () = assert!(bindings::ARCH_SLAB_MINALIGN >= MIN_ALIGN);
+// The CM's boxes take the direct path: none needs more than kmalloc's alignment.
+const _: () = {
+    use core::mem::align_of;
+    assert!(align_of::<crate::event::Event>() <= MIN_ALIGN);
+    assert!(align_of::<crate::av::Av>() <= MIN_ALIGN);
+    assert!(align_of::<crate::remote::ConnEntry>() <= MIN_ALIGN);
+};
 
 /// The raw GFP value of the flags the CM allocates with. `Flags`' value is private to the
 /// kernel crate in 6.12, so it is matched against the constants; others return `None`.
@@ -42,9 +48,10 @@ fn raw_gfp(f: Flags) -> Option<bindings::gfp_t> {
 }
 
 // SAFETY: A new allocation of ours comes from `kmalloc()`: at least `layout.size()` bytes,
-// aligned to `MIN_ALIGN >= layout.align()`, valid until `kfree()`. Everything else is
-// `Kmalloc`'s, whose guarantees hold, and whose memory `kfree()` frees as it frees ours (both
-// are kmalloc memory; `Kmalloc` frees ours through `krealloc()` as it frees its own).
+// aligned to `MIN_ALIGN >= layout.align()`, valid until `kfree()`. Everything else goes to
+// `Kmalloc`, whose guarantees hold: what it allocates is kmalloc memory, which `free` below
+// releases with `kfree()` as it releases ours, and a resize or a free through `realloc` hands
+// it our kmalloc memory, which `krealloc()` takes as its own.
 unsafe impl Allocator for Kmem {
     #[inline]
     unsafe fn realloc(

@@ -113,6 +113,11 @@ impl Gate {
     }
 
     fn enter(&self) -> Option<GateGuard<'_>> {
+        // A cheap early look, so callers that bounce off a closed gate do not keep the count
+        // above zero under steady traffic; the look after counting in decides.
+        if self.closed.load(Ordering::Relaxed) {
+            return None;
+        }
         self.inflight.fetch_add(1, Ordering::SeqCst);
         if self.closed.load(Ordering::SeqCst) {
             self.leave();
@@ -121,6 +126,11 @@ impl Gate {
         Some(GateGuard { gate: self })
     }
 
+    /// The gate itself (`self`, inside the device) is still read after the count drops, when
+    /// removal may already be past its drain: the device outlives every caller all the same.
+    /// A receive callback runs inside a MAD agent callback, and removal unregisters the agents
+    /// (which waits for their callbacks) before it lets the device go; a sender holds an id,
+    /// which holds a reference to the device.
     fn leave(&self) {
         if self.inflight.fetch_sub(1, Ordering::SeqCst) == 1 && self.closed.load(Ordering::SeqCst) {
             use_count::wake_zero_waiter(&self.inflight);
@@ -350,9 +360,7 @@ impl CmDevice {
         dev.ok_or(ENODEV)
     }
 
-    /// Registers sysfs counters and the MAD agent of every port (`cm_add_one`); on failure
-    /// undoes what was done.
-    /// Registers the ports in order; on failure returns the error and how many ports were
+    /// Registers sysfs counters and the MAD agent of every port (`cm_add_one`), in order; on failure returns the error and how many ports were
     /// registered (the caller tears those down with [`CmDevice::shut_down`]: receive work
     /// they queued may still run and must finish before their agents go).
     fn register_ports(&self) -> core::result::Result<(), (Error, usize)> {

@@ -120,7 +120,8 @@ pub(crate) unsafe extern "C" fn ibcm_rs_counter(
 /// # Safety
 ///
 /// `context` must be the context the agent was registered with (a `CmDevice` kept alive by
-/// its client-data reference until after the agent is unregistered), and the borrow must not
+/// its owner, `ibcm_rs_add_one`'s reference and then the client data's, until after the agent
+/// is unregistered), and the borrow must not
 /// outlive the agent callback.
 pub(crate) unsafe fn device_of_agent<'a>(context: *mut ffi::c_void) -> ArcBorrow<'a, CmDevice> {
     // SAFETY: See the function's safety contract.
