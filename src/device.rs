@@ -244,8 +244,8 @@ impl CmDevice {
     /// # Safety
     ///
     /// `agent` must be this device's registered agent and stay so for the call (the caller
-    /// holds a [`GateGuard`] of [`CmDevice::enter_send`] or runs in the device's receive work); `wc` and `grh` must be
-    /// valid. May sleep.
+    /// holds a [`GateGuard`] of [`CmDevice::enter_send`] or runs in the device's receive work);
+    /// `wc` and `grh` must be valid. May sleep.
     pub(crate) unsafe fn reply_addr(
         &self,
         agent: *mut bindings::ib_mad_agent,
@@ -360,9 +360,10 @@ impl CmDevice {
         dev.ok_or(ENODEV)
     }
 
-    /// Registers sysfs counters and the MAD agent of every port (`cm_add_one`), in order; on failure returns the error and how many ports were
-    /// registered (the caller tears those down with [`CmDevice::shut_down`]: receive work
-    /// they queued may still run and must finish before their agents go).
+    /// Registers sysfs counters and the MAD agent of every port (`cm_add_one`), in order; on
+    /// failure returns the error and how many ports were registered (the caller tears those
+    /// down with [`CmDevice::shut_down`]: receive work they queued may still run and must
+    /// finish before their agents go).
     fn register_ports(&self) -> core::result::Result<(), (Error, usize)> {
         for (done, port) in self.ports.iter().enumerate() {
             if let Err(e) = self.register_port(port) {
@@ -374,10 +375,10 @@ impl CmDevice {
 
     /// Tears down the first `registered` ports of a device marked `going_down`, in cm.c's order
     /// (`cm_remove_one`): CM support off, receive callbacks past the receive gate done queueing,
-    /// sends past the send gate drained, queued receive work run, the
-    /// timewaits still queued ended, the ids' handshake address handles given up and the reply
-    /// cache closed (and its sweep stopped), then the agents (waiting for their callbacks, which
-    /// destroy the handles still in use) and the sysfs groups. Every handle made on the port's
+    /// sends past the send gate drained, queued receive work run, the timewaits still queued
+    /// ended, the ids' handshake address handles given up and the reply cache closed (and its
+    /// sweep stopped), then the agents (waiting for their callbacks, which destroy the handles
+    /// still in use) and the sysfs groups. Every handle made on the port's
     /// MAD protection domain is gone when this returns: ib_mad frees that domain after.
     fn shut_down(&self, registered: usize) {
         debug_assert!(self.sends.closed.load(Ordering::Relaxed));
@@ -515,11 +516,10 @@ pub(crate) unsafe extern "C" fn ibcm_rs_remove_one(
         pr_warn!("ib_cm: device removed with {pending} unanswered request id(s) not destroyed\n");
     }
     // 2. Receive callbacks already past their gate finish queueing, sends already past theirs
-    //    finish posting; queued receive work runs (and sends
-    //    nothing, the device is going down); cached reply handles go before their agents'
-    //    protection domain (sends still using one hold it until unregistering the agent
-    //    completes them); 3. the agents go (waiting for their callbacks), then the sysfs
-    //    groups.
+    //    finish posting; queued receive work runs (and sends nothing, the device is going
+    //    down); cached reply handles go before their agents' protection domain (sends still
+    //    using one hold it until unregistering the agent completes them); 3. the agents go
+    //    (waiting for their callbacks), then the sysfs groups.
     dev.shut_down(dev.ports.len());
     // SAFETY: `ib_dev` is live during remove; clearing the slot stops new lookups, and the
     // grace period lets lookups already inside their RCU section take their reference first.
