@@ -255,7 +255,8 @@ senders() {
 }
 
 # pair NAME LIMIT PORT "SERVER" "CLIENT" [forever]: runs SERVER in the background, waits
-# until it listens on PORT, runs CLIENT; both under LIMIT seconds. Sets $crc and $src (exit
+# until it listens on PORT, runs CLIENT under LIMIT seconds; the server then gets 30 s to end
+# (then its stack is logged and it is killed). Sets $crc and $src (exit
 # statuses) and writes /tmp/NAME-s.log and /tmp/NAME-c.log. A failed client ends the server at
 # once. A `forever` server (cmtime's never exits) must still be running when its client is
 # done; it is then ended and counts as a success.
@@ -264,7 +265,10 @@ pair() {
 	crc=255 src=255
 	t0=$(now)
 	counters >/tmp/pair-before
-	timeout $limit $scmd >/tmp/$name-s.log 2>&1 &
+	# The server's own limit is only a backstop: it outlasts the client's limit and the reap's
+	# grace below, so a server still running after its client is done is caught by `stuck`
+	# (its kernel stack goes into the log) rather than ended by its own `timeout` first.
+	timeout $((limit + 120)) $scmd >/tmp/$name-s.log 2>&1 &
 	spid=$!
 	if ! wait_listen $port 60; then
 		reap $spid 0
