@@ -378,8 +378,8 @@ impl CmDevice {
     /// sends past the send gate drained, queued receive work run, the timewaits still queued
     /// ended, the ids' handshake address handles given up and the reply cache closed (and its
     /// sweep stopped), then the agents (waiting for their callbacks, which destroy the handles
-    /// still in use) and the sysfs groups. Every handle made on the port's
-    /// MAD protection domain is gone when this returns: ib_mad frees that domain after.
+    /// still in use) and the sysfs groups. Every handle made on the port's MAD protection domain
+    /// is gone when this returns: ib_mad frees that domain after.
     fn shut_down(&self, registered: usize) {
         debug_assert!(self.sends.closed.load(Ordering::Relaxed));
         debug_assert!(self.recvs.closed.load(Ordering::Relaxed));

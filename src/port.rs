@@ -121,8 +121,7 @@ pub(crate) unsafe extern "C" fn ibcm_rs_counter(
 ///
 /// `context` must be the context the agent was registered with (a `CmDevice` kept alive by
 /// its owner, `ibcm_rs_add_one`'s reference and then the client data's, until after the agent
-/// is unregistered), and the borrow must not
-/// outlive the agent callback.
+/// is unregistered), and the borrow must not outlive the agent callback.
 pub(crate) unsafe fn device_of_agent<'a>(context: *mut ffi::c_void) -> ArcBorrow<'a, CmDevice> {
     // SAFETY: See the function's safety contract.
     unsafe { ArcBorrow::from_raw(context.cast::<CmDevice>()) }
