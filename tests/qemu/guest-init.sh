@@ -431,6 +431,106 @@ prc=$?
 klog "IBCM-INFO: pyverbs test_rdmacm: status $prc after $(($(now) - t0)) s"
 pyverbs_results /tmp/py.res /tmp/py.log rxe0 $prc
 
+# --- 7b. a kernel ULP: NVMe over RDMA, unmodified nvmet-rdma and nvme-rdma over rdma_cm ---
+# The target (nvmet-rdma) listens on 10.0.0.1:4420 (rxe0) and exports a memory-backed
+# null_blk device; the host (nvme-rdma) connects from 10.0.0.2 (rxe1) with an admin queue and
+# two I/O queues, each its own RC connection whose REQ the target accepts from inside its
+# rdma_cm handler. 1 MiB of random data goes to the namespace and comes back with O_DIRECT
+# (over the wire, not from the page cache), then the host deletes the controller (DREQ on
+# every queue) and the target's port goes (its listener is destroyed). Section 8 below checks
+# that no id is left; kmemleak checks that nothing leaked.
+NQN=ibcm-nvme-test
+NV=/sys/kernel/config/nvmet
+# nvme_step WHAT CMD...: runs CMD; on failure sets $nvme_err (the first failure) and fails.
+nvme_step() {
+	what=$1
+	shift
+	"$@" 2>/tmp/nvme-step.err && return 0
+	[ -n "$nvme_err" ] || nvme_err="$what failed: $(head -c 200 /tmp/nvme-step.err | tr '\n' ' ')"
+	return 1
+}
+nvme_wr() { echo "$2" >"$1"; }
+# nvme_wait WHAT SECS CMD...: CMD succeeds within SECS seconds, else $nvme_err says WHAT.
+nvme_wait() {
+	what=$1 end=$(($(now) + $2))
+	shift 2
+	while ! "$@" 2>/dev/null; do
+		if [ "$(now)" -ge $end ]; then
+			[ -n "$nvme_err" ] || nvme_err="$what"
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+nvme_target_up() {
+	nvme_step "insmod null_blk" ins /lib/modules/base/null_blk.ko nr_devices=1 memory_backed=1 gb=1 &&
+		nvme_step "insmod nvmet" ins /lib/modules/base/nvmet.ko &&
+		nvme_step "insmod nvmet-rdma" ins /lib/modules/base/nvmet-rdma.ko &&
+		{ [ -d $NV ] || nvme_step "mount configfs" mount -t configfs none /sys/kernel/config; } &&
+		nvme_step "create subsystem" mkdir $NV/subsystems/$NQN &&
+		nvme_step "allow any host" nvme_wr $NV/subsystems/$NQN/attr_allow_any_host 1 &&
+		nvme_step "create namespace" mkdir $NV/subsystems/$NQN/namespaces/1 &&
+		nvme_step "namespace device" nvme_wr $NV/subsystems/$NQN/namespaces/1/device_path /dev/nullb0 &&
+		nvme_step "enable namespace" nvme_wr $NV/subsystems/$NQN/namespaces/1/enable 1 &&
+		nvme_step "create port" mkdir $NV/ports/1 &&
+		nvme_step "port transport" nvme_wr $NV/ports/1/addr_trtype rdma &&
+		nvme_step "port family" nvme_wr $NV/ports/1/addr_adrfam ipv4 &&
+		nvme_step "port address" nvme_wr $NV/ports/1/addr_traddr 10.0.0.1 &&
+		nvme_step "port service" nvme_wr $NV/ports/1/addr_trsvcid 4420 &&
+		nvme_step "enable port (rdma_listen)" ln -s $NV/subsystems/$NQN $NV/ports/1/subsystems/$NQN &&
+		{ wait_listen 4420 30 || { nvme_err="the target does not listen on 4420"; false; }; }
+}
+nvme_target_down() {
+	rm -f $NV/ports/1/subsystems/$NQN 2>/dev/null
+	rmdir $NV/ports/1 2>/dev/null
+	echo 0 >$NV/subsystems/$NQN/namespaces/1/enable 2>/dev/null
+	rmdir $NV/subsystems/$NQN/namespaces/1 $NV/subsystems/$NQN 2>/dev/null
+	for m in nvmet_rdma nvmet null_blk; do
+		grep -q "^$m " /proc/modules && ! rmmod $m 2>/dev/null &&
+			{ [ -n "$nvme_err" ] || nvme_err="rmmod $m failed: $(grep "^$m " /proc/modules)"; }
+	done
+}
+nvme_connected_queues() {
+	rdma resource show cm_id 2>/dev/null | grep "state CONNECT" | grep -cE "dst-addr 10.0.0.1:4420( |\$)"
+}
+nvme_check() {
+	nvme_err= nvme_q=0
+	t0=$(now)
+	if nvme_target_up &&
+		nvme_step "insmod nvme-core" ins /lib/modules/base/nvme-core.ko &&
+		nvme_step "insmod nvme-fabrics" ins /lib/modules/base/nvme-fabrics.ko &&
+		nvme_step "insmod nvme-rdma" ins /lib/modules/base/nvme-rdma.ko &&
+		nvme_step "connect (write to /dev/nvme-fabrics)" timeout 120 sh -c \
+			"echo transport=rdma,traddr=10.0.0.1,trsvcid=4420,host_traddr=10.0.0.2,nqn=$NQN,nr_io_queues=2 >/dev/nvme-fabrics" &&
+		nvme_wait "no namespace block device after 60 s" 60 test -b /dev/nvme0n1; then
+		nvme_q=$(nvme_connected_queues)
+		dd if=/dev/urandom of=/tmp/nvme-a bs=4096 count=256 2>/dev/null
+		nvme_step "write 1 MiB (O_DIRECT)" timeout 120 dd if=/tmp/nvme-a of=/dev/nvme0n1 bs=4096 oflag=direct &&
+			nvme_step "read 1 MiB back (O_DIRECT)" timeout 120 dd if=/dev/nvme0n1 of=/tmp/nvme-b bs=4096 count=256 iflag=direct &&
+			nvme_step "compare what was read with what was written" cmp /tmp/nvme-a /tmp/nvme-b
+	fi
+	if [ -e /sys/class/nvme/nvme0/delete_controller ]; then
+		nvme_step "delete controller (disconnect)" timeout 120 sh -c 'echo 1 >/sys/class/nvme/nvme0/delete_controller'
+	fi
+	nvme_wait "host queues still connected 30 s after delete_controller" 30 \
+		sh -c "[ \$(rdma resource show cm_id | grep -c 'dst-addr 10.0.0.1:4420') = 0 ]"
+	for m in nvme_rdma nvme_fabrics nvme_core; do
+		grep -q "^$m " /proc/modules && ! rmmod $m 2>/dev/null &&
+			{ [ -n "$nvme_err" ] || nvme_err="rmmod $m failed: $(grep "^$m " /proc/modules)"; }
+	done
+	nvme_target_down
+	rm -f /tmp/nvme-a /tmp/nvme-b
+	# An admin queue and two I/O queues: three connections, seen from both ends.
+	[ -z "$nvme_err" ] && [ "$nvme_q" -lt 3 ] && nvme_err="only $nvme_q host queue(s) connected, 3 expected"
+	if [ -z "$nvme_err" ]; then
+		e2e "ok nvme_rdma_$CM # $nvme_q queues connected, 1 MiB written and read back, disconnected; $(($(now) - t0)) s"
+	else
+		e2e "not ok nvme_rdma_$CM # $nvme_err"
+		dmesg | grep -iE 'nvme|nvmet' | tail -8 | while IFS= read -r l; do klog "IBCM-DIAG: nvme: $l"; done
+	fi
+}
+nvme_check
+
 # --- 8. nothing is left behind: no rdma_cm id once every tool has ended ---
 ids=$(rdma resource show cm_id 2>&1)
 if [ -z "$ids" ]; then

@@ -3,7 +3,8 @@
 # Builds the test initramfs: busybox-static, the kernel's rdma modules (the in-tree C ib_cm
 # under /lib/modules/c, ours under /lib/modules/rs), the conformance suite, rdma-core tools
 # with their shared libraries and the rxe provider, perftest, python3 with pyverbs and
-# rdma-core's RDMA CM tests, and the guest scripts.
+# rdma-core's RDMA CM tests, the NVMe-over-RDMA modules (null_blk, nvme-core, nvme-fabrics,
+# nvme-rdma, nvmet, nvmet-rdma), and the guest scripts.
 #
 #   initramfs.sh KDIR OUT.cpio.gz RS_KO TEST_MODULE_DIR CM_UMAD RS_PROD_KO
 # RS_KO is the test build (white-box KUnit compiled in) used by the tests; RS_PROD_KO the
@@ -29,7 +30,10 @@ mod() { [[ -f $kdir/$1 ]] || die "module $1 not built in $kdir"; cp "$kdir/$1" "
 for m in net/ipv4/udp_tunnel.ko net/ipv6/ip6_udp_tunnel.ko drivers/infiniband/core/ib_core.ko \
 	 drivers/infiniband/core/ib_uverbs.ko drivers/infiniband/core/ib_umad.ko \
 	 drivers/infiniband/sw/rxe/rdma_rxe.ko drivers/infiniband/core/iw_cm.ko \
-	 drivers/infiniband/core/rdma_cm.ko drivers/infiniband/core/rdma_ucm.ko; do
+	 drivers/infiniband/core/rdma_cm.ko drivers/infiniband/core/rdma_ucm.ko \
+	 drivers/block/null_blk/null_blk.ko drivers/nvme/host/nvme-core.ko \
+	 drivers/nvme/host/nvme-fabrics.ko drivers/nvme/host/nvme-rdma.ko \
+	 drivers/nvme/target/nvmet.ko drivers/nvme/target/nvmet-rdma.ko; do
 	mod "$m" base
 done
 mod drivers/infiniband/core/ib_cm.ko c
