@@ -434,19 +434,26 @@ pyverbs_results /tmp/py.res /tmp/py.log rxe0 $prc
 # --- 7b. a kernel ULP: NVMe over RDMA, unmodified nvmet-rdma and nvme-rdma over rdma_cm ---
 # The target (nvmet-rdma) listens on 10.0.0.1:4420 (rxe0) and exports a memory-backed
 # null_blk device; the host (nvme-rdma) connects from 10.0.0.2 (rxe1) with an admin queue and
-# two I/O queues, each its own RC connection whose REQ the target accepts from inside its
-# rdma_cm handler. 1 MiB of random data goes to the namespace and comes back with O_DIRECT
-# (over the wire, not from the page cache), then the host deletes the controller (DREQ on
-# every queue) and the target's port goes (its listener is destroyed). Section 8 below checks
-# that no id is left; kmemleak checks that nothing leaked.
+# an I/O queue per CPU (at most two), each its own RC connection whose REQ the target accepts
+# from inside its rdma_cm handler. 1 MiB of random data goes to the namespace and comes back
+# with O_DIRECT (null_blk's own statistics must show it arrived there), then the host deletes
+# the controller (a DREQ on every queue, answered by the target's DREP), a connect to a port
+# nobody listens on must be refused (REJ to a kernel ULP), and the target's port goes (its
+# listener is destroyed). The CM counters of both devices must show every one of those
+# messages: the target would also tear its queues down without any DREQ (keep-alive expiry,
+# port removal, module unload), so the ids being gone proves nothing about the wire. Section
+# 8 below checks that no id is left; kmemleak checks that nothing leaked.
 NQN=ibcm-nvme-test
 NV=/sys/kernel/config/nvmet
 # nvme_step WHAT CMD...: runs CMD; on failure sets $nvme_err (the first failure) and fails.
 nvme_step() {
 	what=$1
 	shift
-	"$@" 2>/tmp/nvme-step.err && return 0
-	[ -n "$nvme_err" ] || nvme_err="$what failed: $(head -c 200 /tmp/nvme-step.err | tr '\n' ' ')"
+	"$@" >/tmp/nvme-step.err 2>&1
+	rc=$?
+	[ $rc = 0 ] && return 0
+	[ "$1" = ins ] && cat /tmp/insmod.err >>/tmp/nvme-step.err 2>/dev/null
+	[ -n "$nvme_err" ] || nvme_err="$what failed (status $rc): $(head -c 200 /tmp/nvme-step.err | tr '\n' ' ')"
 	return 1
 }
 nvme_wr() { echo "$2" >"$1"; }
@@ -462,6 +469,11 @@ nvme_wait() {
 		sleep 0.2
 	done
 }
+nvme_fail() { [ -n "$nvme_err" ] || nvme_err=$1; }
+# Fail fast instead of recovering: a broken connection must end the test, not stall it in
+# reconnects (an O_DIRECT read waits uninterruptibly through recovery); the 30 s keep-alive
+# leaves room for a slow TCG guest. Any recovery at all is a failure (checked in the log).
+NVME_OPTS="transport=rdma,traddr=10.0.0.1,host_traddr=10.0.0.2,nqn=$NQN,nr_io_queues=2,keep_alive_tmo=30,ctrl_loss_tmo=20,reconnect_delay=2,fast_io_fail_tmo=0"
 nvme_target_up() {
 	nvme_step "insmod null_blk" ins /lib/modules/base/null_blk.ko nr_devices=1 memory_backed=1 gb=1 &&
 		nvme_step "insmod nvmet" ins /lib/modules/base/nvmet.ko &&
@@ -478,7 +490,7 @@ nvme_target_up() {
 		nvme_step "port address" nvme_wr $NV/ports/1/addr_traddr 10.0.0.1 &&
 		nvme_step "port service" nvme_wr $NV/ports/1/addr_trsvcid 4420 &&
 		nvme_step "enable port (rdma_listen)" ln -s $NV/subsystems/$NQN $NV/ports/1/subsystems/$NQN &&
-		{ wait_listen 4420 30 || { nvme_err="the target does not listen on 4420"; false; }; }
+		{ wait_listen 4420 30 || { nvme_fail "the target does not listen on 4420"; false; }; }
 }
 nvme_target_down() {
 	rm -f $NV/ports/1/subsystems/$NQN 2>/dev/null
@@ -487,46 +499,98 @@ nvme_target_down() {
 	rmdir $NV/subsystems/$NQN/namespaces/1 $NV/subsystems/$NQN 2>/dev/null
 	for m in nvmet_rdma nvmet null_blk; do
 		grep -q "^$m " /proc/modules && ! rmmod $m 2>/dev/null &&
-			{ [ -n "$nvme_err" ] || nvme_err="rmmod $m failed: $(grep "^$m " /proc/modules)"; }
+			nvme_fail "rmmod $m failed: $(grep "^$m " /proc/modules)"
 	done
 }
-nvme_connected_queues() {
+# Connected queues seen from the host (ids to 10.0.0.1:4420) and from the target.
+nvme_host_ids() {
 	rdma resource show cm_id 2>/dev/null | grep "state CONNECT" | grep -cE "dst-addr 10.0.0.1:4420( |\$)"
 }
+nvme_target_ids() {
+	rdma resource show cm_id 2>/dev/null | grep "state CONNECT" | grep "src-addr 10.0.0.1:4420 " | grep -c "dst-addr 10.0.0.2:"
+}
+# Sectors read and written by null_blk (fields 3 and 7 of its block statistics).
+nvme_nullb_sectors() { awk '{ print $3, $7 }' /sys/block/nullb0/stat 2>/dev/null; }
+# nvme_cm_msgs BEFORE AFTER QUEUES: what the CM counters must show between two snapshots
+# (at least, as a CM's transmit counts include retransmissions); empty if all is there.
+nvme_cm_msgs() {
+	awk -F: -v q="$3" 'NR == FNR { b[$1] = $2; next }
+		{ split($1, p, "/"); d[p[5] "/" p[8] "/" p[9]] = $2 - b[$1] }
+		function want(k, n, what) { if (d[k] + 0 < n) r = r " " what " " d[k] + 0 " (want " n ")" }
+		END {
+			want("rxe1/cm_tx_msgs/req", q + 1, "REQs sent by rxe1")
+			want("rxe0/cm_tx_msgs/rep", q, "REPs sent by rxe0")
+			want("rxe0/cm_rx_msgs/rtu", q, "RTUs received by rxe0")
+			want("rxe0/cm_rx_msgs/dreq", q, "DREQs received by rxe0")
+			want("rxe0/cm_tx_msgs/drep", q, "DREPs sent by rxe0")
+			want("rxe0/cm_tx_msgs/rej", 1, "REJs sent by rxe0")
+			want("rxe1/cm_rx_msgs/rej", 1, "REJs received by rxe1")
+			if (d["rxe0/cm_tx_msgs/rej"] + d["rxe1/cm_tx_msgs/rej"] > 1) r = r " more than the one REJ"
+			print r
+		}' "$1" "$2"
+}
 nvme_check() {
-	nvme_err= nvme_q=0
+	nvme_err=
 	t0=$(now)
+	cpus=$(nproc)
+	nvme_q=$((1 + (cpus < 2 ? cpus : 2)))
+	counters >/tmp/nvme-cnt0
 	if nvme_target_up &&
 		nvme_step "insmod nvme-core" ins /lib/modules/base/nvme-core.ko &&
 		nvme_step "insmod nvme-fabrics" ins /lib/modules/base/nvme-fabrics.ko &&
 		nvme_step "insmod nvme-rdma" ins /lib/modules/base/nvme-rdma.ko &&
 		nvme_step "connect (write to /dev/nvme-fabrics)" timeout 120 sh -c \
-			"echo transport=rdma,traddr=10.0.0.1,trsvcid=4420,host_traddr=10.0.0.2,nqn=$NQN,nr_io_queues=2 >/dev/nvme-fabrics" &&
+			"echo $NVME_OPTS,trsvcid=4420 >/dev/nvme-fabrics" &&
 		nvme_wait "no namespace block device after 60 s" 60 test -b /dev/nvme0n1; then
-		nvme_q=$(nvme_connected_queues)
+		h=$(nvme_host_ids) t=$(nvme_target_ids) qc=$(cat /sys/class/nvme/nvme0/queue_count 2>/dev/null)
+		[ "$h" = $nvme_q ] && [ "$t" = $nvme_q ] && [ "$qc" = $nvme_q ] ||
+			nvme_fail "queues: $h connected at the host, $t at the target, queue_count ${qc:-none}; want $nvme_q ($cpus CPUs)"
+		s0=$(nvme_nullb_sectors)
 		dd if=/dev/urandom of=/tmp/nvme-a bs=4096 count=256 2>/dev/null
 		nvme_step "write 1 MiB (O_DIRECT)" timeout 120 dd if=/tmp/nvme-a of=/dev/nvme0n1 bs=4096 oflag=direct &&
 			nvme_step "read 1 MiB back (O_DIRECT)" timeout 120 dd if=/dev/nvme0n1 of=/tmp/nvme-b bs=4096 count=256 iflag=direct &&
 			nvme_step "compare what was read with what was written" cmp /tmp/nvme-a /tmp/nvme-b
+		s1=$(nvme_nullb_sectors)
+		set -- $s0 $s1
+		[ $# = 4 ] && [ $(($3 - $1)) -ge 2048 ] && [ $(($4 - $2)) -ge 2048 ] ||
+			nvme_fail "null_blk did not see the 1 MiB read and written (sectors read/written before '$s0', after '$s1')"
 	fi
 	if [ -e /sys/class/nvme/nvme0/delete_controller ]; then
 		nvme_step "delete controller (disconnect)" timeout 120 sh -c 'echo 1 >/sys/class/nvme/nvme0/delete_controller'
 	fi
 	nvme_wait "host queues still connected 30 s after delete_controller" 30 \
-		sh -c "[ \$(rdma resource show cm_id | grep -c 'dst-addr 10.0.0.1:4420') = 0 ]"
+		sh -c "rdma resource show cm_id >/tmp/nvme-ids && ! grep -q 'dst-addr 10.0.0.1:4420' /tmp/nvme-ids"
+	# Nobody listens on 4421: the CM answers the REQ with a REJ, the connect fails.
+	if grep -q "^nvme_rdma " /proc/modules; then
+		if timeout 60 sh -c "echo $NVME_OPTS,trsvcid=4421 >/dev/nvme-fabrics" 2>/dev/null; then
+			nvme_fail "a connect to port 4421, where nobody listens, succeeded"
+			echo 1 >/sys/class/nvme/nvme0/delete_controller 2>/dev/null
+		fi
+	fi
 	for m in nvme_rdma nvme_fabrics nvme_core; do
 		grep -q "^$m " /proc/modules && ! rmmod $m 2>/dev/null &&
-			{ [ -n "$nvme_err" ] || nvme_err="rmmod $m failed: $(grep "^$m " /proc/modules)"; }
+			nvme_fail "rmmod $m failed: $(grep "^$m " /proc/modules)"
 	done
 	nvme_target_down
 	rm -f /tmp/nvme-a /tmp/nvme-b
-	# An admin queue and two I/O queues: three connections, seen from both ends.
-	[ -z "$nvme_err" ] && [ "$nvme_q" -lt 3 ] && nvme_err="only $nvme_q host queue(s) connected, 3 expected"
+	counters >/tmp/nvme-cnt1
 	if [ -z "$nvme_err" ]; then
-		e2e "ok nvme_rdma_$CM # $nvme_q queues connected, 1 MiB written and read back, disconnected; $(($(now) - t0)) s"
+		m=$(nvme_cm_msgs /tmp/nvme-cnt0 /tmp/nvme-cnt1 $nvme_q)
+		[ -n "$m" ] && nvme_fail "CM counters:$m"
+	fi
+	# Any error recovery (a queue that broke, a keep-alive that expired) is a failure here.
+	rec=$(dmesg | grep -v 'IBCM-' | grep -m 1 -E 'starting error recovery|Reconnecting in|keep-alive timer .* expired')
+	[ -n "$rec" ] && nvme_fail "recovery: ${rec#*] }"
+	# The refused connect: nvme-rdma got the CM's REJ, with its reason (cm.c's for no listener).
+	dmesg | grep -v 'IBCM-' | grep -q 'Connect rejected: status 8 (invalid service ID)' ||
+		nvme_fail "nvme-rdma did not log the REJ of port 4421 as 'Connect rejected: status 8 (invalid service ID)'"
+	if [ -z "$nvme_err" ]; then
+		e2e "ok nvme_rdma_$CM # $nvme_q queues at both ends, 1 MiB written and read back, disconnected, a REJ for port 4421; $(($(now) - t0)) s"
 	else
+		dmesg | grep -v 'IBCM-' | grep -iE 'nvme|rdma_cm|ib_cm|null_blk' | tail -20 >/tmp/nvme-diag
+		rdma resource show cm_id >>/tmp/nvme-diag 2>&1
 		e2e "not ok nvme_rdma_$CM # $nvme_err"
-		dmesg | grep -iE 'nvme|nvmet' | tail -8 | while IFS= read -r l; do klog "IBCM-DIAG: nvme: $l"; done
+		while IFS= read -r l; do klog "IBCM-DIAG: nvme: $l"; done </tmp/nvme-diag
 	fi
 }
 nvme_check
