@@ -445,6 +445,8 @@ pyverbs_results /tmp/py.res /tmp/py.log rxe0 $prc
 # 8 below checks that no id is left; kmemleak checks that nothing leaked.
 NQN=ibcm-nvme-test
 NV=/sys/kernel/config/nvmet
+# nvme_fail REASON: the test's first failure is the one reported.
+nvme_fail() { [ -n "$nvme_err" ] || nvme_err=$1; }
 # nvme_step WHAT CMD...: runs CMD; on failure sets $nvme_err (the first failure) and fails.
 nvme_step() {
 	what=$1
@@ -453,7 +455,7 @@ nvme_step() {
 	rc=$?
 	[ $rc = 0 ] && return 0
 	[ "$1" = ins ] && cat /tmp/insmod.err >>/tmp/nvme-step.err 2>/dev/null
-	[ -n "$nvme_err" ] || nvme_err="$what failed (status $rc): $(head -c 200 /tmp/nvme-step.err | tr '\n' ' ')"
+	nvme_fail "$what failed (status $rc): $(head -c 200 /tmp/nvme-step.err | tr '\n' ' ')"
 	return 1
 }
 nvme_wr() { echo "$2" >"$1"; }
@@ -463,13 +465,19 @@ nvme_wait() {
 	shift 2
 	while ! "$@" 2>/dev/null; do
 		if [ "$(now)" -ge $end ]; then
-			[ -n "$nvme_err" ] || nvme_err="$what"
+			nvme_fail "$what"
 			return 1
 		fi
 		sleep 0.2
 	done
 }
-nvme_fail() { [ -n "$nvme_err" ] || nvme_err=$1; }
+# nvme_rmmod MODULE...: unloads each that is loaded; one that will not go is a failure.
+nvme_rmmod() {
+	for m in "$@"; do
+		grep -q "^$m " /proc/modules && ! rmmod $m 2>/dev/null &&
+			nvme_fail "rmmod $m failed: $(grep "^$m " /proc/modules)"
+	done
+}
 # Bounded recovery: a broken connection must end the test within seconds, not stall it in
 # ten minutes of reconnects (an O_DIRECT read waits uninterruptibly through recovery); the
 # 30 s keep-alive leaves room for a slow TCG guest. Any recovery at all is a failure (the log
@@ -498,10 +506,7 @@ nvme_target_down() {
 	rmdir $NV/ports/1 2>/dev/null
 	echo 0 >$NV/subsystems/$NQN/namespaces/1/enable 2>/dev/null
 	rmdir $NV/subsystems/$NQN/namespaces/1 $NV/subsystems/$NQN 2>/dev/null
-	for m in nvmet_rdma nvmet null_blk; do
-		grep -q "^$m " /proc/modules && ! rmmod $m 2>/dev/null &&
-			nvme_fail "rmmod $m failed: $(grep "^$m " /proc/modules)"
-	done
+	nvme_rmmod nvmet_rdma nvmet null_blk
 }
 # Connected queues seen from the host (ids to 10.0.0.1:4420) and from the target.
 nvme_host_ids() {
@@ -512,11 +517,16 @@ nvme_target_ids() {
 }
 # Sectors read and written by null_blk (fields 3 and 7 of its block statistics).
 nvme_nullb_sectors() { awk '{ print $3, $7 }' /sys/block/nullb0/stat 2>/dev/null; }
-# nvme_cm_msgs BEFORE AFTER QUEUES: what the CM counters must show between two snapshots
-# (at least, as a CM's transmit counts include retransmissions); empty if all is there.
+# counter_deltas BEFORE AFTER: the counters that moved between two `counters` snapshots, as
+# DEVICE/GROUP/MESSAGE+DELTA words.
+counter_deltas() {
+	awk -F: 'NR == FNR { b[$1] = $2; next }
+		$2 != b[$1] { split($1, p, "/"); printf "%s/%s/%s+%d ", p[5], p[8], p[9], $2 - b[$1] }' "$1" "$2"
+}
+# nvme_cm_msgs QUEUES DELTAS: what the CM counters must show (at least, as a CM's transmit
+# counts include retransmissions), given counter_deltas' words; empty if all is there.
 nvme_cm_msgs() {
-	awk -F: -v q="$3" 'NR == FNR { b[$1] = $2; next }
-		{ split($1, p, "/"); d[p[5] "/" p[8] "/" p[9]] = $2 - b[$1] }
+	echo "$2" | tr ' ' '\n' | awk -F+ -v q="$1" 'NF == 2 { d[$1] = $2 }
 		function want(k, n, what) { if (d[k] + 0 < n) r = r " " what " " d[k] + 0 " (want " n ")" }
 		END {
 			want("rxe1/cm_tx_msgs/req", q + 1, "REQs sent by rxe1")
@@ -533,7 +543,7 @@ nvme_cm_msgs() {
 			if (d["rxe0/cm_tx_msgs/rej"] > refused || d["rxe1/cm_tx_msgs/rej"] > 0)
 				r = r " REJs: " d["rxe0/cm_tx_msgs/rej"] + 0 " sent by rxe0 for " refused " refused REQ(s), " d["rxe1/cm_tx_msgs/rej"] + 0 " by rxe1"
 			print r
-		}' "$1" "$2"
+		}'
 }
 nvme_check() {
 	nvme_err=
@@ -573,32 +583,30 @@ nvme_check() {
 			for f in /sys/class/nvme/nvme*/delete_controller; do echo 1 >"$f"; done 2>/dev/null
 		fi
 	fi
-	for m in nvme_rdma nvme_fabrics nvme_core; do
-		grep -q "^$m " /proc/modules && ! rmmod $m 2>/dev/null &&
-			nvme_fail "rmmod $m failed: $(grep "^$m " /proc/modules)"
-	done
+	nvme_rmmod nvme_rdma nvme_fabrics nvme_core
 	nvme_target_down
 	rm -f /tmp/nvme-a /tmp/nvme-b
 	counters >/tmp/nvme-cnt1
+	# Every counter that moved, retransmissions and duplicates included, goes into the log (the
+	# checks are lower bounds, as a CM's transmit counts include retransmissions).
+	deltas=$(counter_deltas /tmp/nvme-cnt0 /tmp/nvme-cnt1)
+	klog "IBCM-INFO: nvme_rdma CM counter deltas: $deltas"
 	if [ -z "$nvme_err" ]; then
-		m=$(nvme_cm_msgs /tmp/nvme-cnt0 /tmp/nvme-cnt1 $nvme_q)
+		m=$(nvme_cm_msgs $nvme_q "$deltas")
 		[ -n "$m" ] && nvme_fail "CM counters:$m"
 	fi
-	# Every counter that moved, retransmissions and duplicates included (the checks above are
-	# lower bounds, as a CM's transmit counts include retransmissions).
-	klog "IBCM-INFO: nvme_rdma CM counter deltas: $(awk -F: 'NR == FNR { b[$1] = $2; next }
-		$2 != b[$1] { split($1, p, "/"); printf "%s/%s/%s+%d ", p[5], p[8], p[9], $2 - b[$1] }' \
-		/tmp/nvme-cnt0 /tmp/nvme-cnt1)"
+	# The kernel's log of the test, without our own markers (read once).
+	dmesg | grep -v 'IBCM-' >/tmp/nvme-dmesg
 	# Any error recovery (a queue that broke, a keep-alive that expired) is a failure here.
-	rec=$(dmesg | grep -v 'IBCM-' | grep -m 1 -E 'starting error recovery|Reconnecting in|keep-alive timer .* expired|fatal error occurred|failed nvme_keep_alive_end_io')
+	rec=$(grep -m 1 -E 'starting error recovery|Reconnecting in|keep-alive timer .* expired|fatal error occurred|failed nvme_keep_alive_end_io' /tmp/nvme-dmesg)
 	[ -n "$rec" ] && nvme_fail "recovery: ${rec#*] }"
 	# The refused connect: nvme-rdma got the CM's REJ, with its reason (cm.c's for no listener).
-	dmesg | grep -v 'IBCM-' | grep -q 'Connect rejected: status 8 (invalid service ID)' ||
+	grep -q 'Connect rejected: status 8 (invalid service ID)' /tmp/nvme-dmesg ||
 		nvme_fail "nvme-rdma did not log the REJ of port 4421 as 'Connect rejected: status 8 (invalid service ID)'"
 	if [ -z "$nvme_err" ]; then
 		e2e "ok nvme_rdma_$CM # $nvme_q queues at both ends, 1 MiB written and read back, disconnected, a REJ for port 4421; $(($(now) - t0)) s"
 	else
-		dmesg | grep -v 'IBCM-' | grep -iE 'nvme|rdma_cm|ib_cm|null_blk' | tail -20 >/tmp/nvme-diag
+		grep -iE 'nvme|rdma_cm|ib_cm|null_blk' /tmp/nvme-dmesg | tail -20 >/tmp/nvme-diag
 		rdma resource show cm_id >>/tmp/nvme-diag 2>&1
 		e2e "not ok nvme_rdma_$CM # $nvme_err"
 		while IFS= read -r l; do klog "IBCM-DIAG: nvme: $l"; done </tmp/nvme-diag
