@@ -15,6 +15,9 @@
 #   make install-test  the INSTALL layer alone (preflight, install, DKMS, kernel-deb config)
 #   make dkms-check    dkms add/build/install/remove against the cached test kernel, in a temp tree
 #   make kernel-deb    Debian kernel packages (bindeb-pkg) from Debian's 6.12 config plus Rust
+#   make kernel-deb-check  after make kernel-deb: ib_cm.ko built against its headers package,
+#                   make install next to its image's modules, that kernel booted in QEMU,
+#                   modprobe rdma_cm loads ours and rping listens (not part of make check)
 #
 # KDIR=/path/to/kernel/build builds against that kernel (no test kernel is built); it is checked
 # first by scripts/check-kdir.sh (Rust, 6.12, no MODVERSIONS, the rdma ABI) and refused with one
@@ -33,7 +36,7 @@ MODULES_PREREQ := kernel
 endif
 
 .PHONY: all modules deps kernel clippy clean check host-test qemu-test run bench bench-conn fuzz \
-	install uninstall install-test dkms-check kernel-deb
+	install uninstall install-test dkms-check kernel-deb kernel-deb-check
 
 all: modules
 
@@ -100,6 +103,10 @@ dkms-check: deps
 kernel-deb:
 	@$(TOP)/scripts/deps.sh kernel-deb
 	@$(TOP)/scripts/kernel-deb.sh build
+
+kernel-deb-check: deps
+	@r=$$($(TOP)/tests/install/kernel-deb-boot.sh $(VARIANT) | tail -1); set -- $$r; \
+		echo "$$2 passed, $$3 failed"; [ "$$3" = 0 ] && [ "$$2" -gt 0 ]
 
 clean:
 	@if [ -n "$$(ls $(TOP)/scripts 2>/dev/null)" ] && KD=$$($(TOP)/scripts/kernel.sh kdir $(VARIANT) 2>/dev/null); then \

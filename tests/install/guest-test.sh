@@ -7,8 +7,9 @@
 # Nothing in tests/qemu/ changes: the guest is booted with rdinit=/install-init.sh.
 #
 #   guest-test.sh VARIANT KDIR NAME MODROOT    prints `RESULT <passed> <failed>` last
-# The kernel is KDIR's bzImage; the base initramfs only brings userspace (busybox, rping, ip,
-# their libraries), so one left by an earlier tests/build.sh of VARIANT is reused.
+# The kernel is KDIR's bzImage ($BZIMAGE if set: kernel-deb-boot.sh boots a packaged kernel);
+# the base initramfs only brings userspace (busybox, rping, ip, their libraries), so one left
+# by an earlier tests/build.sh of VARIANT is reused.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 top=$itop
@@ -40,7 +41,7 @@ img=$out/initramfs-$name.cpio.gz
 log=$out/guest-$name.log
 start=$(date +%s)
 KAPPEND="rdinit=/install-init.sh ibcm.install=$name" \
-	"$top/tests/qemu/run.sh" "$kdir/arch/x86/boot/bzImage" "$img" none install "$log" 300 ||
+	"$top/tests/qemu/run.sh" "${BZIMAGE:-$kdir/arch/x86/boot/bzImage}" "$img" none install "$log" 300 ||
 	notok "${name}_guest_boot" "QEMU failed or timed out (log: $log)"
 res=$("$top/tests/qemu/parse.py" "$log")
 sed '$d' <<<"$res" | sed 's/^/        /' >&2

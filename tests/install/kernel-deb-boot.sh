@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# `make kernel-deb-check`: the packages a finished `make kernel-deb` left, used the way the
+# README tells a user to use them, short of a reboot. Nothing on the host is installed:
+#   - the linux-image and linux-headers packages are unpacked (dpkg-deb -x) into a scratch root;
+#   - the headers must pass the build preflight, and ib_cm.ko is built against them and put in
+#     place by `make install KDIR=<headers> INSTALL_MOD_PATH=<root>`, next to the image's own
+#     in-tree ib_cm.ko;
+#   - the image's kernel boots under QEMU with that module tree (only the modules rxe, rdma_cm
+#     and veth need, with their dependencies; the whole tree is gigabytes), and in the guest an
+#     unmodified `modprobe rdma_cm` must load ib_cm-rs and rping must listen through it
+#     (tests/install/guest-init.sh, as for the test kernel's install check).
+# It is not part of `make check`: the packages take hours to build (README, "A Debian kernel
+# with Rust").
+#
+#   kernel-deb-boot.sh [VARIANT]    prints `RESULT <passed> <failed>` last
+set -uo pipefail
+source "$(dirname "$0")/lib.sh"
+top=$itop
+variant=${1:-debug}
+debs=$IBCM_CACHE/kernel-deb
+out=$top/out/install
+mkdir -p "$out"
+work=$(mktemp -d /tmp/ibcm-kdeb-boot.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+shopt -s nullglob
+images=() headers=("$debs"/linux-headers-*-rust_*.deb)
+for d in "$debs"/linux-image-*-rust_*.deb; do
+	[[ $d == *-dbg_* ]] || images+=("$d")
+done
+if ((${#images[@]} != 1 || ${#headers[@]} != 1)); then
+	notok kernel_deb_packages_present "want one linux-image and one linux-headers package in $debs (make kernel-deb), found: $(cd "$debs" 2>/dev/null && ls | tr '\n' ' ')"
+	result
+	exit
+fi
+ok "kernel_deb_packages_present: $(basename "${images[0]}") $(du -h "${images[0]}" | cut -f1), $(basename "${headers[0]}") $(du -h "${headers[0]}" | cut -f1)"
+
+img=$work/image hdr=$work/headers root=$work/root
+dpkg-deb -x "${images[0]}" "$img" && dpkg-deb -x "${headers[0]}" "$hdr" ||
+	{ notok kernel_deb_packages_unpack "dpkg-deb -x failed"; result; exit; }
+rel=$(cd "$img/lib/modules" && ls)
+kdir=$hdr/usr/src/linux-headers-$rel
+bz=$img/boot/vmlinuz-$rel
+WHY="image: modules for '$rel', kernel $(ls "$img/boot" | tr '\n' ' '); headers: $(ls "$hdr/usr/src" | tr '\n' ' ')" \
+	check kernel_deb_packages_match test -f "$bz" -a -d "$kdir"
+[[ -f $bz && -d $kdir ]] || { result; exit; }
+WHY="$("$top/scripts/check-kdir.sh" "$kdir" 2>&1 | tr '\n' ' ')" check kernel_deb_headers_pass_preflight \
+	"$top/scripts/check-kdir.sh" --quiet "$kdir"
+
+# The module tree of the guest: what modprobe needs for these, from the image's tree.
+mods=$root/lib/modules/$rel
+mkdir -p "$mods"
+deps=
+for m in rdma_ucm rdma_rxe veth ib_cm; do # one each: modprobe takes further words as parameters
+	if ! d=$(modprobe -d "$img" -S "$rel" --show-depends "$m" 2>&1); then
+		notok kernel_deb_module_tree "modprobe --show-depends $m: $(tr '\n' ' ' <<<"$d")"
+		result
+		exit
+	fi
+	deps+=$d$'\n'
+done
+n=0
+while read -r verb path _; do
+	[[ $verb == insmod ]] || continue
+	rpath=${path#"$img/lib/modules/$rel/"}
+	mkdir -p "$mods/$(dirname "$rpath")"
+	cp -n "$path" "$mods/$rpath" && n=$((n + 1))
+done <<<"$deps"
+cp "$img/lib/modules/$rel"/modules.{order,builtin,builtin.modinfo} "$mods/" 2>/dev/null
+intree=$(cd "$mods" && ls kernel/drivers/infiniband/core/ib_cm.ko* 2>/dev/null)
+WHY="$n modules copied; the in-tree ib_cm is '$intree'" check kernel_deb_module_tree_has_in_tree_ib_cm test -n "$intree"
+
+# ib_cm.ko against the headers package, installed into the scratch root by make install.
+mkdir -p "$work/src"
+(cd "$top" && git ls-files -co --exclude-standard -z | tar --null -T - -c 2>/dev/null) | tar -x -C "$work/src"
+s=$(date +%s)
+if make -C "$work/src" KDIR="$kdir" >"$out/kernel-deb-build.log" 2>&1 &&
+	make -C "$work/src" install KDIR="$kdir" INSTALL_MOD_PATH="$root" >>"$out/kernel-deb-build.log" 2>&1; then
+	ok "kernel_deb_headers_build_and_make_install ($(($(date +%s) - s)) s, vermagic $(modinfo -F vermagic "$work/src/ib_cm.ko"))"
+else
+	notok kernel_deb_headers_build_and_make_install "$(grep -m3 -E 'error|Error' "$out/kernel-deb-build.log" | tr '\n' ' ') (log: $out/kernel-deb-build.log)"
+	result
+	exit
+fi
+resolved=$(modinfo -b "$root" -k "$rel" -n ib_cm 2>&1)
+WHY="modinfo resolves ib_cm to '$resolved'" check kernel_deb_modinfo_resolves_updates \
+	test "${resolved#"$mods/"}" != "${resolved#"$mods/updates/"}"
+
+res=$(BZIMAGE=$bz "$top/tests/install/guest-test.sh" "$variant" "$kdir" kernel-deb "$root" | tail -1)
+read -r _ p f <<<"$res"
+npass=$((npass + p)) nfail=$((nfail + f))
+result
