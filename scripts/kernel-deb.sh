@@ -10,6 +10,9 @@
 #                                        the check alone: Rust on, MODVERSIONS off, every RDMA/HCA
 #                                        option of Debian's config unchanged
 #   scripts/kernel-deb.sh dir            print that build directory
+#   scripts/kernel-deb.sh prepare        config + modules_prepare (rust/ included): enough of
+#                                        the tree to build ib_cm.ko against Debian's configuration
+#                                        (minutes, not hours); prints the build directory
 #   scripts/kernel-deb.sh build          config + bindeb-pkg; packages in $IBCM_CACHE/kernel-deb/
 #   scripts/kernel-deb.sh add-rust-headers HEADERS_DEB KBUILD_DIR
 #                                        add rust/ (metadata, macros, bindgen parameters) to a
@@ -17,7 +20,7 @@
 #
 # IBCM_DEB_COMPRESS (default xz) is the repacked headers package's compression.
 # The build takes hours on a small machine (Debian's config builds thousands of modules with
-# debug info); `make check` runs `config` only.
+# debug info); `make check` runs `config` and `prepare` only.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -170,6 +173,14 @@ dir) build_dir ;;
 verify) verify "$2" "$3" "${4:-}" ;;
 config) if [[ -n ${2:-} ]]; then configure "$2"; else configure "$(build_dir)" reuse; fi ;;
 add-rust-headers) add_rust_headers "$2" "$3" ;;
+prepare)
+	dir=$(build_dir)
+	configure "$dir" reuse >&2
+	# A no-op in a tree that `build` has already built.
+	kmake "$dir" -j"$(nproc)" modules_prepare >"$dir/prepare.log" 2>&1 ||
+		{ tail -20 "$dir/prepare.log" >&2; die "modules_prepare failed (log: $dir/prepare.log)"; }
+	echo "$dir"
+	;;
 build)
 	for c in dpkg-buildpackage dh_listpackages rsync /usr/bin/time; do
 		command -v "$c" >/dev/null || die "$c missing (scripts/deps.sh kernel-deb installs it)"
@@ -211,5 +222,5 @@ build)
 	log "kernel-deb: done: this run $((end - start)) s, $total s wall over $n run(s) ($(tail -1 "$dir/build-cpu")): $(ls "$outdir")"
 	echo "$outdir"
 	;;
-*) die "usage: $0 config [DIR] | dir | verify DEBIAN_CONFIG NEW_CONFIG | build | add-rust-headers DEB KBUILD_DIR" ;;
+*) die "usage: $0 config [DIR] | dir | verify DEBIAN_CONFIG NEW_CONFIG | prepare | build | add-rust-headers DEB KBUILD_DIR" ;;
 esac

@@ -726,7 +726,7 @@ pub(crate) fn log_footprint() {
     let slab = |n: usize| unsafe { bindings::kmalloc_size_roundup(n) };
     let total = slab(id) + slab(av) + slab(entry);
     pr_info!(
-        "ib_cm: connection end: id {} B (slab {}), address {} B (slab {}), remote entry {} B (slab {}): {} B\n",
+        "connection end: id {} B (slab {}), address {} B (slab {}), remote entry {} B (slab {}): {} B\n",
         id,
         slab(id),
         av,

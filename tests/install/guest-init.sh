@@ -14,7 +14,9 @@ mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t tmpfs tmpfs /tmp
 mkdir -p /dev/pts /run
-echo /bin/true >/proc/sys/kernel/modprobe
+# The kernel's own module requests (a crypto algorithm, a netdev type) go to kmod's modprobe
+# and the image's module tree, as on a real machine.
+echo /usr/sbin/modprobe >/proc/sys/kernel/modprobe
 
 NAME=install
 for arg in $(cat /proc/cmdline); do

@@ -52,7 +52,8 @@ WHY="$("$top/scripts/check-kdir.sh" "$kdir" 2>&1 | tr '\n' ' ')" check kernel_de
 mods=$root/lib/modules/$rel
 mkdir -p "$mods"
 deps=
-for m in rdma_ucm rdma_rxe veth ib_cm; do # one each: modprobe takes further words as parameters
+# crypto-crc32: rxe's ICRC, which the kernel requests when a device is added.
+for m in rdma_ucm rdma_rxe veth ib_cm crypto-crc32; do # one each: modprobe takes further words as parameters
 	if ! d=$(modprobe -d "$img" -S "$rel" --show-depends "$m" 2>&1); then
 		notok kernel_deb_module_tree "modprobe --show-depends $m: $(tr '\n' ' ' <<<"$d")"
 		result

@@ -3,9 +3,10 @@
 # `make kernel-deb` without building the kernel: the configuration step (Debian's 6.12 amd64
 # config + scripts/kernel-deb.config, olddefconfig with the project's toolchain) must give Rust
 # on, MODVERSIONS off and every RDMA/HCA option as Debian has it; the check itself must catch a
-# config that breaks any of those; and the headers repack (add-rust-headers) must turn a
-# linux-headers package as bindeb-pkg makes it (here: of the test kernel, through the kernel's
-# own install-extmod-build) into one ib_cm.ko builds against.
+# config that breaks any of those; ib_cm.ko must build against that configuration (its
+# modules_prepare tree, not a whole kernel build); and the headers repack (add-rust-headers)
+# must turn a linux-headers package as bindeb-pkg makes it (here: of the test kernel, through
+# the kernel's own install-extmod-build) into one ib_cm.ko builds against.
 #
 #   kernel-deb-test.sh KDIR       prints `RESULT <passed> <failed>` last
 set -uo pipefail
@@ -49,6 +50,31 @@ mutate irdma_builtin "CONFIG_INFINIBAND_IRDMA: Debian has m, this config has y" 
 mutate nvme_rdma_dropped "CONFIG_NVME_RDMA" '/^CONFIG_NVME_RDMA=/d'
 mutate btf_dropped "CONFIG_DEBUG_INFO_BTF=y was dropped" 's/^CONFIG_DEBUG_INFO_BTF=y$/# CONFIG_DEBUG_INFO_BTF is not set/'
 
+# The module's sources, as git has them (no build outputs), copied into DIR.
+tree_copy() {
+	mkdir -p "$1"
+	(cd "$top" && git ls-files -co --exclude-standard -z | tar --null -T - -c 2>/dev/null) | tar -x -C "$1"
+}
+read -r -a ktools <<<"$("$top/scripts/lib.sh" ktools)"
+
+# ib_cm.ko against Debian's configuration itself, not only against the test kernel's: options
+# Debian sets change the rdma structs and the types they name (CONFIG_CGROUP_RDMA puts a
+# `struct rdmacg_device` into `struct ib_device`). modules_prepare of the configured tree
+# (rust/ included; minutes once, then cached) is enough to build against it.
+s=$(date +%s)
+if ddir=$("$kdeb" prepare 2>"$work/prepare.err"); then
+	WHY="$("$top/scripts/check-kdir.sh" "$ddir" 2>&1 | tr '\n' ' ')" check kernel_deb_config_passes_preflight \
+		"$top/scripts/check-kdir.sh" --quiet "$ddir"
+	tree_copy "$work/d"
+	if make -C "$ddir" M="$work/d" "${ktools[@]}" modules >"$work/dbuild.log" 2>&1 && [[ -f $work/d/ib_cm.ko ]]; then
+		ok "kernel_deb_config_builds_ib_cm ($(($(date +%s) - s)) s with modules_prepare, vermagic $(modinfo -F vermagic "$work/d/ib_cm.ko"))"
+	else
+		notok kernel_deb_config_builds_ib_cm "$(grep -m3 -E 'error|Error' "$work/dbuild.log" | tr '\n' ' ')"
+	fi
+else
+	notok kernel_deb_config_modules_prepare "$(tail -3 "$work/prepare.err" | tr '\n' ' ')"
+fi
+
 # A linux-headers .deb as bindeb-pkg builds it (builddeb: install-extmod-build, the build link).
 rel=$(release_of "$kdir")
 src=$(readlink -f "$kdir/source")
@@ -77,9 +103,7 @@ if (cd "$kdir" && srctree=$src SRCARCH=x86 CC=clang HOSTCC=clang MAKE=make \
 			bash -c 'dpkg-deb -I "$1" md5sums | grep -q "rust/libkernel.rmeta"' _ "$work/headers.deb"
 		WHY="$("$top/scripts/check-kdir.sh" "$h" 2>&1 | tr '\n' ' ')" check kernel_deb_headers_pass_preflight \
 			"$top/scripts/check-kdir.sh" --quiet "$h"
-		mkdir -p "$work/m"
-		(cd "$top" && git ls-files -co --exclude-standard -z | tar --null -T - -c 2>/dev/null) | tar -x -C "$work/m"
-		read -r -a ktools <<<"$("$top/scripts/lib.sh" ktools)"
+		tree_copy "$work/m"
 		s=$(date +%s)
 		if make -C "$h" M="$work/m" "${ktools[@]}" modules >"$work/build.log" 2>&1 && [[ -f $work/m/ib_cm.ko ]]; then
 			ok "kernel_deb_headers_build_ib_cm ($(($(date +%s) - s)) s, vermagic $(modinfo -F vermagic "$work/m/ib_cm.ko"))"
