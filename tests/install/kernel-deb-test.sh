@@ -66,8 +66,13 @@ if ddir=$("$kdeb" prepare 2>"$work/prepare.err"); then
 	WHY="$("$top/scripts/check-kdir.sh" "$ddir" 2>&1 | tr '\n' ' ')" check kernel_deb_config_passes_preflight \
 		"$top/scripts/check-kdir.sh" --quiet "$ddir"
 	tree_copy "$work/d"
-	if make -C "$ddir" M="$work/d" "${ktools[@]}" modules >"$work/dbuild.log" 2>&1 && [[ -f $work/d/ib_cm.ko ]]; then
-		ok "kernel_deb_config_builds_ib_cm ($(($(date +%s) - s)) s with modules_prepare, vermagic $(modinfo -F vermagic "$work/d/ib_cm.ko"))"
+	# A modules_prepare tree has no Module.symvers (the whole build makes it), so modpost cannot
+	# resolve the module's imports there: it warns instead (the test kernel's builds check them).
+	symvers=() how="modpost checked against the built tree's Module.symvers"
+	[[ -f $ddir/Module.symvers ]] || symvers=(KBUILD_MODPOST_WARN=1) how="modules_prepare tree: imports unchecked"
+	if make -C "$ddir" M="$work/d" "${ktools[@]}" "${symvers[@]}" modules >"$work/dbuild.log" 2>&1 &&
+		[[ -f $work/d/ib_cm.ko ]]; then
+		ok "kernel_deb_config_builds_ib_cm ($(($(date +%s) - s)) s, $how, vermagic $(modinfo -F vermagic "$work/d/ib_cm.ko"))"
 	else
 		notok kernel_deb_config_builds_ib_cm "$(grep -m3 -E 'error|Error' "$work/dbuild.log" | tr '\n' ' ')"
 	fi
