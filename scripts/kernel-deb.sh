@@ -10,9 +10,9 @@
 #                                        the check alone: Rust on, MODVERSIONS off, every RDMA/HCA
 #                                        option of Debian's config unchanged
 #   scripts/kernel-deb.sh dir            print that build directory
-#   scripts/kernel-deb.sh prepare        config + modules_prepare (rust/ included): enough of
-#                                        the tree to build ib_cm.ko against Debian's configuration
-#                                        (minutes, not hours); prints the build directory
+#   scripts/kernel-deb.sh prepare        config + modules_prepare (rust/ included) in a directory
+#                                        of its own: enough to build ib_cm.ko against Debian's
+#                                        configuration (a minute or two, not hours); prints it
 #   scripts/kernel-deb.sh build          config + bindeb-pkg; packages in $IBCM_CACHE/kernel-deb/
 #   scripts/kernel-deb.sh add-rust-headers HEADERS_DEB KBUILD_DIR
 #                                        add rust/ (metadata, macros, bindgen parameters) to a
@@ -168,15 +168,22 @@ add_rust_headers() { # HEADERS_DEB KBUILD_DIR
 	echo "kernel-deb: added rust/ to $(basename "$deb")"
 }
 
+# Everything runs from main, which bash has read whole before it starts: editing this file
+# while a build runs (hours) cannot change what the running build does next.
+main() {
 case ${1:-} in
 dir) build_dir ;;
 verify) verify "$2" "$3" "${4:-}" ;;
 config) if [[ -n ${2:-} ]]; then configure "$2"; else configure "$(build_dir)" reuse; fi ;;
 add-rust-headers) add_rust_headers "$2" "$3" ;;
 prepare)
-	dir=$(build_dir)
+	# A directory of its own, next to the build's: `make check` runs this while a `build` may be
+	# running for hours, and two makes in one O= directory race.
+	dir=$(build_dir)-prep
+	mkdir -p "$dir"
+	exec 8>"$dir.lock"
+	flock 8
 	configure "$dir" reuse >&2
-	# A no-op in a tree that `build` has already built.
 	kmake "$dir" -j"$(nproc)" modules_prepare >"$dir/prepare.log" 2>&1 ||
 		{ tail -20 "$dir/prepare.log" >&2; die "modules_prepare failed (log: $dir/prepare.log)"; }
 	echo "$dir"
@@ -186,6 +193,9 @@ build)
 		command -v "$c" >/dev/null || die "$c missing (scripts/deps.sh kernel-deb installs it)"
 	done
 	dir=$(build_dir)
+	mkdir -p "$dir"
+	exec 8>"$dir.lock"
+	flock -n 8 || die "another make kernel-deb is building in $dir"
 	configure "$dir" reuse
 	outdir=$IBCM_CACHE/kernel-deb
 	log "kernel-deb: bindeb-pkg in $dir (hours on 2 cores; log: $dir/build.log)"
@@ -213,14 +223,24 @@ build)
 		[[ -e $dir/build.log.$i ]] || continue
 		total=$((total + $(stat -c %Y "$dir/build.log.$i") - starts[i - 1])) n=$((n + 1))
 	done
-	mkdir -p "$outdir"
 	shopt -s nullglob
 	debs=("$(dirname "$dir")"/linux-*"$ver+rust1"*.deb)
 	((${#debs[@]})) || die "bindeb-pkg produced no .deb (log: $dir/build.log)"
+	# rust/ goes into the headers package before it is published: a reader of $outdir never
+	# sees one without it. Packages of another version go, so $outdir holds one kernel.
+	for h in "$(dirname "$dir")"/linux-headers-*"$ver+rust1"*.deb; do add_rust_headers "$h" "$dir"; done
+	mkdir -p "$outdir"
+	for old in "$outdir"/linux-*.deb; do
+		[[ $old == *"_$ver+rust1_"* ]] || rm -f "$old"
+	done
 	mv "${debs[@]}" "$outdir/"
-	for h in "$outdir"/linux-headers-*"$ver+rust1"*.deb; do add_rust_headers "$h" "$dir"; done
-	log "kernel-deb: done: this run $((end - start)) s, $total s wall over $n run(s) ($(tail -1 "$dir/build-cpu")): $(ls "$outdir")"
+	summary="kernel-deb: done: this run $((end - start)) s, $total s wall over $n run(s) ($(tail -1 "$dir/build-cpu")): $(ls "$outdir")"
+	echo "$summary" >"$dir/build-summary"
+	log "$summary"
 	echo "$outdir"
 	;;
 *) die "usage: $0 config [DIR] | dir | verify DEBIAN_CONFIG NEW_CONFIG | prepare | build | add-rust-headers DEB KBUILD_DIR" ;;
 esac
+}
+main "$@"
+exit

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Boots the test kernel with a module tree as installed by `make install` or dkms and checks,
-# inside the guest, that `modprobe rdma_cm` loads ib_cm-rs and rping listens through it
-# (tests/install/guest-init.sh). The image is the test initramfs (tests/build.sh) with a second
+# inside the guest, that `modprobe rdma_cm` loads ib_cm-rs, rping listens through it and a
+# client connects (tests/install/guest-init.sh). The image is the test initramfs (tests/build.sh) with a second
 # cpio archive appended (the kernel unpacks both): the module tree, kmod and the init script.
 # Nothing in tests/qemu/ changes: the guest is booted with rdinit=/install-init.sh.
 #
 #   guest-test.sh VARIANT KDIR NAME MODROOT    prints `RESULT <passed> <failed>` last
 # The kernel is KDIR's bzImage ($BZIMAGE if set: kernel-deb-boot.sh boots a packaged kernel);
+# the loaded ib_cm must have the taint $IBCM_GUEST_TAINT (default O, out of tree);
 # the base initramfs only brings userspace (busybox, rping, ip, their libraries), so one left
 # by an earlier tests/build.sh of VARIANT is reused.
 set -uo pipefail
@@ -40,7 +41,7 @@ img=$out/initramfs-$name.cpio.gz
 
 log=$out/guest-$name.log
 start=$(date +%s)
-KAPPEND="rdinit=/install-init.sh ibcm.install=$name" \
+KAPPEND="rdinit=/install-init.sh ibcm.install=$name ibcm.taint=${IBCM_GUEST_TAINT:-O}" \
 	"$top/tests/qemu/run.sh" "${BZIMAGE:-$kdir/arch/x86/boot/bzImage}" "$img" none install "$log" 300 ||
 	notok "${name}_guest_boot" "QEMU failed or timed out (log: $log)"
 res=$("$top/tests/qemu/parse.py" "$log")
