@@ -17,7 +17,7 @@
 #   make kernel-deb    Debian kernel packages (bindeb-pkg) from Debian's 6.12 config plus Rust
 #   make kernel-deb-check  after make kernel-deb: ib_cm.ko built against its headers package,
 #                   make install next to its image's modules, that kernel booted in QEMU,
-#                   modprobe rdma_cm loads ours and rping listens (not part of make check)
+#                   modprobe rdma_cm loads ours and rping connects (not part of make check)
 #
 # KDIR=/path/to/kernel/build builds against that kernel (no test kernel is built); it is checked
 # first by scripts/check-kdir.sh (Rust, 6.12, no MODVERSIONS, the rdma ABI) and refused with one

@@ -14,6 +14,14 @@ PKGS=(linux-source-6.12 rustc-web rust-web-src clang lld llvm libclang-dev bc fl
 # `scripts/deps.sh kernel-deb` (make kernel-deb) adds what bindeb-pkg runs: dpkg-buildpackage,
 # debian/rules' dh_listpackages, the headers package's rsync, GNU time for the build's figures.
 [[ ${1:-} != kernel-deb ]] || PKGS+=(dpkg-dev debhelper rsync kmod time)
+# `scripts/deps.sh build`: only what building and installing ib_cm.ko against an installed
+# kernel's headers needs (a machine with an HCA: no QEMU, no test tools, no kernel source).
+PROFILE=${1:-all}
+[[ $PROFILE != build ]] || PKGS=(rustc-web rust-web-src clang lld llvm libclang-dev make bc
+	libelf-dev dwarves kmod xz-utils gcc libc6-dev dkms)
+# bindgen-cli is built with cargo: Debian's cargo-web (the version of rustc-web) if there is no
+# cargo at all (this machine kind has rustup's).
+command -v cargo >/dev/null || PKGS+=(cargo-web)
 
 CACHE=${IBCM_CACHE:-/var/cache/ib_cm-rs}
 BINDGEN_VERSION=0.70.1
@@ -48,7 +56,7 @@ qemu_matching_utils() {
 		"${rel[@]}" "qemu-system-x86=$qv" "qemu-system-common=$qv" "qemu-system-data=$qv" ||
 		die "installing qemu-system-x86 $qv failed"
 }
-qemu_matching_utils
+[[ $PROFILE == build ]] || qemu_matching_utils
 missing=()
 for p in "${PKGS[@]}"; do
 	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
@@ -73,7 +81,7 @@ for p in "${PKGS[@]}"; do
 	[[ $st == "install ok installed" ]] || die "package $p is still not installed"
 done
 
-[[ -f /usr/src/linux-source-6.12.tar.xz ]] || die "/usr/src/linux-source-6.12.tar.xz missing"
+[[ $PROFILE == build || -f /usr/src/linux-source-6.12.tar.xz ]] || die "/usr/src/linux-source-6.12.tar.xz missing"
 [[ -x /usr/bin/rustc ]] || die "/usr/bin/rustc (rustc-web) missing"
 [[ -d /usr/lib/rustlib/src/rust/library ]] || die "rust-web-src library missing"
 

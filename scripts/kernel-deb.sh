@@ -162,30 +162,53 @@ add_rust_headers() { # HEADERS_DEB KBUILD_DIR
 		(cd "$tmp" && find "${hdir#"$tmp"/}/rust" -type f -exec md5sum {} + >>DEBIAN/md5sums)
 		[[ ! -e $hdir/scripts/target.json ]] || (cd "$tmp" && md5sum "${hdir#"$tmp"/}/scripts/target.json" >>DEBIAN/md5sums)
 	fi
+	# Installed-Size (KiB) is what apt tells the user the package takes: count rust/ in.
+	sed -i "s/^Installed-Size: .*/Installed-Size: $(du -sk --exclude=DEBIAN "$tmp" | cut -f1)/" "$tmp/DEBIAN/control"
 	dpkg-deb --root-owner-group -Z"${IBCM_DEB_COMPRESS:-xz}" -b "$tmp" "$deb.new" >/dev/null || die "cannot repack $deb"
 	mv "$deb.new" "$deb"
 	rm -rf "$tmp"
 	echo "kernel-deb: added rust/ to $(basename "$deb")"
 }
 
-# Everything runs from main, which bash has read whole before it starts: editing this file
-# while a build runs (hours) cannot change what the running build does next.
+# Everything runs from main, and `main "$@"; exit` is one line, which bash has read whole
+# before main starts: editing this file while a build runs (hours) cannot change what the
+# running build does next.
 main() {
 case ${1:-} in
 dir) build_dir ;;
 verify) verify "$2" "$3" "${4:-}" ;;
-config) if [[ -n ${2:-} ]]; then configure "$2"; else configure "$(build_dir)" reuse; fi ;;
+config)
+	if [[ -n ${2:-} ]]; then
+		configure "$2"
+	else
+		# Only the first configuration writes the build directory; then it is only verified.
+		dir=$(build_dir)
+		if [[ ! -f $dir/.ibcm-configured ]]; then
+			mkdir -p "$dir"
+			exec 8>"$dir.lock"
+			flock -w 600 8 || die "$dir is locked by a running make kernel-deb"
+		fi
+		configure "$dir" reuse
+	fi
+	;;
 add-rust-headers) add_rust_headers "$2" "$3" ;;
 prepare)
 	# A directory of its own, next to the build's: `make check` runs this while a `build` may be
 	# running for hours, and two makes in one O= directory race.
-	dir=$(build_dir)-prep
+	full=$(build_dir)
+	dir=$full-prep
 	mkdir -p "$dir"
 	exec 8>"$dir.lock"
-	flock 8
+	flock -w 600 8 || die "$dir is locked by another prepare"
 	configure "$dir" reuse >&2
 	kmake "$dir" -j"$(nproc)" modules_prepare >"$dir/prepare.log" 2>&1 ||
 		{ tail -20 "$dir/prepare.log" >&2; die "modules_prepare failed (log: $dir/prepare.log)"; }
+	# A finished `build` of the same configuration (same hash) has the Module.symvers that
+	# modpost checks a module's imports against; modules_prepare makes none.
+	rm -f "$dir/Module.symvers"
+	if [[ -f $full/build-summary && -f $full/Module.symvers ]] && exec 7>"$full.lock" && flock -n 7; then
+		cp "$full/Module.symvers" "$dir/Module.symvers"
+	fi
 	echo "$dir"
 	;;
 build)
@@ -210,6 +233,23 @@ build)
 	fi
 	start=$(date +%s)
 	echo "$start" >>"$runs"
+	# GNU time reports nothing for a run that is killed, so the CPU of this run's process group
+	# (its live processes and the children they reaped) is also sampled each minute into
+	# build-cpu.<run>, whose last sample survives a kill.
+	run=$(wc -l <"$runs")
+	pgid=$(($(ps -o pgid= $$)))
+	(
+		exec 8>&- # not the build's lock: a sleep of this loop may outlive the build by a minute
+		while sleep 60; do
+			# cat fails on processes that end meanwhile; pipefail must not drop the sample.
+			{ cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v g="$pgid" -v hz="$(getconf CLK_TCK)" \
+				'{ sub(/^.*\) /, ""); if ($3 == g) t += $12 + $13 + $14 + $15 }
+				END { printf "%d\n", t / hz }' >"$dir/build-cpu.$run.new" &&
+				mv "$dir/build-cpu.$run.new" "$dir/build-cpu.$run"
+		done
+	) &
+	sampler=$!
+	trap 'kill $sampler 2>/dev/null || true' EXIT
 	# bindeb-pkg leaves the packages in the parent of the build directory.
 	/usr/bin/time -f 'cpu: %U s user %S s sys, %e s wall' -a -o "$dir/build-cpu" \
 		make -C "$src" O="$dir" "${KTOOLS[@]}" -j"$(nproc)" KDEB_PKGVERSION="$ver+rust1" bindeb-pkg \
@@ -234,7 +274,12 @@ build)
 		[[ $old == *"_$ver+rust1_"* ]] || rm -f "$old"
 	done
 	mv "${debs[@]}" "$outdir/"
-	summary="kernel-deb: done: this run $((end - start)) s, $total s wall over $n run(s) ($(tail -1 "$dir/build-cpu")): $(ls "$outdir")"
+	kill "$sampler" 2>/dev/null || true
+	cpu=0 ncpu=0
+	for f in "$dir"/build-cpu.[0-9]*; do
+		[[ $f == *.new ]] || { cpu=$((cpu + $(cat "$f"))); ncpu=$((ncpu + 1)); }
+	done
+	summary="kernel-deb: done: this run $((end - start)) s, $total s wall over $n run(s) ($(tail -1 "$dir/build-cpu")); CPU sampled in $ncpu run(s): $cpu s: $(ls "$outdir" | tr '\n' ' ')"
 	echo "$summary" >"$dir/build-summary"
 	log "$summary"
 	echo "$outdir"
@@ -242,5 +287,4 @@ build)
 *) die "usage: $0 config [DIR] | dir | verify DEBIAN_CONFIG NEW_CONFIG | prepare | build | add-rust-headers DEB KBUILD_DIR" ;;
 esac
 }
-main "$@"
-exit
+main "$@"; exit
