@@ -17,6 +17,7 @@ PKGS=(linux-source-6.12 rustc-web rust-web-src clang lld llvm libclang-dev bc fl
 # `scripts/deps.sh build`: only what building and installing ib_cm.ko against an installed
 # kernel's headers needs (a machine with an HCA: no QEMU, no test tools, no kernel source).
 PROFILE=${1:-all}
+case $PROFILE in all | build | kernel-deb) ;; *) echo "usage: $0 [build|kernel-deb]" >&2; exit 1 ;; esac
 [[ $PROFILE != build ]] || PKGS=(rustc-web rust-web-src clang lld llvm libclang-dev make bc
 	libelf-dev dwarves kmod xz-utils gcc libc6-dev dkms)
 # bindgen-cli is built with cargo: Debian's cargo-web (the version of rustc-web) if there is no

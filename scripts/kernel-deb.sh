@@ -163,7 +163,7 @@ add_rust_headers() { # HEADERS_DEB KBUILD_DIR
 		[[ ! -e $hdir/scripts/target.json ]] || (cd "$tmp" && md5sum "${hdir#"$tmp"/}/scripts/target.json" >>DEBIAN/md5sums)
 	fi
 	# Installed-Size (KiB) is what apt tells the user the package takes: count rust/ in.
-	sed -i "s/^Installed-Size: .*/Installed-Size: $(du -sk --exclude=DEBIAN "$tmp" | cut -f1)/" "$tmp/DEBIAN/control"
+	sed -i "s/^Installed-Size: .*/Installed-Size: $(du -sk --apparent-size --exclude=DEBIAN "$tmp" | cut -f1)/" "$tmp/DEBIAN/control"
 	dpkg-deb --root-owner-group -Z"${IBCM_DEB_COMPRESS:-xz}" -b "$tmp" "$deb.new" >/dev/null || die "cannot repack $deb"
 	mv "$deb.new" "$deb"
 	rm -rf "$tmp"
@@ -209,6 +209,7 @@ prepare)
 	if [[ -f $full/build-summary && -f $full/Module.symvers ]] && exec 7>"$full.lock" && flock -n 7; then
 		cp "$full/Module.symvers" "$dir/Module.symvers"
 	fi
+	exec 7>&-
 	echo "$dir"
 	;;
 build)
@@ -226,6 +227,18 @@ build)
 	# and the next run goes on from them. Each run's wall time is kept so the total is known:
 	# a run's start is in build-runs, its end is the mtime of its log (rotated to build.log.N).
 	runs=$dir/build-runs
+	rm -f "$dir/build-summary" # written again when this run has finished
+	# GNU time reports nothing for a run that is killed (^C aside), so this run's CPU is also
+	# sampled each minute into build-cpu.<run>, whose last sample survives a kill: the CPU of
+	# the process group (its live processes and the children they reaped) since the run began.
+	# When the run completes, GNU time's exact figure replaces the sample.
+	pgid=$(sed 's/.*) //' /proc/$$/stat | cut -d' ' -f3)
+	pgcpu() {
+		# cat fails on processes that end meanwhile; pipefail must not drop the sample.
+		{ cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v g="$pgid" -v hz="$(getconf CLK_TCK)" \
+			'{ sub(/^.*\) /, ""); if ($3 == g) t += $12 + $13 + $14 + $15 } END { printf "%d\n", t / hz }'
+	}
+	base=$(pgcpu)
 	if [[ -f $dir/build.log ]]; then
 		i=1
 		while [[ -e $dir/build.log.$i ]]; do i=$((i + 1)); done
@@ -233,21 +246,13 @@ build)
 	fi
 	start=$(date +%s)
 	echo "$start" >>"$runs"
-	# GNU time reports nothing for a run that is killed, so the CPU of this run's process group
-	# (its live processes and the children they reaped) is also sampled each minute into
-	# build-cpu.<run>, whose last sample survives a kill.
 	run=$(wc -l <"$runs")
-	pgid=$(($(ps -o pgid= $$)))
 	(
 		exec 8>&- # not the build's lock: a sleep of this loop may outlive the build by a minute
-		while sleep 60; do
-			# cat fails on processes that end meanwhile; pipefail must not drop the sample.
-			{ cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v g="$pgid" -v hz="$(getconf CLK_TCK)" \
-				'{ sub(/^.*\) /, ""); if ($3 == g) t += $12 + $13 + $14 + $15 }
-				END { printf "%d\n", t / hz }' >"$dir/build-cpu.$run.new" &&
-				mv "$dir/build-cpu.$run.new" "$dir/build-cpu.$run"
+		while sleep 60 && kill -0 $$ 2>/dev/null; do
+			echo $(($(pgcpu) - base)) >"$dir/build-cpu.$run.new" && mv "$dir/build-cpu.$run.new" "$dir/build-cpu.$run"
 		done
-	) &
+	) >/dev/null 2>&1 &
 	sampler=$!
 	trap 'kill $sampler 2>/dev/null || true' EXIT
 	# bindeb-pkg leaves the packages in the parent of the build directory.
@@ -275,11 +280,12 @@ build)
 	done
 	mv "${debs[@]}" "$outdir/"
 	kill "$sampler" 2>/dev/null || true
+	tail -1 "$dir/build-cpu" | awk '{ printf "%d\n", $2 + $5 }' >"$dir/build-cpu.$run"
 	cpu=0 ncpu=0
 	for f in "$dir"/build-cpu.[0-9]*; do
 		[[ $f == *.new ]] || { cpu=$((cpu + $(cat "$f"))); ncpu=$((ncpu + 1)); }
 	done
-	summary="kernel-deb: done: this run $((end - start)) s, $total s wall over $n run(s) ($(tail -1 "$dir/build-cpu")); CPU sampled in $ncpu run(s): $cpu s: $(ls "$outdir" | tr '\n' ' ')"
+	summary="kernel-deb: done: this run $((end - start)) s, $total s wall over $n run(s) ($(tail -1 "$dir/build-cpu")); CPU of the $ncpu run(s) with a figure: $cpu s: $(ls "$outdir" | tr '\n' ' ')"
 	echo "$summary" >"$dir/build-summary"
 	log "$summary"
 	echo "$outdir"
