@@ -170,6 +170,14 @@ add_rust_headers() { # HEADERS_DEB KBUILD_DIR
 	echo "kernel-deb: added rust/ to $(basename "$deb")"
 }
 
+# lock_dir DIR FLOCK-OPTION... : DIR made if needed, and its lock (DIR.lock, next to it) held on
+# fd 8 until the script ends; fails as flock does (-n: at once, -w N: after N seconds).
+lock_dir() {
+	mkdir -p "$1"
+	exec 8>"$1.lock"
+	flock "${@:2}" 8
+}
+
 # Everything runs from main, and `main "$@"; exit` is one line, which bash has read whole
 # before main starts: editing this file while a build runs (hours) cannot change what the
 # running build does next.
@@ -183,11 +191,7 @@ config)
 	else
 		# Only the first configuration writes the build directory; then it is only verified.
 		dir=$(build_dir)
-		if [[ ! -f $dir/.ibcm-configured ]]; then
-			mkdir -p "$dir"
-			exec 8>"$dir.lock"
-			flock -w 600 8 || die "$dir is locked by a running make kernel-deb"
-		fi
+		[[ -f $dir/.ibcm-configured ]] || lock_dir "$dir" -w 600 || die "$dir is locked by a running make kernel-deb"
 		configure "$dir" reuse
 	fi
 	;;
@@ -197,9 +201,7 @@ prepare)
 	# running for hours, and two makes in one O= directory race.
 	full=$(build_dir)
 	dir=$full-prep
-	mkdir -p "$dir"
-	exec 8>"$dir.lock"
-	flock -w 600 8 || die "$dir is locked by another prepare"
+	lock_dir "$dir" -w 600 || die "$dir is locked by another prepare"
 	configure "$dir" reuse >&2
 	kmake "$dir" -j"$(nproc)" modules_prepare >"$dir/prepare.log" 2>&1 ||
 		{ tail -20 "$dir/prepare.log" >&2; die "modules_prepare failed (log: $dir/prepare.log)"; }
@@ -217,9 +219,7 @@ build)
 		command -v "$c" >/dev/null || die "$c missing (scripts/deps.sh kernel-deb installs it)"
 	done
 	dir=$(build_dir)
-	mkdir -p "$dir"
-	exec 8>"$dir.lock"
-	flock -n 8 || die "another make kernel-deb is building in $dir"
+	lock_dir "$dir" -n || die "another make kernel-deb is building in $dir"
 	configure "$dir" reuse
 	outdir=$IBCM_CACHE/kernel-deb
 	log "kernel-deb: bindeb-pkg in $dir (hours on 2 cores; log: $dir/build.log)"

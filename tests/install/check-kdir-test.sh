@@ -149,8 +149,7 @@ if [[ -n $real_kdir ]]; then
 	printf '#!/bin/sh\necho "rustc 1.80.0 (051478957 2024-07-21)"\n' >"$work/rustc-other"
 	chmod +x "$work/rustc-other"
 	read -r -a ktools <<<"$("$top/scripts/lib.sh" ktools)"
-	mkdir -p "$work/m"
-	(cd "$top" && git ls-files -co --exclude-standard -z | tar --null -T - -c 2>/dev/null) | tar -x -C "$work/m"
+	tree_copy "$work/m"
 	out=$(make -C "$real_kdir" M="$work/m" "${ktools[@]}" RUSTC="$work/rustc-other" modules 2>&1)
 	rc=$?
 	if ((rc != 0)) && grep -q 'very same compiler' <<<"$out" && grep -q 'Kbuild:.*refused' <<<"$out" &&

@@ -40,8 +40,8 @@ trap cleanup EXIT
 run() { echo "+ $*" >>"$log"; "$@" >>"$log" 2>&1; }
 
 # The source as `git archive` would give it, plus uncommitted files: no build outputs.
-mkdir -p "$work/src/$name-$ver" "$work/dkms" "$root"
-(cd "$top" && git ls-files -co --exclude-standard -z | tar --null -T - -c 2>/dev/null) | tar -x -C "$work/src/$name-$ver"
+mkdir -p "$work/dkms" "$root"
+tree_copy "$work/src/$name-$ver"
 read -r -a ktools <<<"$("$top/scripts/lib.sh" ktools)"
 make -s -C "$kdir" "${ktools[@]}" INSTALL_MOD_PATH="$root" modules_install >>"$log" 2>&1 ||
 	notok dkms_setup_in_tree_modules "modules_install of the test kernel failed"

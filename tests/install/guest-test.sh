@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Boots the test kernel with a module tree as installed by `make install` or dkms and checks,
 # inside the guest, that `modprobe rdma_cm` loads ib_cm-rs, rping listens through it and a
-# client connects (tests/install/guest-init.sh). The image is the test initramfs (tests/build.sh) with a second
-# cpio archive appended (the kernel unpacks both): the module tree, kmod and the init script.
+# client connects (tests/install/guest-init.sh). The image is the test initramfs
+# (tests/build.sh) with a second cpio archive appended (the kernel unpacks both): the module
+# tree, kmod and the init script.
 # Nothing in tests/qemu/ changes: the guest is booted with rdinit=/install-init.sh.
 #
 #   guest-test.sh VARIANT KDIR NAME MODROOT    prints `RESULT <passed> <failed>` last

@@ -79,8 +79,7 @@ intree=$(cd "$mods" && ls kernel/drivers/infiniband/core/ib_cm.ko* 2>/dev/null)
 WHY="$n modules copied; the in-tree ib_cm is '$intree'" check kernel_deb_module_tree_has_in_tree_ib_cm test -n "$intree"
 
 # ib_cm.ko against the headers package, installed into the scratch root by make install.
-mkdir -p "$work/src"
-(cd "$top" && git ls-files -co --exclude-standard -z | tar --null -T - -c 2>/dev/null) | tar -x -C "$work/src"
+tree_copy "$work/src"
 s=$(date +%s)
 if make -C "$work/src" KDIR="$kdir" >"$out/kernel-deb-build.log" 2>&1 &&
 	make -C "$work/src" install KDIR="$kdir" INSTALL_MOD_PATH="$root" >>"$out/kernel-deb-build.log" 2>&1; then

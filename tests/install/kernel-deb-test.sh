@@ -50,11 +50,6 @@ mutate irdma_builtin "CONFIG_INFINIBAND_IRDMA: Debian has m, this config has y" 
 mutate nvme_rdma_dropped "CONFIG_NVME_RDMA" '/^CONFIG_NVME_RDMA=/d'
 mutate btf_dropped "CONFIG_DEBUG_INFO_BTF=y was dropped" 's/^CONFIG_DEBUG_INFO_BTF=y$/# CONFIG_DEBUG_INFO_BTF is not set/'
 
-# The module's sources, as git has them (no build outputs), copied into DIR.
-tree_copy() {
-	mkdir -p "$1"
-	(cd "$top" && git ls-files -co --exclude-standard -z | tar --null -T - -c 2>/dev/null) | tar -x -C "$1"
-}
 read -r -a ktools <<<"$("$top/scripts/lib.sh" ktools)"
 
 # ib_cm.ko against Debian's configuration itself, not only against the test kernel's: options

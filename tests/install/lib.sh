@@ -21,6 +21,13 @@ check() {
 }
 result() { echo "RESULT $npass $nfail"; }
 
+# tree_copy DIR: the module's sources as git has them, uncommitted files included, no build
+# outputs, copied into DIR (made if needed).
+tree_copy() {
+	mkdir -p "$1"
+	(cd "$itop" && git ls-files -co --exclude-standard -z | tar --null -T - -c 2>/dev/null) | tar -x -C "$1"
+}
+
 # The kernel release of a build directory.
 release_of() { cat "$1/include/config/kernel.release"; }
 
