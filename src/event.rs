@@ -19,10 +19,11 @@ use crate::alloc::CmBox;
 use crate::recv::{Origin, RecvWc};
 use crate::{
     bindings,
+    cm_id::CmId,
     logic::wire::{MAD_HDR_LEN, MAD_LEN},
 };
 use core::mem::MaybeUninit;
-use kernel::{ffi, prelude::*, types::Opaque};
+use kernel::{ffi, prelude::*, sync::Arc, types::Opaque};
 
 /// One event for a handler.
 ///
@@ -308,5 +309,59 @@ impl Drop for EventQueue {
     fn drop(&mut self) {
         // Iteratively, so a long queue cannot overflow the stack.
         while self.pop().is_some() {}
+    }
+}
+
+/// Delivery: an id's events reach its handler one at a time, in order.
+impl CmId {
+    /// Delivers `first` and then whatever is queued meanwhile, one at a time, with no lock
+    /// held (`cm_process_work`). The caller became the deliverer under the lock and hands over
+    /// its use of the id; a non-zero handler return destroys the id (and consumes the caller's
+    /// handle, which the CM then owns, as in cm.c).
+    pub(crate) fn deliver(self: &Arc<Self>, first: CmBox<Event>) {
+        let mut next = Some(first);
+        while let Some(ev) = next {
+            let handler = self.handler();
+            let raw = CmId::raw(self);
+            let ret = match handler {
+                // SAFETY: A handler of the `<rdma/ib_cm.h>` type, called with a live id and an
+                // event whose pointers are valid for the duration of the call.
+                Some(h) => unsafe { h(raw, &ev.ev) },
+                None => -(bindings::EINVAL as i32),
+            };
+            drop(ev);
+            if ret != 0 {
+                // No other thread may become the deliverer now (cm.c never lets `work_count`
+                // drop after a refusal): the id is dead to every input but the destroy below.
+                let leftover = {
+                    let mut g = self.inner.lock();
+                    g.destroyed = true;
+                    g.events.take()
+                };
+                drop(leftover);
+                // As cm.c: the use goes first, or destroy would wait for ourselves.
+                self.put_user();
+                self.destroy_with(ret);
+                // SAFETY: The handler refused the id: the handle it held is the CM's now.
+                drop(unsafe { CmId::from_raw(raw) });
+                return;
+            }
+            let leftover = {
+                let mut g = self.inner.lock();
+                if g.destroyed {
+                    g.delivering = false;
+                    next = None;
+                    Some(g.events.take())
+                } else {
+                    next = g.events.pop();
+                    if next.is_none() {
+                        g.delivering = false;
+                    }
+                    None
+                }
+            };
+            drop(leftover);
+        }
+        self.put_user();
     }
 }

@@ -71,12 +71,9 @@ const _: () = {
         re::REJ_INVALID_SERVICE_ID as u32
             == bindings::ib_cm_rej_reason_IB_CM_REJ_INVALID_SERVICE_ID
     );
+    assert!(req::REJ_INVALID_GID as u32 == bindings::ib_cm_rej_reason_IB_CM_REJ_INVALID_GID);
     assert!(
-        crate::recv::REJ_INVALID_GID as u32 == bindings::ib_cm_rej_reason_IB_CM_REJ_INVALID_GID
-    );
-    assert!(
-        crate::recv::REJ_INVALID_ALT_GID as u32
-            == bindings::ib_cm_rej_reason_IB_CM_REJ_INVALID_ALT_GID
+        req::REJ_INVALID_ALT_GID as u32 == bindings::ib_cm_rej_reason_IB_CM_REJ_INVALID_ALT_GID
     );
 };
 

@@ -1,23 +1,33 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! REQ out: `ib_send_cm_req()` (cm.c's `cm_validate_req_param()`, `cm_format_req()` and
-//! `ib_send_cm_req()`). The REQ in is `recv.rs` (the listener match) plus the passive id
-//! built there.
+//! `ib_send_cm_req()`); REQ in: `cm_req_handler()` and `cm_match_req()` (the duplicate and
+//! stale checks, the listener match, the passive id and its REQ_RECEIVED event).
 
 use super::{api, Ctx};
 use crate::{
     av::Av,
     bindings,
-    cm_id::CmId,
+    cm_id::{CmId, Conn, Init},
+    comm_id, conn,
+    device::CmDevice,
+    event::Event,
     logic::{
+        req_event::{self, RecvPort},
         service_id::ServiceId,
-        state::Input,
+        state::{Input, State},
         timeout,
         wire::{
-            conn::{Path, Req, REQ_PRIVATE_DATA},
+            conn::{Path, Req, MSG_REQ, REQ_PRIVATE_DATA},
             field::Bytes,
-            CmMessage,
+            AttrId, CmMessage, MadHeader,
         },
     },
+    recv::{
+        bth_pkey, fill_path, fill_typed_path, hand_over, issue_rej, respond, ListenerPin, RecvWc,
+    },
+    remote::{ConnReservation, QpKey, RemoteKey, ReqKey, Taken},
+    send::{self, Dest},
+    trace,
 };
 use kernel::{prelude::*, sync::Arc};
 
@@ -191,4 +201,328 @@ pub(crate) unsafe fn send_req(id: &Arc<CmId>, param: &bindings::ib_cm_req_param)
         },
         |_, _| {},
     )
+}
+
+/// What the device tables say about a request's remote keys.
+enum Seen {
+    /// Nothing: a new request.
+    New,
+    /// A retransmission of a request this id holds.
+    Duplicate(Arc<CmId>),
+    /// A new REQ from a queue pair this id is connected (or connecting) to
+    /// (`cm_insert_remote_qpn`).
+    Stale(Arc<CmId>),
+}
+
+/// The REQ checks against the device's tables.
+fn seen_req(inner: &crate::device::DeviceInner, key: &ReqKey, qp: &QpKey) -> Seen {
+    if let Some(id) = inner.remote_conns.get_req(key) {
+        Seen::Duplicate(id)
+    } else if let Some(id) = inner.remote_conns.get_qp(qp) {
+        Seen::Stale(id)
+    } else {
+        Seen::New
+    }
+}
+
+/// What to do with a REQ whose keys are known (`cm_match_req`'s first two checks).
+fn on_known_req(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, seen: Seen) {
+    match seen {
+        Seen::New => {}
+        // `cm_dup_req_handler`: counted; an MRA_REQ_SENT id sends its MRA again.
+        Seen::Duplicate(id) => {
+            // Only an id that is visible by comm ID (set up and handed over) answers, as
+            // cm.c's `cm_acquire_id` in `cm_match_req`; one still being set up ignores it.
+            let Some(id) = comm_id::acquire(id.local_id(), id.remote_id()) else {
+                return;
+            };
+            let recv = conn::Recv::new(dev, port_num, AttrId::Req, hdr, wc);
+            let mut ctx = conn::Ctx {
+                recv: Some(recv),
+                ..conn::Ctx::default()
+            };
+            let out = conn::run(&id, Input::RecvDupReq, &mut ctx, |_, _| {}, |_, _| {});
+            let _ = conn::finish(&id, out, ctx.recv.as_ref());
+        }
+        // REJ STALE_CONN, and a DREQ to the old connection (effective if ESTABLISHED).
+        Seen::Stale(old) => {
+            issue_rej(
+                dev,
+                port_num,
+                wc,
+                hdr.tid,
+                req_event::REJ_STALE_CONN,
+                MSG_REQ,
+            );
+            let _ = conn::dreq_drep::send_dreq(&old, &[]);
+        }
+    }
+}
+
+/// The passive id's parameters from a REQ (`cm_req_handler`).
+fn conn_of_req(req: &Req<'_>, tid: u64) -> Conn {
+    let mut conn = Conn {
+        tid,
+        remote_qpn: req.local_qpn,
+        sq_psn: req.starting_psn,
+        timeout_ms: timeout::conv_ms(req.local_cm_response_timeout),
+        path_mtu: req.path_mtu,
+        pkey: req.pkey,
+        max_cm_retries: req.max_cm_retries,
+        responder_resources: req.initiator_depth,
+        initiator_depth: req.responder_resources,
+        retry_count: req.retry_count,
+        rnr_retry_count: req.rnr_retry_count,
+        ..Conn::default()
+    };
+    conn.set_qp_type(req_event::qp_type(req));
+    conn
+}
+
+/// `IB_CM_REJ_INVALID_GID`.
+pub(crate) const REJ_INVALID_GID: u16 = 12;
+/// `IB_CM_REJ_INVALID_ALT_GID`.
+pub(crate) const REJ_INVALID_ALT_GID: u16 = 18;
+
+/// REQ in (`cm_req_handler`): the duplicate and stale checks, the listener match, and the
+/// passive id handed to the listener's handler.
+pub(crate) fn on_req(
+    dev: &Arc<CmDevice>,
+    port_num: u32,
+    wc: &RecvWc,
+    hdr: &MadHeader,
+    req: &Req<'_>,
+) {
+    let sid = ServiceId::new(req.service_id);
+    let key = ReqKey {
+        ca_guid: req.local_ca_guid,
+        comm_id: req.local_comm_id,
+    };
+    let qp = QpKey {
+        ca_guid: req.local_ca_guid,
+        qpn: req.local_qpn,
+    };
+    let (seen, listener) = {
+        let inner = dev.inner.lock();
+        match seen_req(&inner, &key, &qp) {
+            Seen::New => (Seen::New, inner.listen.find(sid)),
+            s => (s, None),
+        }
+    };
+    // cm.c traces every REQ that makes no new connection (a retransmission, a stale
+    // connection, no listener) as `icm_no_listener_err`, after its answer.
+    if !matches!(seen, Seen::New) {
+        on_known_req(dev, port_num, wc, hdr, seen);
+        return trace::no_listener(req.local_comm_id);
+    }
+    let Some(listener) = listener else {
+        issue_rej(
+            dev,
+            port_num,
+            wc,
+            hdr.tid,
+            req_event::REJ_INVALID_SERVICE_ID,
+            MSG_REQ,
+        );
+        return trace::no_listener(req.local_comm_id);
+    };
+    let listener = ListenerPin(listener);
+    // SAFETY: `wc` outlives the call, which runs in the device's receive work.
+    let Ok(wc_av) = (unsafe { Av::from_wc(dev, port_num, wc.wc(), wc.grh()) }) else {
+        return;
+    };
+    // SAFETY: The receive work owns `wc` until this event is delivered (by `hand_over`, in
+    // this work) or dropped; queueing it copies the MAD first.
+    let ev = unsafe { Event::for_wc(bindings::ib_cm_event_type_IB_CM_REQ_RECEIVED, wc) };
+    let Ok(mut ev) = ev else {
+        return;
+    };
+
+    // SAFETY: `wc` is valid while it lives; `wc_av` was initialised for this REQ.
+    let port = unsafe {
+        let w = &*wc.wc();
+        RecvPort {
+            roce: (*wc_av.attr()).type_ == bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE,
+            opa: bindings::ibcm_glue_cap_opa_ah(dev.ib_dev(), port_num),
+            wc_slid: w.slid,
+            wc_sl: w.sl,
+            wc_dlid_path_bits: w.dlid_path_bits,
+        }
+    };
+    let (primary, alternate) = req_event::req_paths(req, &port);
+    fill_typed_path(&mut ev.paths()[0], &primary, &wc_av);
+    // SAFETY: The AV was initialised from this completion.
+    ev.paths()[0].hop_limit = unsafe { bindings::ibcm_glue_ah_attr_hop_limit(wc_av.attr()) };
+    if let Some(alt) = &alternate {
+        fill_path(&mut ev.paths()[1], alt);
+        ev.paths()[1].rec_type = ev.paths()[0].rec_type;
+        // SAFETY: Our own path record.
+        unsafe { bindings::ibcm_glue_path_set_lids(&mut ev.paths()[1], alt.dlid, alt.slid) };
+    }
+    // The id's address comes from the primary path (`cm_init_av_by_path`); if that fails,
+    // REJ INVALID_GID with our port's GID 0 as ARI.
+    // SAFETY: Our own path record; the sgid attribute is held by `wc_av`.
+    let mut av = match unsafe { Av::from_path(dev, &mut ev.paths()[0], wc_av.sgid_attr()) } {
+        Ok(av) => av,
+        Err(_) => {
+            // SAFETY: Live device; `gid` is a valid output.
+            let (have, ari) = unsafe {
+                let mut gid: bindings::ib_gid = core::mem::zeroed();
+                let ok = bindings::rdma_query_gid(dev.ib_dev(), port_num, 0, &mut gid) == 0;
+                (ok, *gid.raw.as_ref())
+            };
+            let rej = req_event::rej_of_req(
+                0,
+                req.local_comm_id,
+                REJ_INVALID_GID,
+                if have { &ari } else { &[] },
+                &[],
+            );
+            return respond(dev, port_num, wc, hdr.tid, &CmMessage::Rej(rej));
+        }
+    };
+    // SAFETY: `av` holds an initialised attribute.
+    if unsafe { (*av.attr()).type_ } == bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB {
+        // The REQ's primary local LID (after the routed-REQ rule), programmed into the QP by
+        // `ib_cm_init_qp_attr(RTR)`.
+        av.dlid_datapath = req_event::datapath_dlid(req, &port);
+    }
+    // A REQ with an alternate path gives the id its alternate address too; if that path gives
+    // none, REJ INVALID_ALT_GID with the primary path's source GID as ARI (as cm.c, which
+    // resolves it with no sgid attribute).
+    let alt_av = if alternate.is_some() {
+        // SAFETY: Our own path record.
+        match unsafe { Av::from_path(dev, &mut ev.paths()[1], core::ptr::null()) } {
+            Ok(alt) => Some(alt),
+            Err(_) => {
+                // SAFETY: `raw` is the byte view of the GID union.
+                let ari = unsafe { *ev.paths()[0].sgid.raw.as_ref() };
+                let rej =
+                    req_event::rej_of_req(0, req.local_comm_id, REJ_INVALID_ALT_GID, &ari, &[]);
+                // cm.c sends this one from the id, on the primary path's address it has just
+                // built (`cm_alloc_msg`), not back along the REQ's packet as the INVALID_GID
+                // REJ above; without a handle nothing is sent, as there.
+                let dest = Dest::Av {
+                    attr: av.attr(),
+                    remote_qpn: send::QP1,
+                    pkey_index: av.pkey_index,
+                };
+                // SAFETY: `av`'s attribute is initialised and outlives the call.
+                let _ = unsafe {
+                    send::send(
+                        dev,
+                        av.port_num(),
+                        dest,
+                        &CmMessage::Rej(rej),
+                        hdr.tid,
+                        0,
+                        false,
+                    )
+                };
+                return;
+            }
+        }
+    } else {
+        None
+    };
+    // An OPA source GID is shown as the port's GID 0, on both paths (`cm_opa_to_ib_sgid`).
+    let rewrite = req_event::ib_sgid_rewrites(&primary, alternate.as_ref(), &port);
+    for (path, _) in ev.paths().iter_mut().zip(rewrite).filter(|(_, r)| *r) {
+        // SAFETY: Live device; `sgid` is a valid output. On failure the OPA GID stays, as in C.
+        unsafe {
+            let mut gid: bindings::ib_gid = core::mem::zeroed();
+            if bindings::rdma_query_gid(dev.ib_dev(), port_num, 0, &mut gid) == 0 {
+                path.sgid = gid;
+            }
+        }
+    }
+    let Ok(reservation) = ConnReservation::new(GFP_KERNEL) else {
+        return;
+    };
+    let sgid_attr = av.sgid_attr();
+    let init = Init {
+        handler: listener.0.handler(),
+        context: listener.0.context(),
+        state: State::ReqRcvd,
+        service_id: sid,
+        remote_id: req.local_comm_id,
+        av: Some(av),
+        alt_av,
+        conn: conn_of_req(req, hdr.tid),
+        remote: Some(RemoteKey::req(key, qp)),
+        delivering: true,
+    };
+    let Ok(id) = CmId::build(dev.clone(), init) else {
+        return;
+    };
+    drop(wc_av);
+    // A copy of the same REQ, or another REQ from the same QP, may have been handled on
+    // another CPU meanwhile: the insert checks again, under the device lock, and registers in
+    // both tables or neither.
+    let refused = dev
+        .inner
+        .lock()
+        .remote_conns
+        .insert(key, qp, &id, reservation)
+        .err();
+    // A refused reservation is freed when this function returns; no lock is held then.
+    let seen = match refused {
+        None => Seen::New,
+        Some((_, Taken::Req(other))) => Seen::Duplicate(other),
+        Some((_, Taken::Qp(other))) => Seen::Stale(other),
+    };
+    if !matches!(seen, Seen::New) {
+        id.inner.lock().remote = None;
+        id.destroy_with(-(bindings::ENOMEM as i32));
+        on_known_req(dev, port_num, wc, hdr, seen);
+        // As on the early path (cm.c traces every failed `cm_match_req`).
+        return trace::no_listener(req.local_comm_id);
+    }
+
+    let params = req_event::req_params(req, hdr.attr_mod);
+    let pd = ev.payload_ptr(140);
+    let (primary_ptr, alt_ptr) = {
+        let (a, b) = ev.paths().split_at_mut(1);
+        (a.as_mut_ptr(), b.as_mut_ptr())
+    };
+    ev.ev.private_data = pd;
+    // SAFETY: `req_rcvd` is the union member this event type uses.
+    let p = unsafe { ev.ev.param.req_rcvd.as_mut() };
+    p.listen_id = CmId::raw(&listener.0);
+    p.bth_pkey = bth_pkey(dev, port_num, wc);
+    p.port = u8::try_from(port_num).unwrap_or(0);
+    p.primary_path = primary_ptr;
+    p.alternate_path = if alternate.is_some() {
+        alt_ptr
+    } else {
+        core::ptr::null_mut()
+    };
+    // The id's address holds this attribute while it is the id's address: for the whole
+    // handler call, unless a LAP (InfiniBand only) replaces the address meanwhile, which drops
+    // the reference as cm.c's `cm_init_av_for_lap()` does.
+    p.ppath_sgid_attr = sgid_attr;
+    p.remote_ca_guid = params.remote_ca_guid.to_be();
+    p.remote_qkey = params.remote_qkey;
+    p.remote_qpn = params.remote_qpn;
+    p.qp_type = params.qp_type;
+    p.starting_psn = params.starting_psn;
+    p.responder_resources = params.responder_resources;
+    p.initiator_depth = params.initiator_depth;
+    // The bit fields are set by the C compiler (bindgen misplaces two of them, see glue.c).
+    // SAFETY: `p` is our event's parameter block.
+    unsafe {
+        bindings::ibcm_glue_req_event_bits(
+            p,
+            params.local_cm_response_timeout,
+            params.flow_control.into(),
+            params.remote_cm_response_timeout,
+            params.retry_count,
+            params.rnr_retry_count,
+            params.srq.into(),
+        )
+    };
+    p.ece.vendor_id = params.ece_vendor_id;
+    p.ece.attr_mod = params.ece_attr_mod;
+    hand_over(id, ev, true);
+    drop(listener);
 }

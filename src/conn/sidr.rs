@@ -1,24 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-//! SIDR, both ways: `ib_send_cm_sidr_req()`, `ib_send_cm_sidr_rep()` and
-//! `cm_sidr_rep_handler()` (the SIDR_REQ in is `recv.rs`).
+//! SIDR, both ways: `ib_send_cm_sidr_req()`, `ib_send_cm_sidr_rep()`, `cm_sidr_req_handler()`
+//! (the listener match and the passive id) and `cm_sidr_rep_handler()`.
 
 use super::{api, deliver_recv, Ctx, Recv};
 use crate::{
     av::Av,
     bindings,
-    cm_id::CmId,
+    cm_id::{CmId, Conn, Init},
     comm_id,
+    device::CmDevice,
+    event::Event,
     logic::{
-        req_event::{self, SidrReply},
+        req_event::{self, SidrReply, SIDR_UNSUPPORTED},
         service_id::ServiceId,
-        state::Input,
+        state::{Input, State},
         wire::{
             field::Bytes,
             sidr::{SidrRep, SidrReq, SIDR_REQ_PRIVATE_DATA},
             AttrId, CmMessage, MadHeader,
         },
     },
-    recv::RecvWc,
+    recv::{bth_pkey, count_duplicate, hand_over, respond, ListenerPin, RecvWc},
+    remote::{RemoteKey, RemoteReservation, SidrKey},
 };
 use kernel::{prelude::*, sync::Arc};
 
@@ -135,4 +138,103 @@ pub(crate) fn on_sidr_rep(
             p.sgid_attr = sgid_attr;
         },
     );
+}
+
+/// SIDR_REQ in (`cm_sidr_req_handler`): the duplicate check, the listener match, and the
+/// passive id handed to the listener's handler.
+pub(crate) fn on_sidr_req(
+    dev: &Arc<CmDevice>,
+    port_num: u32,
+    wc: &RecvWc,
+    hdr: &MadHeader,
+    sidr: &SidrReq<'_>,
+) {
+    let sid = ServiceId::new(sidr.service_id);
+    // SAFETY: `wc` is valid while it lives.
+    let slid = unsafe { (*wc.wc()).slid };
+    let key = SidrKey {
+        request_id: sidr.request_id,
+        slid,
+    };
+    let (dup, listener) = {
+        let inner = dev.inner.lock();
+        if inner.remote_sidrs.contains(&key) {
+            (true, None)
+        } else {
+            (false, inner.listen.find(sid))
+        }
+    };
+    if dup {
+        return count_duplicate(dev, port_num, AttrId::SidrReq);
+    }
+    let Some(listener) = listener else {
+        let rep = req_event::sidr_rep(&SidrReply {
+            request_id: sidr.request_id,
+            status: SIDR_UNSUPPORTED,
+            qpn: 0,
+            qkey: 0,
+            service_id: sidr.service_id,
+            vendor_id: 0,
+            info: &[],
+            private_data: &[],
+        });
+        return respond(dev, port_num, wc, hdr.tid, &CmMessage::SidrRep(rep));
+    };
+    let listener = ListenerPin(listener);
+    // SAFETY: `wc` outlives the call, which runs in the device's receive work.
+    let Ok(av) = (unsafe { Av::from_wc(dev, port_num, wc.wc(), wc.grh()) }).and_then(Av::boxed)
+    else {
+        return;
+    };
+    let (Ok(reservation), Ok(mut ev)) = (
+        RemoteReservation::<SidrKey>::new(GFP_KERNEL),
+        // SAFETY: The receive work owns `wc` until this event is delivered (by `hand_over`,
+        // in this work) or dropped; queueing it copies the MAD first.
+        unsafe { Event::for_wc(bindings::ib_cm_event_type_IB_CM_SIDR_REQ_RECEIVED, wc) },
+    ) else {
+        return;
+    };
+    let sgid_attr = av.sgid_attr();
+    let init = Init {
+        handler: listener.0.handler(),
+        context: listener.0.context(),
+        state: State::SidrReqRcvd,
+        service_id: sid,
+        remote_id: sidr.request_id,
+        av: Some(av),
+        alt_av: None,
+        conn: Conn {
+            tid: hdr.tid,
+            ..Conn::default()
+        },
+        remote: Some(RemoteKey::Sidr(key)),
+        delivering: true,
+    };
+    let Ok(id) = CmId::build(dev.clone(), init) else {
+        return;
+    };
+    let refused = dev.inner.lock().remote_sidrs.insert(key, &id, reservation);
+    if refused.is_err() {
+        drop(refused);
+        // Not in SIDR_REQ_RCVD as far as destroy is concerned: a retransmission gets no
+        // SIDR_REP REJECT (cm.c checks for duplicates before setting the state).
+        {
+            let mut g = id.inner.lock();
+            g.remote = None;
+            id.set_state(State::Idle.raw());
+        }
+        id.destroy_with(-(bindings::ENOMEM as i32));
+        return count_duplicate(dev, port_num, AttrId::SidrReq);
+    }
+    ev.set_private_data(16);
+    // SAFETY: `sidr_req_rcvd` is the union member this event type uses.
+    let p = unsafe { ev.ev.param.sidr_req_rcvd.as_mut() };
+    p.listen_id = CmId::raw(&listener.0);
+    p.service_id = sidr.service_id.to_be();
+    p.sgid_attr = sgid_attr;
+    p.bth_pkey = bth_pkey(dev, port_num, wc);
+    p.port = u8::try_from(port_num).unwrap_or(0);
+    p.pkey = sidr.pkey;
+    hand_over(id, ev, false);
+    drop(listener);
 }

@@ -618,3 +618,193 @@ fn handshake_handle_lives_from_req_to_rtu_only() {
     assert_eq!(rtu.next, Established);
     assert!(!keeps_handshake_ah(rtu.next));
 }
+
+/// What cm.c does for an accepted input (LAP state UNINIT), written per handler from cm.c:
+/// the actions in the order cm.c takes them, and what a failing fallible one does.
+fn expected_actions(state: State, input: Input) -> (Vec<Action>, OnFail) {
+    use Action::*;
+    // Whether the id has a tracked MAD that a REJ or DREQ cancels (cm_rej_handler,
+    // cm_dreq_handler).
+    let tracked = matches!(
+        state,
+        ReqSent | MraReqRcvd | RepSent | MraRepRcvd | DreqSent
+    );
+    // cm_format_rej: the message a REJ from `state` rejects.
+    let rej = |s: State| match s {
+        ReqRcvd => Out::Rej {
+            msg: MsgKind::Req,
+            zero_local_id: true,
+        },
+        MraReqSent => Out::Rej {
+            msg: MsgKind::Req,
+            zero_local_id: false,
+        },
+        RepRcvd | MraRepSent => Out::Rej {
+            msg: MsgKind::Rep,
+            zero_local_id: false,
+        },
+        _ => Out::Rej {
+            msg: MsgKind::Other,
+            zero_local_id: false,
+        },
+    };
+    // cm_send_rej_locked: back to IDLE before the REJ, or timewait from REP_SENT /
+    // MRA_REP_RCVD; the state change stands if the REJ cannot be sent.
+    let send_rej = |s: State| {
+        let leave = if matches!(s, RepSent | MraRepRcvd) {
+            EnterTimewait
+        } else {
+            ResetRemote
+        };
+        vec![leave, Send(rej(s))]
+    };
+    match input {
+        // ib_send_cm_*: post, then the new state (nothing changes if the post fails).
+        Input::SendReq => (vec![Send(Out::Req)], OnFail::Keep),
+        Input::SendSidrReq => (vec![Send(Out::SidrReq)], OnFail::Keep),
+        Input::SendRep => (vec![Send(Out::Rep)], OnFail::Keep),
+        Input::SendRtu => (vec![Send(Out::Rtu)], OnFail::Keep),
+        // cm_send_dreq_locked: a DREQ that cannot be posted enters timewait.
+        Input::SendDreq => (vec![Send(Out::Dreq)], OnFail::Timewait),
+        // cm_send_drep_locked: timewait first, then the DREP.
+        Input::SendDrep => (vec![EnterTimewait, Send(Out::Drep)], OnFail::Proceed),
+        Input::SendRej => (send_rej(state), OnFail::Proceed),
+        Input::SendMra { delay: true } => (vec![], OnFail::Keep),
+        Input::SendMra { delay: false } => {
+            let k = if state == ReqRcvd {
+                MsgKind::Req
+            } else {
+                MsgKind::Rep
+            };
+            (vec![Send(Out::Mra(k))], OnFail::Keep)
+        }
+        // cm_send_sidr_rep_locked: IDLE and out of the SIDR table only once posted.
+        Input::SendSidrRep => (vec![Send(Out::SidrRep), ResetRemote], OnFail::Keep),
+        // cm_establish: ESTABLISHED even if the work cannot be queued (device going down).
+        Input::NotifyEstablished => (vec![QueueEstablished], OnFail::Proceed),
+        Input::NotifyPathMig => (vec![Migrate], OnFail::Keep),
+        // cm_establish_handler: the REP's retransmissions end.
+        Input::UserEstablished => (vec![Cancel, Deliver(Event::UserEstablished)], OnFail::Keep),
+        // cm_destroy_id, case by case.
+        Input::Destroy { enomem, xrc_tgt } => {
+            let a = match state {
+                Idle | Listen | Timewait => vec![],
+                SidrReqSent => vec![Cancel],
+                SidrReqRcvd => vec![Send(Out::SidrRep), ResetRemote],
+                ReqSent | MraReqRcvd => {
+                    let mut v = vec![Cancel];
+                    v.extend(send_rej(state));
+                    v
+                }
+                ReqRcvd if enomem => vec![ResetRemote],
+                ReqRcvd | MraReqSent | RepRcvd | MraRepSent => send_rej(state),
+                RepSent | MraRepRcvd => {
+                    let mut v = vec![Cancel];
+                    v.extend(send_rej(state));
+                    v
+                }
+                Established if xrc_tgt => vec![],
+                // The DREQ, then DREQ_SENT's case: cancel it and enter timewait.
+                Established => vec![Send(Out::Dreq), Cancel, EnterTimewait],
+                DreqSent => vec![Cancel, EnterTimewait],
+                DreqRcvd => vec![EnterTimewait, Send(Out::Drep)],
+            };
+            (a, OnFail::Proceed)
+        }
+        // cm_rep_handler: the remote keys, the REP's fields, then the REQ's wait ends.
+        Input::RecvRep => (
+            vec![InsertRemote, AcceptRep, Cancel, Deliver(Event::RepReceived)],
+            OnFail::Keep,
+        ),
+        // cm_dup_rep_handler / cm_dup_req_handler: counted, then the answer again.
+        Input::RecvDupRep => {
+            let out = if state == Established {
+                Out::ResendRtu
+            } else {
+                Out::ResendMra(MsgKind::Rep)
+            };
+            (vec![CountDuplicate, Send(out)], OnFail::Keep)
+        }
+        Input::RecvDupReq => {
+            let out = if state == Timewait {
+                Out::ResendRejStale
+            } else {
+                Out::ResendMra(MsgKind::Req)
+            };
+            (vec![CountDuplicate, Send(out)], OnFail::Keep)
+        }
+        // cm_rtu_handler.
+        Input::RecvRtu => (vec![Cancel, Deliver(Event::RtuReceived)], OnFail::Keep),
+        // cm_dreq_handler: in timewait a retransmission gets the DREP again.
+        Input::RecvDreq if state == Timewait => {
+            (vec![CountDuplicate, Send(Out::ResendDrep)], OnFail::Keep)
+        }
+        Input::RecvDreq => {
+            let mut v = if tracked { vec![Cancel] } else { vec![] };
+            v.extend([SaveTid, Deliver(Event::DreqReceived)]);
+            (v, OnFail::Keep)
+        }
+        // cm_drep_handler: timewait, then the DREQ's wait ends.
+        Input::RecvDrep => (
+            vec![EnterTimewait, Cancel, Deliver(Event::DrepReceived)],
+            OnFail::Keep,
+        ),
+        // cm_rej_handler.
+        Input::RecvRej { stale } => {
+            let mut v = if tracked { vec![Cancel] } else { vec![] };
+            let to_timewait =
+                stale || matches!(state, DreqSent | RepRcvd | MraRepSent | Established);
+            v.push(if to_timewait {
+                EnterTimewait
+            } else {
+                ResetRemote
+            });
+            v.push(Deliver(Event::RejReceived));
+            (v, OnFail::Keep)
+        }
+        // cm_mra_handler: the tracked MAD waits longer (fails if it is gone).
+        Input::RecvMra { .. } => (
+            vec![ModifyTimeout, Deliver(Event::MraReceived)],
+            OnFail::Keep,
+        ),
+        // cm_sidr_rep_handler.
+        Input::RecvSidrRep => (vec![Cancel, Deliver(Event::SidrRepReceived)], OnFail::Keep),
+        // cm_lap_handler (the addresses are replaced by the kernel side).
+        Input::RecvLap => (vec![SaveTid, Deliver(Event::LapReceived)], OnFail::Keep),
+        Input::RecvApr => (vec![], OnFail::Keep),
+        // cm_process_send_error.
+        Input::SendFailed { .. } => {
+            let a = match state {
+                ReqSent | MraReqRcvd => vec![ResetRemote, Deliver(Event::ReqError)],
+                RepSent | MraRepRcvd => vec![ResetRemote, Deliver(Event::RepError)],
+                DreqSent => vec![EnterTimewait, Deliver(Event::DreqError)],
+                _ => vec![Deliver(Event::SidrReqError)],
+            };
+            (a, OnFail::Keep)
+        }
+        // cm_timewait_handler.
+        Input::TimewaitExpired => (vec![Deliver(Event::TimewaitExit)], OnFail::Keep),
+    }
+}
+
+#[test]
+fn every_accepted_pair_acts_as_cm_c() {
+    let mut checked = 0;
+    for s in State::ALL {
+        for i in inputs() {
+            if expected(s, i).is_err() {
+                continue;
+            }
+            let st = step(s, Lap::Uninit, i).unwrap();
+            let got: Vec<Action> = st.actions.iter().collect();
+            assert_eq!(
+                (got, st.on_fail),
+                expected_actions(s, i),
+                "state {s:?}, input {i:?}"
+            );
+            checked += 1;
+        }
+    }
+    // Every pair that `expected` accepts.
+    assert_eq!(checked, 135);
+}

@@ -41,6 +41,7 @@ struct side {
 	int last_event;
 	int events[32];
 	int n_events;
+	int consumed;			/* events taken by wait_event_is */
 	int ret;			/* what the handler returns for REQ_RECEIVED */
 	struct ib_cm_req_event_param req;
 	struct ib_cm_rep_event_param rep;
@@ -50,6 +51,7 @@ struct side {
 	u8 rej_ari_length;
 	enum ib_wc_status send_status;
 	u32 sidr_qpn;			/* of the SIDR_REP event */
+	u8 mra_timeout;			/* of the MRA event */
 	int sidr_status;
 	u8 pd[8];
 };
@@ -60,8 +62,6 @@ static const char *qp_tag = "";
 
 static void record(struct side *s, const struct ib_cm_event *ev)
 {
-	if (s->n_events < ARRAY_SIZE(s->events))
-		s->events[s->n_events++] = ev->event;
 	s->last_event = ev->event;
 	switch (ev->event) {
 	case IB_CM_REQ_RECEIVED: {
@@ -104,6 +104,9 @@ static void record(struct side *s, const struct ib_cm_event *ev)
 			memcpy(s->rej_ari, ev->param.rej_rcvd.ari,
 			       min_t(size_t, ev->param.rej_rcvd.ari_length, sizeof(s->rej_ari)));
 		break;
+	case IB_CM_MRA_RECEIVED:
+		s->mra_timeout = ev->param.mra_rcvd.service_timeout;
+		break;
 	case IB_CM_SIDR_REP_RECEIVED:
 		s->sidr_qpn = ev->param.sidr_rep_rcvd.qpn;
 		s->sidr_status = ev->param.sidr_rep_rcvd.status;
@@ -119,6 +122,14 @@ static void record(struct side *s, const struct ib_cm_event *ev)
 	}
 	if (ev->private_data)
 		memcpy(s->pd, ev->private_data, sizeof(s->pd));
+	/*
+	 * Published last, after every field above (wait_event_is reads the count with acquire
+	 * and may return as soon as it sees it).
+	 */
+	if (s->n_events < ARRAY_SIZE(s->events)) {
+		s->events[s->n_events] = ev->event;
+		smp_store_release(&s->n_events, s->n_events + 1);
+	}
 	complete(&s->ev_done);
 }
 
@@ -186,13 +197,24 @@ static int listener_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 
 static bool wait_event_is(struct kunit *test, struct side *s, int event, unsigned int ms)
 {
-	if (!wait_for_completion_timeout(&s->ev_done, msecs_to_jiffies(ms))) {
-		KUNIT_FAIL(test, "no event (wanted %d, last %d)", event, s->last_event);
-		return false;
+	unsigned long end = jiffies + msecs_to_jiffies(ms);
+	int got;
+
+	/*
+	 * Each call takes the side's next event, in arrival order: two events that arrive
+	 * before the test thread wakes (a REJ and the end of the timewait it starts) are both
+	 * seen, in order.
+	 */
+	while (smp_load_acquire(&s->n_events) <= s->consumed) {
+		if (time_after(jiffies, end)) {
+			KUNIT_FAIL(test, "no event (wanted %d, last %d)", event, s->last_event);
+			return false;
+		}
+		wait_for_completion_timeout(&s->ev_done, msecs_to_jiffies(20));
 	}
-	reinit_completion(&s->ev_done);
-	KUNIT_EXPECT_EQ(test, s->last_event, event);
-	return s->last_event == event;
+	got = s->events[s->consumed++];
+	KUNIT_EXPECT_EQ(test, got, event);
+	return got == event;
 }
 
 static const struct ib_gid_attr *roce_v2_ipv4_gid(struct ib_device *dev)
@@ -259,13 +281,16 @@ static void print_qp_attr(const char *side, const char *qps, int ret, struct ib_
 {
 	const struct ib_global_route *grh = rdma_ah_read_grh(&a->ah_attr);
 
-	pr_info("IBCM-QPATTR: %s %s ret=%d mask=%#x access=%#x pkey_index=%u port=%u path_mtu=%u dest_qp=%#x rq_psn=%#x max_dest_rd_atomic=%u min_rnr_timer=%u sq_psn=%#x retry_cnt=%u rnr_retry=%u max_rd_atomic=%u timeout=%u path_mig=%u ah_type=%u ah_port=%u sl=%u hop_limit=%u tclass=%u flow=%#x dgid=%pI6 dmac=%pM\n",
+	pr_info("IBCM-QPATTR: %s %s ret=%d mask=%#x access=%#x pkey_index=%u port=%u path_mtu=%u dest_qp=%#x rq_psn=%#x max_dest_rd_atomic=%u min_rnr_timer=%u sq_psn=%#x retry_cnt=%u rnr_retry=%u max_rd_atomic=%u timeout=%u path_mig=%u ah_type=%u ah_port=%u sl=%u hop_limit=%u tclass=%u flow=%#x dgid=%pI6 dmac=%pM rate=%u ah_flags=%#x sgid_index=%u sgid_attr=%d alt_port=%u alt_pkey_index=%u alt_timeout=%u alt_ah_port=%u alt_ah_type=%u\n",
 		side, qps, ret, mask, a->qp_access_flags, a->pkey_index, a->port_num, a->path_mtu,
 		a->dest_qp_num, a->rq_psn, a->max_dest_rd_atomic, a->min_rnr_timer, a->sq_psn,
 		a->retry_cnt, a->rnr_retry, a->max_rd_atomic, a->timeout, a->path_mig_state,
 		a->ah_attr.type, a->ah_attr.port_num, a->ah_attr.sl, grh->hop_limit,
 		grh->traffic_class, grh->flow_label, grh->dgid.raw,
-		a->ah_attr.type == RDMA_AH_ATTR_TYPE_ROCE ? a->ah_attr.roce.dmac : (u8 *)"\0\0\0\0\0\0");
+		a->ah_attr.type == RDMA_AH_ATTR_TYPE_ROCE ? a->ah_attr.roce.dmac : (u8 *)"\0\0\0\0\0\0",
+		a->ah_attr.static_rate, a->ah_attr.ah_flags, grh->sgid_index,
+		grh->sgid_attr ? (int)grh->sgid_attr->index : -1, a->alt_port_num,
+		a->alt_pkey_index, a->alt_timeout, a->alt_ah_attr.port_num, a->alt_ah_attr.type);
 }
 
 /*
@@ -363,6 +388,7 @@ static void conn_exit(struct kunit *test)
 {
 	struct conn_ctx *c = test->priv;
 
+	qp_tag = "";
 	if (!c)
 		return;
 	if (active.id)
@@ -697,6 +723,22 @@ static void connect_qp_type(struct kunit *test, enum ib_qp_type type, const char
 	dump_qp_attrs(test, side, a);
 	snprintf(side, sizeof(side), "passive%s-established", tag);
 	dump_qp_attrs(test, side, passive.id);
+	if (type == IB_QPT_XRC_INI) {
+		/*
+		 * An established XRC target is destroyed without a DREQ (cm_destroy_id): the
+		 * initiator hears nothing. Destroying the initiator then sends its DREQ, which
+		 * finds no id and is answered by the CM (cm_issue_drep).
+		 */
+		ib_destroy_cm_id(passive.id);
+		passive.id = NULL;
+		msleep(200);
+		KUNIT_EXPECT_EQ(test, READ_ONCE(active.last_event), IB_CM_REP_RECEIVED);
+		KUNIT_EXPECT_EQ(test, a->state, IB_CM_ESTABLISHED);
+		ib_destroy_cm_id(a);
+		active.id = NULL;
+		qp_tag = "";
+		return;
+	}
 	/*
 	 * Destroying the established active end sends a DREQ; the passive end, in DREQ_RCVD,
 	 * then answers with a DREP as it is destroyed.
@@ -713,6 +755,379 @@ static void qp_attr_uc_and_xrc(struct kunit *test)
 {
 	connect_qp_type(test, IB_QPT_UC, "-uc");
 	connect_qp_type(test, IB_QPT_XRC_INI, "-xrc");
+}
+
+/*
+ * An RC REQ over the suite's path (packet lifetime 16: each try of the active side waits
+ * 2 * conv(16) + conv(`rcrt`) ms, the timewait is conv(17) = 512 ms), whose passive side waits
+ * conv(`lcrt`) ms per REP or DREQ try, `retries` retransmissions each, seen by the passive side
+ * as REQ_RECEIVED.
+ */
+static struct ib_cm_id *timed_req(struct kunit *test, struct conn_ctx *c, u8 rcrt, u8 lcrt,
+				  u8 retries)
+{
+	struct ib_cm_req_param req;
+	struct ib_cm_id *a;
+
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	active.id = a;
+	req_param(&req, &c->path, c->sgid, rcrt, retries);
+	req.local_cm_response_timeout = lcrt;
+	KUNIT_ASSERT_EQ(test, ib_send_cm_req(a, &req), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
+	KUNIT_ASSERT_NOT_NULL(test, passive.id);
+	return a;
+}
+
+/*
+ * The delayed MRA (rdma_cm's IB_CM_MRA_FLAG_DELAY) goes out on the first retransmission of the
+ * REQ (cm_dup_req_handler in MRA_REQ_SENT); the active side gets MRA_RECEIVED, enters
+ * MRA_REQ_RCVD and waits conv(22) + conv(17) ms from then on (cm_mra_handler's ib_modify_mad):
+ * without that, its REQ (2560 ms per try, 2 retransmissions) would have ended in REQ_ERROR
+ * 7.7 s after it was sent. The MRA event carries the service timeout without the delay flag. A REP still completes it; destroying the active id in REP_RCVD
+ * rejects the REP (CONSUMER_DEFINED), and the passive side, in REP_SENT, goes back to IDLE.
+ */
+static void delayed_mra_on_dup_req_rearms_req(struct kunit *test)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_id *a;
+
+	qp_tag = "-dmra";
+	/* The REP (4096 ms per try) is rejected long before it is sent again. */
+	a = timed_req(test, test->priv, 19, 20, 2);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_mra(passive.id, IB_CM_MRA_FLAG_DELAY | 22, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_MRA_REQ_SENT);
+	/* Sent with the REQ's first retransmission, about 2.6 s after the REQ. */
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_MRA_RECEIVED, 8000));
+	KUNIT_EXPECT_EQ(test, active.mra_timeout, 22);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_MRA_REQ_RCVD);
+	/* Past the REQ's own 7.7 s, well before the MRA's 16.9 s. */
+	msleep(5600);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.last_event), IB_CM_MRA_RECEIVED);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_MRA_REQ_RCVD);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 1);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_REP_RCVD);
+	ib_destroy_cm_id(a);
+	active.id = NULL;
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REJ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, passive.rej_reason, IB_CM_REJ_CONSUMER_DEFINED);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_IDLE);
+}
+
+/*
+ * An MRA sent at once (no delay flag) for a REQ; destroying the active id in MRA_REQ_RCVD
+ * sends REJ TIMEOUT with its node GUID as ARI (cm_destroy_id), and the passive side, in
+ * MRA_REQ_SENT, gets REJ_RECEIVED and goes back to IDLE (cm_rej_handler).
+ */
+static void destroy_mra_req_rcvd_rejects_with_timeout(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_id *a;
+
+	qp_tag = "-mrareq";
+	a = req_reaches_passive(test, c);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_mra(passive.id, 21, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_MRA_REQ_SENT);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_MRA_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, active.mra_timeout, 21);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_MRA_REQ_RCVD);
+	ib_destroy_cm_id(a);
+	active.id = NULL;
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REJ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, passive.rej_reason, IB_CM_REJ_TIMEOUT);
+	KUNIT_EXPECT_EQ(test, passive.rej_ari_length, 8);
+	KUNIT_EXPECT_EQ(test, memcmp(passive.rej_ari, &c->d1->node_guid, 8), 0);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_IDLE);
+}
+
+/*
+ * An MRA for a REP (REP_RCVD -> MRA_REP_SENT): the passive side gets MRA_RECEIVED, enters
+ * MRA_REP_RCVD and waits conv(21) + conv(17) ms, so its REP (2048 ms per try, 1 retransmission)
+ * does not end in REP_ERROR. Destroying it in MRA_REP_RCVD rejects (CONSUMER_DEFINED), and the
+ * active side, in MRA_REP_SENT, enters timewait (cm_rej_handler), then IDLE.
+ */
+static void mra_for_rep_rearms_rep(struct kunit *test)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_id *a;
+
+	qp_tag = "-mrarep";
+	a = timed_req(test, test->priv, 20, 19, 1);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, ib_send_cm_mra(a, 21, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_MRA_REP_SENT);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_MRA_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, passive.mra_timeout, 21);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_MRA_REP_RCVD);
+	dump_qp_attrs(test, "active-mra-rep-sent", a);
+	dump_qp_attrs(test, "passive-mra-rep-rcvd", passive.id);
+	/* Past the REP's own 4.1 s, well before the MRA's 8.7 s. */
+	msleep(4600);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.last_event), IB_CM_MRA_RECEIVED);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_MRA_REP_RCVD);
+	ib_destroy_cm_id(passive.id);
+	passive.id = NULL;
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REJ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, active.rej_reason, IB_CM_REJ_CONSUMER_DEFINED);
+	/* The REJ put it in timewait, which ends 512 ms later. */
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_TIMEWAIT_EXIT, 5000));
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_IDLE);
+}
+
+/*
+ * A REP that is never answered: the passive side's REP (256 ms per try, 2 retransmissions)
+ * ends in REP_ERROR with IB_WC_RESP_TIMEOUT_ERR and the id back in IDLE
+ * (cm_process_send_error); the active side, in REP_RCVD, counts the retransmissions as
+ * duplicates and answers none. The passive id goes first, so that the REJ the active one
+ * sends as it is destroyed finds no id.
+ */
+static void rep_times_out(struct kunit *test)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_id *a;
+
+	qp_tag = "-reptmo";
+	a = timed_req(test, test->priv, 20, 16, 2);
+
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REP_ERROR, 5000));
+	KUNIT_EXPECT_EQ(test, passive.send_status, IB_WC_RESP_TIMEOUT_ERR);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_IDLE);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_REP_RCVD);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
+	ib_destroy_cm_id(passive.id);
+	passive.id = NULL;
+}
+
+/*
+ * A DREQ that is never answered, sent with interrupts off (rdma_disconnect() may be called
+ * so; nothing in the send path may sleep): DREQ_ERROR after its retries (conv(19) ms per
+ * try, 1 retransmission), then timewait and TIMEWAIT_EXIT (cm_process_send_error). The peer,
+ * in DREQ_RCVD, counts the retransmissions and delivers nothing more.
+ */
+static void dreq_times_out(struct kunit *test)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_id *a;
+	unsigned long flags;
+	int ret;
+
+	qp_tag = "-dreqtmo";
+	/* The RTU has 2 s to arrive before the REP is sent again. */
+	a = timed_req(test, test->priv, 20, 19, 1);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
+	local_irq_save(flags);
+	ret = ib_send_cm_dreq(passive.id, NULL, 0);
+	local_irq_restore(flags);
+	KUNIT_ASSERT_EQ(test, ret, 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_DREQ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_DREQ_RCVD);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_ERROR, 10000));
+	KUNIT_EXPECT_EQ(test, passive.send_status, IB_WC_RESP_TIMEOUT_ERR);
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_TIMEWAIT_EXIT, 5000));
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_IDLE);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_DREQ_RCVD);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 2);
+}
+
+/*
+ * A SIDR_REQ that is never answered (the passive side keeps its id in SIDR_REQ_RCVD):
+ * SIDR_REQ_ERROR after timeout_ms * (max_cm_retries + 1), and the id back in IDLE; the
+ * passive side counts the retransmissions as duplicates. Destroying it then sends SIDR_REP
+ * REJECT, which the IDLE requester drops.
+ */
+static void sidr_req_times_out(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_sidr_req_param req = {
+		.path = &c->path,
+		.sgid_attr = c->sgid,
+		.service_id = cpu_to_be64(CONN_SID),
+		.timeout_ms = 200,
+		.max_cm_retries = 2,
+	};
+	struct ib_cm_id *a;
+
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	active.id = a;
+	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_req(a, &req), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_SIDR_REQ_RECEIVED, 5000));
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_SIDR_REQ_ERROR, 5000));
+	KUNIT_EXPECT_EQ(test, active.send_status, IB_WC_RESP_TIMEOUT_ERR);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_IDLE);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_SIDR_REQ_RCVD);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 1);
+	ib_destroy_cm_id(passive.id);
+	passive.id = NULL;
+	msleep(200);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
+}
+
+/*
+ * ib_cm_notify(COMM_EST) with interrupts off (a ULP calls it from its QP's event handler) on a
+ * REP_SENT id: ESTABLISHED at once, USER_ESTABLISHED delivered from the CM's workqueue
+ * (cm_establish). The RTU sent afterwards, also with interrupts off, finds the id established
+ * and is counted as a duplicate, with no event. Not from a hard-IRQ callback: there lockdep
+ * reports an irq lock inversion on either CM over rxe, because both create a send's address
+ * handle under the id's lock and rxe's pool xarray lock is not hardirq-safe.
+ */
+static void notify_comm_est_with_irqs_off(struct kunit *test)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_id *a;
+	unsigned long flags;
+	int ret;
+
+	qp_tag = "-notify";
+	a = req_reaches_passive(test, test->priv);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	local_irq_save(flags);
+	ret = ib_cm_notify(passive.id, IB_EVENT_COMM_EST);
+	local_irq_restore(flags);
+	KUNIT_EXPECT_EQ(test, ret, 0);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_ESTABLISHED);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_USER_ESTABLISHED, 5000));
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
+	local_irq_save(flags);
+	ret = ib_send_cm_rtu(a, NULL, 0);
+	local_irq_restore(flags);
+	KUNIT_EXPECT_EQ(test, ret, 0);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_ESTABLISHED);
+	msleep(200);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 2);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_ESTABLISHED);
+	/* Established: destroying the passive id sends a DREQ, the active one answers it. */
+	ib_destroy_cm_id(passive.id);
+	passive.id = NULL;
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_DREQ_RECEIVED, 5000));
+	ib_destroy_cm_id(a);
+	active.id = NULL;
+}
+
+/*
+ * Destroy in the states the other cases do not reach (cm_destroy_id):
+ * - REP_SENT: REJ CONSUMER_DEFINED; the active side, in REP_RCVD, gets REJ_RECEIVED and
+ *   enters timewait (cm_rej_handler);
+ * - DREQ_SENT: the DREQ is cancelled and the id goes through timewait to IDLE, with no event;
+ *   the peer, in DREQ_RCVD, then answers a DREQ whose id is gone (its DREP is dropped);
+ * - SIDR_REQ_SENT: the request is cancelled (no retransmission reaches the listener again);
+ *   the SIDR_REP that answers it finds no id.
+ */
+static void destroy_in_remaining_states(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_sidr_req_param sreq = {
+		.path = &c->path,
+		.sgid_attr = c->sgid,
+		.service_id = cpu_to_be64(CONN_SID),
+		.timeout_ms = 1000,
+		.max_cm_retries = 1,
+	};
+	struct ib_cm_sidr_rep_param srep = { .qp_num = 0x77, .status = IB_SIDR_SUCCESS };
+	struct ib_cm_id *a;
+
+	qp_tag = "-destroy";
+	a = req_reaches_passive(test, c);
+
+	/* REP_SENT */
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_REP_SENT);
+	ib_destroy_cm_id(passive.id);
+	passive.id = NULL;
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REJ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, active.rej_reason, IB_CM_REJ_CONSUMER_DEFINED);
+	/* The REJ put it in timewait. */
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_TIMEWAIT_EXIT, 5000));
+	ib_destroy_cm_id(a);
+	active.id = NULL;
+
+	/* DREQ_SENT */
+	reset_sides();
+	a = req_reaches_passive(test, c);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
+	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(a, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_DREQ_SENT);
+	ib_destroy_cm_id(a);
+	active.id = NULL;
+	ib_destroy_cm_id(passive.id);
+	passive.id = NULL;
+	msleep(100);
+
+	/* SIDR_REQ_SENT */
+	reset_sides();
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	active.id = a;
+	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_req(a, &sreq), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_SIDR_REQ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_SIDR_REQ_SENT);
+	ib_destroy_cm_id(a);
+	active.id = NULL;
+	KUNIT_EXPECT_EQ(test, ib_send_cm_sidr_rep(passive.id, &srep), 0);
+	/* Past the request's retransmission (1 s): a copy would make a second passive id. */
+	msleep(1500);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 1);
+}
+
+/*
+ * ib_cm_init_qp_attr() on UD ids (SIDR: rdma_cm's UD ids never call it, but a ULP may): cm.c
+ * has no INIT, RTR or RTS attributes for an id in SIDR_REQ_SENT, SIDR_REQ_RCVD or IDLE and gives
+ * -EINVAL for each; printed for the field-by-field comparison with C as for the other types.
+ */
+static void qp_attr_ud_sidr(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_sidr_req_param req = {
+		.path = &c->path,
+		.sgid_attr = c->sgid,
+		.service_id = cpu_to_be64(CONN_SID),
+		.timeout_ms = 2000,
+		.max_cm_retries = 3,
+	};
+	struct ib_cm_sidr_rep_param rep = {
+		.qp_num = 0x99,
+		.qkey = 0x01234567,
+		.status = IB_SIDR_SUCCESS,
+	};
+	struct ib_cm_id *a;
+
+	reset_sides();
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	active.id = a;
+	dump_qp_attrs_from(test, "active-ud-idle", a, 0);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_req(a, &req), 0);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_SIDR_REQ_SENT);
+	dump_qp_attrs_from(test, "active-ud-sidr-req-sent", a, 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_SIDR_REQ_RECEIVED, 5000));
+	KUNIT_ASSERT_NOT_NULL(test, passive.id);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_SIDR_REQ_RCVD);
+	dump_qp_attrs_from(test, "passive-ud-sidr-req-rcvd", passive.id, 0);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_rep(passive.id, &rep), 0);
+	dump_qp_attrs_from(test, "passive-ud-sidr-rep-sent", passive.id, 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_SIDR_REP_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, active.sidr_qpn, 0x99);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_IDLE);
+	dump_qp_attrs_from(test, "active-ud-sidr-rep-rcvd", a, 0);
+	ib_destroy_cm_id(passive.id);
+	passive.id = NULL;
+	ib_destroy_cm_id(a);
+	active.id = NULL;
 }
 
 /*
@@ -793,6 +1208,15 @@ static void sidr_rep_send_failure_keeps_state(struct kunit *test)
 
 static struct kunit_case conn_cases[] = {
 	KUNIT_CASE(sidr_rep_send_failure_keeps_state),
+	KUNIT_CASE(qp_attr_ud_sidr),
+	KUNIT_CASE_SLOW(delayed_mra_on_dup_req_rearms_req),
+	KUNIT_CASE(destroy_mra_req_rcvd_rejects_with_timeout),
+	KUNIT_CASE_SLOW(mra_for_rep_rearms_rep),
+	KUNIT_CASE(rep_times_out),
+	KUNIT_CASE_SLOW(dreq_times_out),
+	KUNIT_CASE(sidr_req_times_out),
+	KUNIT_CASE(notify_comm_est_with_irqs_off),
+	KUNIT_CASE_SLOW(destroy_in_remaining_states),
 	KUNIT_CASE(connect_and_disconnect),
 	KUNIT_CASE(req_times_out),
 	KUNIT_CASE(reject_reaches_active),

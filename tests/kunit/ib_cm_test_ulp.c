@@ -9,6 +9,7 @@
 #include <linux/err.h>
 #include <linux/module.h>
 #include <linux/slab.h>
+#include <linux/spinlock.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_cm.h>
 #include <rdma/ib_verbs.h>
@@ -20,7 +21,10 @@ module_param(dev, charp, 0444);
  * enomem: return -ENOMEM without answering (the CM must drop a REQ silently);
  * error:  return -EINVAL without answering (the CM must send REJ 28 / SIDR_REP REJECT);
  * defer:  keep the id and answer 1.5 s later from a work item (retransmissions of the
- *         request arrive meanwhile and must be recognised as duplicates).
+ *         request arrive meanwhile and must be recognised as duplicates);
+ * accept: answer a REQ with a REP from the handler (a made-up QPN: no QP is needed for the
+ *         CM's part), answer a DREQ with a DREP, and give the id back to the CM (non-zero
+ *         return) once its timewait is over.
  */
 static char mode[16] = "reject";
 module_param_string(mode, mode, sizeof(mode), 0644);
@@ -67,6 +71,44 @@ static int defer_answer(struct ib_cm_id *id, bool sidr)
 	queue_delayed_work(ulp_wq, &d->work, msecs_to_jiffies(1500));
 	return 0;
 }
+/* Accepted ids not yet given back to the CM: destroyed at unload if still here. */
+static DEFINE_SPINLOCK(accepted_lock);
+static struct ib_cm_id *accepted[8];
+static bool closing;		/* unload has started: accept nothing more */
+
+static bool accepted_add(struct ib_cm_id *id)
+{
+	bool added = false;
+	int i;
+
+	spin_lock(&accepted_lock);
+	for (i = 0; i < ARRAY_SIZE(accepted) && !added && !closing; i++) {
+		if (!accepted[i]) {
+			accepted[i] = id;
+			added = true;
+		}
+	}
+	spin_unlock(&accepted_lock);
+	return added;
+}
+
+/* Takes `id` out of the list; false if it is not there (unload is destroying it). */
+static bool accepted_take(struct ib_cm_id *id)
+{
+	bool found = false;
+	int i;
+
+	spin_lock(&accepted_lock);
+	for (i = 0; i < ARRAY_SIZE(accepted); i++) {
+		if (accepted[i] == id) {
+			accepted[i] = NULL;
+			found = true;
+		}
+	}
+	spin_unlock(&accepted_lock);
+	return found;
+}
+
 static struct ib_device *ibdev;
 static struct ib_cm_id *listen_req, *listen_sidr;
 
@@ -87,6 +129,21 @@ static int ulp_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 			return -EINVAL;
 		if (!strncmp(mode, "defer", 5))
 			return defer_answer(id, false);
+		if (!strncmp(mode, "accept", 6)) {
+			struct ib_cm_rep_param rep = {
+				.qp_num = 0x4321,
+				.starting_psn = 0x77,
+				.responder_resources = 1,
+				.initiator_depth = 1,
+				.rnr_retry_count = 7,
+			};
+
+			/* No room, or unloading: the CM destroys the id (REJ CONSUMER_DEFINED). */
+			if (!accepted_add(id))
+				return -ENOSPC;
+			pr_info("ULP-REP ret=%d\n", ib_send_cm_rep(id, &rep));
+			return 0;
+		}
 		pr_info("ULP-REJ ret=%d\n",
 			ib_send_cm_rej(id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0, reject_pd,
 				       sizeof(reject_pd) - 1));
@@ -107,7 +164,12 @@ static int ulp_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 		pr_info("ULP-SIDR-REP ret=%d\n", ib_send_cm_sidr_rep(id, &rep));
 		return -ECONNREFUSED;
 	}
-	pr_info("ULP-EVENT %d\n", ev->event);
+	pr_info("ULP-EVENT %d state=%d\n", ev->event, id->state);
+	if (ev->event == IB_CM_DREQ_RECEIVED)
+		pr_info("ULP-DREP ret=%d\n", ib_send_cm_drep(id, NULL, 0));
+	/* Accepted connections end here: the CM destroys the id (now IDLE). */
+	if (ev->event == IB_CM_TIMEWAIT_EXIT && accepted_take(id))
+		return 1;
 	return 0;
 }
 
@@ -140,10 +202,31 @@ err_dev:
 
 static void __exit ulp_exit(void)
 {
-	/* Deferred answers run on our workqueue; destroying it lets them finish. */
-	destroy_workqueue(ulp_wq);
+	int i;
+
+	spin_lock(&accepted_lock);
+	closing = true;
+	spin_unlock(&accepted_lock);
+	/*
+	 * Destroying a listener waits for the REQ handlers running through it: after this, no
+	 * id is accepted or deferred any more.
+	 */
 	ib_destroy_cm_id(listen_sidr);
 	ib_destroy_cm_id(listen_req);
+	/* Deferred answers run on our workqueue; destroying it lets them finish. */
+	destroy_workqueue(ulp_wq);
+	for (i = 0; i < ARRAY_SIZE(accepted); i++) {
+		struct ib_cm_id *id;
+
+		spin_lock(&accepted_lock);
+		id = accepted[i];
+		accepted[i] = NULL;
+		spin_unlock(&accepted_lock);
+		if (id) {
+			pr_info("ULP-LEFTOVER state=%d\n", id->state);
+			ib_destroy_cm_id(id);
+		}
+	}
 	ib_device_put(ibdev);
 }
 

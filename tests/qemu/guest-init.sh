@@ -709,7 +709,19 @@ else
 	t0=$(now)
 	if timeout 60 rdma link del rxe1; then
 		took=$(($(now) - t0))
-		reap $cli 30
+		# The client must see the removal and end by itself: rdma_cm delivers
+		# DEVICE_REMOVAL to its id, whose ib_cm id is destroyed in ESTABLISHED.
+		end=$(($(now) + 30))
+		while kill -0 $cli 2>/dev/null && [ "$(now)" -lt $end ]; do sleep 0.2; done
+		cli_ended=1
+		kill -0 $cli 2>/dev/null && cli_ended=
+		reap $cli 0
+		klog "IBCM-SAY: rping client at device removal: $(tail -n 3 /tmp/rping-c5.log | tr '\n' '|')"
+		if [ -n "$cli_ended" ] && grep -q "device removal" /tmp/rping-c5.log; then
+			e2e "ok device_removal_reaches_client_$CM"
+		else
+			e2e "not ok device_removal_reaches_client_$CM # ended=${cli_ended:-no}: $(last /tmp/rping-c5.log)"
+		fi
 		timeout 60 rdma link add rxe1 type rxe netdev veth1 || true
 		ping -c 1 -W 2 -I veth1 10.0.0.1 >/dev/null 2>&1
 		# The server (not persistent) ended with its connection: a new one for the new device.

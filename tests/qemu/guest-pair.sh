@@ -454,6 +454,11 @@ check stale_req_rejected /tmp/stale.out "STALE first_reason=28 second_reason=10"
 cm_umad rxe0 $PEER_IP reqalt 0x0000000001061C06 >/tmp/reqalt.out 2>&1
 check req_alt_path_rejected /tmp/reqalt.out "msg_rejected=0 ari_length=16 reason=18" \
 	"ari16=00000000000000000000ffff$(printf '%02x' $(echo $PEER_IP | tr . ' '))" "local_comm_id=00000000"
+# A new REQ from the QP of an established connection: REJ STALE_CONN (10) for it, and a DREQ
+# for the old connection (cm_match_req), which the tester answers with a DREP.
+cmd ulp-mode-accept
+cm_umad rxe0 $PEER_IP stalest 0x0000000001061C06 >/tmp/stalest.out 2>&1
+check stale_req_on_established_rejected_and_old_dreqed /tmp/stalest.out "STALEEST rej_reason=10 dreq_for_old=1"
 cmd ulp-mode-reject
 tools ulp
 # A REQ storm while the listener is destroyed, then the device removed and re-added: the

@@ -14,6 +14,10 @@
  *                                               count the answers within 5 s
  *   cm_umad DEV DEST_IPV4 stale SERVICE_ID      two REQs with different comm IDs from the same
  *                                               QPN, print the reason each one's REJ carries
+ *   cm_umad DEV DEST_IPV4 stalest SERVICE_ID   a connection (REQ, the peer's REP, RTU), then a
+ *                                               new REQ from the same QPN: print the new REQ's
+ *                                               REJ reason and whether the old connection got a
+ *                                               DREQ (answered with a DREP)
  *   cm_umad DEV DEST_IPV4 flood SERVICE_ID N    send N REQs (at most 256 unanswered, each
  *                                               from its own QPN), count the REJs (and the
  *                                               STALE_CONN and other reasons among them),
@@ -337,7 +341,7 @@ int main(int argc, char **argv)
 	uint64_t sid;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: cm_umad DEV DEST_IPV4 req|sidr|dup|dupsidr|stale|altpath|bad|flood [SERVICE_ID [N]]\n");
+		fprintf(stderr, "usage: cm_umad DEV DEST_IPV4 req|sidr|dup|dupsidr|stale|stalest|altpath|bad|flood [SERVICE_ID [N]]\n");
 		return 2;
 	}
 	open_umad(argv[1]);
@@ -432,6 +436,50 @@ int main(int argc, char **argv)
 		}
 		printf("STALE first_reason=%d second_reason=%d\n", reason1, reason2);
 		return 0;
+	}
+	if (!strcmp(argv[3], "stalest")) {
+		uint32_t tid1 = 0x7000 + (rand() & 0xfff), tid2 = tid1 + 1;
+		uint32_t comm = 0x1f000000 | (rand() & 0xffff), peer = 0;
+		int reason = -1, dreq = 0;
+		double t0 = now();
+
+		build_req(m, tid1, comm, sid);
+		send_mad(m);
+		while (!peer && now() - t0 < 5) {
+			if (!recv_mad(&in, 500) || in.mad[16] || in.mad[17] != 0x13 ||
+			    get32(in.mad + HDR + 4) != comm)
+				continue;
+			peer = get32(in.mad + HDR);
+		}
+		if (!peer) {
+			printf("NO_REP\n");
+			return 1;
+		}
+		mad_hdr(m, 0x14, tid1); /* RTU */
+		put32(m + HDR, comm);
+		put32(m + HDR + 4, peer);
+		send_mad(m);
+		/* Time for the peer to take the RTU (ESTABLISHED: only then does it send a DREQ). */
+		usleep(1500000);
+		build_req(m, tid2, comm + 1, sid); /* same local QPN 0x123 */
+		send_mad(m);
+		t0 = now();
+		while (now() - t0 < 5 && (reason < 0 || !dreq)) {
+			if (!recv_mad(&in, 500) || in.mad[16])
+				continue;
+			if (in.mad[17] == 0x12 && (uint32_t)get64(in.mad + 8) == tid2) {
+				reason = (in.mad[HDR + 10] << 8) | in.mad[HDR + 11];
+			} else if (in.mad[17] == 0x15 && get32(in.mad + HDR) == peer &&
+				   get32(in.mad + HDR + 4) == comm) {
+				dreq = 1;
+				mad_hdr(m, 0x16, (uint32_t)get64(in.mad + 8)); /* DREP */
+				put32(m + HDR, comm);
+				put32(m + HDR + 4, peer);
+				send_mad(m);
+			}
+		}
+		printf("STALEEST rej_reason=%d dreq_for_old=%d\n", reason, dreq);
+		return reason == 10 && dreq ? 0 : 1;
 	}
 	if (!strcmp(argv[3], "altpath")) {
 		/* A LAP and an APR for a connection the peer does not have: over RoCE cm.c drops
