@@ -26,7 +26,7 @@ use crate::{
     cm_id::{CmId, CmIdInner, StoredPd},
     event::Event,
     logic::{
-        req_event::{REJ_CONSUMER_DEFINED, SIDR_REJECT},
+        req_event::SIDR_REJECT,
         state::{self, Action, Input, MsgKind, OnFail, Out, Refusal, State},
         timeout, trace as logic_trace,
         wire::{
@@ -44,8 +44,7 @@ use crate::{
 };
 use kernel::{alloc::KBox, prelude::*, sync::Arc};
 
-/// `IB_CM_REJ_TIMEOUT`.
-pub(crate) const REJ_TIMEOUT: u16 = 4;
+pub(crate) use crate::logic::state::REJ_TIMEOUT;
 /// `IB_CM_REJ_STALE_CONN`.
 pub(crate) const REJ_STALE_CONN: u16 = 10;
 
@@ -540,13 +539,9 @@ fn act(
     Ok(())
 }
 
-/// The reason of [`default_rej`].
+/// The reason of [`default_rej`] (`logic::state::own_rej_reason`).
 fn default_rej_reason(id: &CmId) -> u16 {
-    if matches!(id.cm_state(), State::ReqSent | State::MraReqRcvd) {
-        REJ_TIMEOUT
-    } else {
-        REJ_CONSUMER_DEFINED
-    }
+    crate::logic::state::own_rej_reason(id.cm_state())
 }
 
 /// The REJ an id sends by default (destroy): TIMEOUT with the node GUID as ARI from the

@@ -311,6 +311,20 @@ pub(crate) fn keeps_handshake_ah(state: State) -> bool {
     )
 }
 
+/// `IB_CM_REJ_TIMEOUT`.
+pub(crate) const REJ_TIMEOUT: u16 = 4;
+
+/// The reason of a REJ the CM sends on its own, from `state` (`cm_destroy_id`, a handler's
+/// refusal): TIMEOUT from the active side's REQ states, whose ARI is then the device's node
+/// GUID; CONSUMER_DEFINED from every other state.
+pub(crate) fn own_rej_reason(state: State) -> u16 {
+    if matches!(state, State::ReqSent | State::MraReqRcvd) {
+        REJ_TIMEOUT
+    } else {
+        crate::logic::req_event::REJ_CONSUMER_DEFINED
+    }
+}
+
 /// `enum ib_cm_event_type` of the events the state machine delivers.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(u32)]

@@ -808,3 +808,19 @@ fn every_accepted_pair_acts_as_cm_c() {
     // Every pair that `expected` accepts.
     assert_eq!(checked, 135);
 }
+
+#[test]
+fn own_rejs_carry_cm_c_s_reason() {
+    use crate::logic::state::{own_rej_reason, REJ_TIMEOUT};
+    // cm_destroy_id: REJ TIMEOUT (with the node GUID) from REQ_SENT and MRA_REQ_RCVD,
+    // CONSUMER_DEFINED (28) from the other states that reject.
+    assert_eq!(REJ_TIMEOUT, 4);
+    for s in State::ALL {
+        let want = if matches!(s, ReqSent | MraReqRcvd) {
+            4
+        } else {
+            28
+        };
+        assert_eq!(own_rej_reason(s), want, "{s:?}");
+    }
+}

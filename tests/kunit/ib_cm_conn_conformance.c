@@ -120,8 +120,26 @@ static void record(struct side *s, const struct ib_cm_event *ev)
 	default:
 		break;
 	}
-	if (ev->private_data)
-		memcpy(s->pd, ev->private_data, sizeof(s->pd));
+	/*
+	 * Only the events made from a received message carry private data: cm.c leaves the
+	 * pointer of USER_ESTABLISHED uninitialised (cm_establish kmallocs its work item).
+	 */
+	switch (ev->event) {
+	case IB_CM_REQ_RECEIVED:
+	case IB_CM_REP_RECEIVED:
+	case IB_CM_RTU_RECEIVED:
+	case IB_CM_DREQ_RECEIVED:
+	case IB_CM_DREP_RECEIVED:
+	case IB_CM_REJ_RECEIVED:
+	case IB_CM_MRA_RECEIVED:
+	case IB_CM_SIDR_REQ_RECEIVED:
+	case IB_CM_SIDR_REP_RECEIVED:
+		if (ev->private_data)
+			memcpy(s->pd, ev->private_data, sizeof(s->pd));
+		break;
+	default:
+		break;
+	}
 	/*
 	 * Published last, after every field above (wait_event_is reads the count with acquire
 	 * and may return as soon as it sees it).
