@@ -1038,7 +1038,11 @@ static void notify_comm_est_with_irqs_off(struct kunit *test)
  * - DREQ_SENT: the DREQ is cancelled and the id goes through timewait to IDLE, with no event;
  *   the peer, in DREQ_RCVD, then answers a DREQ whose id is gone (its DREP is dropped);
  * - SIDR_REQ_SENT: the request is cancelled (no retransmission reaches the listener again);
- *   the SIDR_REP that answers it finds no id.
+ *   the SIDR_REP that answers it finds no id;
+ * - MRA_REQ_SENT (a delayed MRA, nothing sent): REJ CONSUMER_DEFINED; the active side, in
+ *   REQ_SENT, gets REJ_RECEIVED and goes back to IDLE;
+ * - MRA_REP_SENT (the same for a REP): REJ CONSUMER_DEFINED; the passive side, in REP_SENT,
+ *   gets REJ_RECEIVED and goes back to IDLE.
  */
 static void destroy_in_remaining_states(struct kunit *test)
 {
@@ -1100,6 +1104,34 @@ static void destroy_in_remaining_states(struct kunit *test)
 	/* Past the request's retransmission (1 s): a copy would make a second passive id. */
 	msleep(1500);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 1);
+	ib_destroy_cm_id(passive.id);
+	passive.id = NULL;
+
+	/* MRA_REQ_SENT */
+	reset_sides();
+	a = req_reaches_passive(test, c);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_mra(passive.id, IB_CM_MRA_FLAG_DELAY | 20, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_MRA_REQ_SENT);
+	ib_destroy_cm_id(passive.id);
+	passive.id = NULL;
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REJ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, active.rej_reason, IB_CM_REJ_CONSUMER_DEFINED);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_IDLE);
+	ib_destroy_cm_id(a);
+	active.id = NULL;
+
+	/* MRA_REP_SENT */
+	reset_sides();
+	a = req_reaches_passive(test, c);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, ib_send_cm_mra(a, IB_CM_MRA_FLAG_DELAY | 20, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_MRA_REP_SENT);
+	ib_destroy_cm_id(a);
+	active.id = NULL;
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REJ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, passive.rej_reason, IB_CM_REJ_CONSUMER_DEFINED);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_IDLE);
 }
 
 /*
