@@ -17,6 +17,10 @@ KTOOLS=(ARCH=x86_64 LLVM=1 RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc HOSTRUS
 die() { echo "error: $*" >&2; exit 1; }
 log() { echo "[$(date +%T)] $*" >&2; }
 
+# read_counts LINE: sets p and f from a `<WORD> <passed> <failed>` result line (in the caller's
+# scope, locals included); fails unless both are counts.
+read_counts() { read -r _ p f <<<"$1"; [[ $p =~ ^[0-9]+$ && $f =~ ^[0-9]+$ ]]; }
+
 # The Debian package version of the kernel source, e.g. 6.12.117-1~deb12u1.
 kernel_pkg_version() { dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null; }
 

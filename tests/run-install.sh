@@ -24,8 +24,7 @@ layer() {
 	shift
 	log "install: $name"
 	res=$("$@" | tail -1)
-	read -r _ p f <<<"$res"
-	if [[ ! $p =~ ^[0-9]+$ || ! $f =~ ^[0-9]+$ ]]; then
+	if ! read_counts "$res"; then
 		echo "NOT OK  install: $name # no result line" >&2
 		p=0 f=1
 	fi

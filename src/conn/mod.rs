@@ -44,9 +44,7 @@ use crate::{
 };
 use kernel::{alloc::KBox, prelude::*, sync::Arc};
 
-pub(crate) use crate::logic::state::REJ_TIMEOUT;
-/// `IB_CM_REJ_STALE_CONN`.
-pub(crate) const REJ_STALE_CONN: u16 = 10;
+pub(crate) use crate::logic::{req_event::REJ_STALE_CONN, state::REJ_TIMEOUT};
 
 // Every REJ reason the CM sends or matches on is the value of `<rdma/ib_cm.h>`'s
 // `enum ib_cm_rej_reason` (REJ_TIMEOUT was once 1, NO_QP's value, and no test compared it),
@@ -62,7 +60,6 @@ const _: () = {
     assert!(re::QPT_XRC_TGT == bindings::ib_qp_type_IB_QPT_XRC_TGT);
     assert!(REJ_TIMEOUT as u32 == bindings::ib_cm_rej_reason_IB_CM_REJ_TIMEOUT);
     assert!(REJ_STALE_CONN as u32 == bindings::ib_cm_rej_reason_IB_CM_REJ_STALE_CONN);
-    assert!(re::REJ_STALE_CONN as u32 == bindings::ib_cm_rej_reason_IB_CM_REJ_STALE_CONN);
     assert!(
         re::REJ_CONSUMER_DEFINED as u32 == bindings::ib_cm_rej_reason_IB_CM_REJ_CONSUMER_DEFINED
     );
@@ -242,7 +239,7 @@ pub(crate) fn run(
     {
         let reason = match ctx.msg.as_deref() {
             Some(CmMessage::Rej(rej)) => rej.reason,
-            _ => default_rej_reason(id),
+            _ => state::own_rej_reason(id.cm_state()),
         };
         trace::send_rej(id, reason);
     }
@@ -539,11 +536,6 @@ fn act(
     Ok(())
 }
 
-/// The reason of [`default_rej`] (`logic::state::own_rej_reason`).
-fn default_rej_reason(id: &CmId) -> u16 {
-    crate::logic::state::own_rej_reason(id.cm_state())
-}
-
 /// The REJ an id sends by default (destroy): TIMEOUT with the node GUID as ARI from the
 /// active side's REQ states, CONSUMER_DEFINED otherwise.
 fn default_rej(id: &CmId) -> Rej<'static> {
@@ -554,7 +546,7 @@ fn default_rej(id: &CmId) -> Rej<'static> {
         remote_comm_id: 0,
         message_rejected: 0,
         ari_length: 0,
-        reason: default_rej_reason(id),
+        reason: state::own_rej_reason(id.cm_state()),
         ari: [0; REJ_ARI],
         private_data: Bytes::EMPTY,
     };

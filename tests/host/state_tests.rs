@@ -691,18 +691,14 @@ fn expected_actions(state: State, input: Input) -> (Vec<Action>, OnFail) {
                 Idle | Listen | Timewait => vec![],
                 SidrReqSent => vec![Cancel],
                 SidrReqRcvd => vec![Send(Out::SidrRep), ResetRemote],
-                ReqSent | MraReqRcvd => {
+                // The tracked REQ or REP is cancelled first.
+                ReqSent | MraReqRcvd | RepSent | MraRepRcvd => {
                     let mut v = vec![Cancel];
                     v.extend(send_rej(state));
                     v
                 }
                 ReqRcvd if enomem => vec![ResetRemote],
                 ReqRcvd | MraReqSent | RepRcvd | MraRepSent => send_rej(state),
-                RepSent | MraRepRcvd => {
-                    let mut v = vec![Cancel];
-                    v.extend(send_rej(state));
-                    v
-                }
                 Established if xrc_tgt => vec![],
                 // The DREQ, then DREQ_SENT's case: cancel it and enter timewait.
                 Established => vec![Send(Out::Dreq), Cancel, EnterTimewait],

@@ -95,9 +95,8 @@ WHY="modinfo resolves ib_cm to '$resolved'" check kernel_deb_modinfo_resolves_up
 
 # The kernel signs its modules and ours is unsigned: taint E besides O (out of tree).
 res=$(BZIMAGE=$bz IBCM_GUEST_TAINT=OE "$top/tests/install/guest-test.sh" "$variant" "$kdir" kernel-deb "$root" | tail -1)
-read -r _ p f <<<"$res"
 # The guest reports 7 results; fewer (or none: the script died) is a failure.
-if [[ ! $p =~ ^[0-9]+$ || ! $f =~ ^[0-9]+$ ]]; then
+if ! read_counts "$res"; then
 	notok kernel_deb_guest_ran "no result line from guest-test.sh: '$res'"
 else
 	npass=$((npass + p)) nfail=$((nfail + f))

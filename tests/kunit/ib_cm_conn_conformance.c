@@ -442,6 +442,28 @@ static struct ib_cm_id *req_reaches_passive(struct kunit *test, struct conn_ctx 
 }
 
 /*
+ * The passive side answers the REQ that reached it (`a` its active id) with `rep`, the active
+ * side with an RTU: both ends ESTABLISHED.
+ */
+static void establish(struct kunit *test, struct ib_cm_id *a, struct ib_cm_rep_param *rep)
+{
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
+}
+
+/* Destroys the id of `dying`; its peer must then get REJ_RECEIVED with `reason`. */
+static void destroy_expect_rej(struct kunit *test, struct side *dying, struct side *peer,
+			       int reason)
+{
+	ib_destroy_cm_id(dying->id);
+	dying->id = NULL;
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, peer, IB_CM_REJ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, peer->rej_reason, reason);
+}
+
+/*
  * cm.c's per-connection memory, for the README's comparison (a figure, not a test): the
  * slab of the id's cm_id_private (ksize of the id, its first member) and of its
  * cm_timewait_info, whose layout (cm.c lines 184-205) is mirrored here from public types.
@@ -664,10 +686,7 @@ static void destroy_req_sent_rejects_with_timeout(struct kunit *test)
 	struct ib_cm_id *a = req_reaches_passive(test, c);
 
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_REQ_SENT);
-	active.id = NULL;
-	ib_destroy_cm_id(a);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REJ_RECEIVED, 5000));
-	KUNIT_EXPECT_EQ(test, passive.rej_reason, IB_CM_REJ_TIMEOUT);
+	destroy_expect_rej(test, &active, &passive, IB_CM_REJ_TIMEOUT);
 	KUNIT_EXPECT_EQ(test, passive.rej_ari_length, 8);
 	KUNIT_EXPECT_EQ(test, memcmp(passive.rej_ari, &c->d1->node_guid, 8), 0);
 	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_IDLE);
@@ -682,10 +701,7 @@ static void destroy_established_sends_dreq(struct kunit *test)
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
 	struct ib_cm_id *a = req_reaches_passive(test, test->priv);
 
-	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
-	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
+	establish(test, a, &rep);
 	ib_destroy_cm_id(passive.id);
 	passive.id = NULL;
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_DREQ_RECEIVED, 5000));
@@ -828,10 +844,7 @@ static void delayed_mra_on_dup_req_rearms_req(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_REP_RCVD);
-	ib_destroy_cm_id(a);
-	active.id = NULL;
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REJ_RECEIVED, 5000));
-	KUNIT_EXPECT_EQ(test, passive.rej_reason, IB_CM_REJ_CONSUMER_DEFINED);
+	destroy_expect_rej(test, &active, &passive, IB_CM_REJ_CONSUMER_DEFINED);
 	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_IDLE);
 }
 
@@ -852,10 +865,7 @@ static void destroy_mra_req_rcvd_rejects_with_timeout(struct kunit *test)
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_MRA_RECEIVED, 5000));
 	KUNIT_EXPECT_EQ(test, active.mra_timeout, 21);
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_MRA_REQ_RCVD);
-	ib_destroy_cm_id(a);
-	active.id = NULL;
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REJ_RECEIVED, 5000));
-	KUNIT_EXPECT_EQ(test, passive.rej_reason, IB_CM_REJ_TIMEOUT);
+	destroy_expect_rej(test, &active, &passive, IB_CM_REJ_TIMEOUT);
 	KUNIT_EXPECT_EQ(test, passive.rej_ari_length, 8);
 	KUNIT_EXPECT_EQ(test, memcmp(passive.rej_ari, &c->d1->node_guid, 8), 0);
 	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_IDLE);
@@ -887,10 +897,7 @@ static void mra_for_rep_rearms_rep(struct kunit *test)
 	msleep(4600);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.last_event), IB_CM_MRA_RECEIVED);
 	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_MRA_REP_RCVD);
-	ib_destroy_cm_id(passive.id);
-	passive.id = NULL;
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REJ_RECEIVED, 5000));
-	KUNIT_EXPECT_EQ(test, active.rej_reason, IB_CM_REJ_CONSUMER_DEFINED);
+	destroy_expect_rej(test, &passive, &active, IB_CM_REJ_CONSUMER_DEFINED);
 	/* The REJ put it in timewait, which ends 512 ms later. */
 	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_TIMEWAIT_EXIT, 5000));
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_IDLE);
@@ -938,10 +945,7 @@ static void dreq_times_out(struct kunit *test)
 	qp_tag = "-dreqtmo";
 	/* The RTU has 2 s to arrive before the REP is sent again. */
 	a = timed_req(test, test->priv, 20, 19, 1);
-	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
-	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
+	establish(test, a, &rep);
 	local_irq_save(flags);
 	ret = ib_send_cm_dreq(passive.id, NULL, 0);
 	local_irq_restore(flags);
@@ -1065,10 +1069,7 @@ static void destroy_in_remaining_states(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
 	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_REP_SENT);
-	ib_destroy_cm_id(passive.id);
-	passive.id = NULL;
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REJ_RECEIVED, 5000));
-	KUNIT_EXPECT_EQ(test, active.rej_reason, IB_CM_REJ_CONSUMER_DEFINED);
+	destroy_expect_rej(test, &passive, &active, IB_CM_REJ_CONSUMER_DEFINED);
 	/* The REJ put it in timewait. */
 	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_TIMEWAIT_EXIT, 5000));
 	ib_destroy_cm_id(a);
@@ -1077,10 +1078,7 @@ static void destroy_in_remaining_states(struct kunit *test)
 	/* DREQ_SENT */
 	reset_sides();
 	a = req_reaches_passive(test, c);
-	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
-	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
+	establish(test, a, &rep);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(a, NULL, 0), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_DREQ_SENT);
@@ -1112,10 +1110,7 @@ static void destroy_in_remaining_states(struct kunit *test)
 	a = req_reaches_passive(test, c);
 	KUNIT_EXPECT_EQ(test, ib_send_cm_mra(passive.id, IB_CM_MRA_FLAG_DELAY | 20, NULL, 0), 0);
 	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_MRA_REQ_SENT);
-	ib_destroy_cm_id(passive.id);
-	passive.id = NULL;
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REJ_RECEIVED, 5000));
-	KUNIT_EXPECT_EQ(test, active.rej_reason, IB_CM_REJ_CONSUMER_DEFINED);
+	destroy_expect_rej(test, &passive, &active, IB_CM_REJ_CONSUMER_DEFINED);
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_IDLE);
 	ib_destroy_cm_id(a);
 	active.id = NULL;
@@ -1127,10 +1122,7 @@ static void destroy_in_remaining_states(struct kunit *test)
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
 	KUNIT_EXPECT_EQ(test, ib_send_cm_mra(a, IB_CM_MRA_FLAG_DELAY | 20, NULL, 0), 0);
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_MRA_REP_SENT);
-	ib_destroy_cm_id(a);
-	active.id = NULL;
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REJ_RECEIVED, 5000));
-	KUNIT_EXPECT_EQ(test, passive.rej_reason, IB_CM_REJ_CONSUMER_DEFINED);
+	destroy_expect_rej(test, &active, &passive, IB_CM_REJ_CONSUMER_DEFINED);
 	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_IDLE);
 }
 

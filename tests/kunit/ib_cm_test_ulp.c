@@ -76,37 +76,25 @@ static DEFINE_SPINLOCK(accepted_lock);
 static struct ib_cm_id *accepted[8];
 static bool closing;		/* unload has started: accept nothing more */
 
-static bool accepted_add(struct ib_cm_id *id)
+/*
+ * Puts `new` in the first slot that holds `old`: an add (`old` NULL; refused once unload has
+ * started) or a take (`new` NULL). False if no slot holds `old`: no room, or the id is not
+ * there (unload is destroying it).
+ */
+static bool accepted_swap(struct ib_cm_id *old, struct ib_cm_id *new)
 {
-	bool added = false;
+	bool done = false;
 	int i;
 
 	spin_lock(&accepted_lock);
-	for (i = 0; i < ARRAY_SIZE(accepted) && !added && !closing; i++) {
-		if (!accepted[i]) {
-			accepted[i] = id;
-			added = true;
+	for (i = 0; i < ARRAY_SIZE(accepted) && !done && !(new && closing); i++) {
+		if (accepted[i] == old) {
+			accepted[i] = new;
+			done = true;
 		}
 	}
 	spin_unlock(&accepted_lock);
-	return added;
-}
-
-/* Takes `id` out of the list; false if it is not there (unload is destroying it). */
-static bool accepted_take(struct ib_cm_id *id)
-{
-	bool found = false;
-	int i;
-
-	spin_lock(&accepted_lock);
-	for (i = 0; i < ARRAY_SIZE(accepted); i++) {
-		if (accepted[i] == id) {
-			accepted[i] = NULL;
-			found = true;
-		}
-	}
-	spin_unlock(&accepted_lock);
-	return found;
+	return done;
 }
 
 static struct ib_device *ibdev;
@@ -139,7 +127,7 @@ static int ulp_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 			};
 
 			/* No room, or unloading: the CM destroys the id (REJ CONSUMER_DEFINED). */
-			if (!accepted_add(id))
+			if (!accepted_swap(NULL, id))
 				return -ENOSPC;
 			pr_info("ULP-REP ret=%d\n", ib_send_cm_rep(id, &rep));
 			return 0;
@@ -168,7 +156,7 @@ static int ulp_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 	if (ev->event == IB_CM_DREQ_RECEIVED)
 		pr_info("ULP-DREP ret=%d\n", ib_send_cm_drep(id, NULL, 0));
 	/* Accepted connections end here: the CM destroys the id (now IDLE). */
-	if (ev->event == IB_CM_TIMEWAIT_EXIT && accepted_take(id))
+	if (ev->event == IB_CM_TIMEWAIT_EXIT && accepted_swap(id, NULL))
 		return 1;
 	return 0;
 }

@@ -311,13 +311,19 @@ static void hex(const char *key, const uint8_t *p, int n)
 		printf("%02x", p[i]);
 }
 
+/* The reason a REJ carries. */
+static int rej_reason(const uint8_t *m)
+{
+	return (m[HDR + 10] << 8) | m[HDR + 11];
+}
+
 static void print_rej(const uint8_t *m)
 {
 	const uint8_t *p = m + HDR;
 
 	printf("REJ tid_low=%08x local_comm_id=%08x remote_comm_id=%08x msg_rejected=%u ari_length=%u reason=%u",
 	       (uint32_t)get64(m + 8), get32(p), get32(p + 4), p[8] >> 6, p[9] >> 1,
-	       (p[10] << 8) | p[11]);
+	       rej_reason(m));
 	hex("ari16", p + 12, 16);
 	hex("private_data16", p + 84, 16);
 	printf("\n");
@@ -430,9 +436,9 @@ int main(int argc, char **argv)
 			if (!recv_mad(&in, 500) || in.mad[16] || in.mad[17] != 0x12)
 				continue;
 			if ((uint32_t)get64(in.mad + 8) == tid1)
-				reason1 = (in.mad[HDR + 10] << 8) | in.mad[HDR + 11];
+				reason1 = rej_reason(in.mad);
 			else if ((uint32_t)get64(in.mad + 8) == tid2)
-				reason2 = (in.mad[HDR + 10] << 8) | in.mad[HDR + 11];
+				reason2 = rej_reason(in.mad);
 		}
 		printf("STALE first_reason=%d second_reason=%d\n", reason1, reason2);
 		return 0;
@@ -468,7 +474,7 @@ int main(int argc, char **argv)
 			if (!recv_mad(&in, 500) || in.mad[16])
 				continue;
 			if (in.mad[17] == 0x12 && (uint32_t)get64(in.mad + 8) == tid2) {
-				reason = (in.mad[HDR + 10] << 8) | in.mad[HDR + 11];
+				reason = rej_reason(in.mad);
 			} else if (in.mad[17] == 0x15 && get32(in.mad + HDR) == peer &&
 				   get32(in.mad + HDR + 4) == comm) {
 				dreq = 1;
@@ -532,7 +538,7 @@ int main(int argc, char **argv)
 			if (!recv_mad(&in, 3000))
 				break;
 			if (in.mad[16] == 0 && in.mad[17] == 0x12) {
-				int reason = (in.mad[HDR + 10] << 8) | in.mad[HDR + 11];
+				int reason = rej_reason(in.mad);
 
 				got++;
 				if (reason == 10) /* IB_CM_REJ_STALE_CONN */
