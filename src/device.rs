@@ -17,7 +17,6 @@ use crate::{
     lock::{new_spinlock_irq, SpinLockIrq},
     port::CmPort,
     recv,
-    remote::{ConnTables, RemoteTable, SidrKey},
     reply_ah::{self, ReplyAh, ReplyAhCache},
     timewait::{self, TimewaitQueue},
     use_count,
@@ -72,11 +71,6 @@ pub(crate) struct DeviceInner {
     pub(crate) going_down: bool,
     /// Listeners of this device, keyed by service ID.
     pub(crate) listen: ListenTable,
-    /// Ids made by or answering a REQ, by the peer's comm ID (duplicate detection) and by the
-    /// peer's queue pair (the stale-connection check).
-    pub(crate) remote_conns: ConnTables,
-    /// Passive ids still holding an unanswered SIDR_REQ.
-    pub(crate) remote_sidrs: RemoteTable<SidrKey>,
     /// Ids in timewait, by deadline.
     pub(crate) timewait: TimewaitQueue,
 }
@@ -180,8 +174,6 @@ impl CmDevice {
                     DeviceInner {
                         going_down: false,
                         listen: ListenTable::new(),
-                        remote_conns: ConnTables::new(),
-                        remote_sidrs: RemoteTable::new(),
                         timewait: TimewaitQueue::new(),
                     },
                     "CmDevice::inner"
@@ -504,11 +496,8 @@ pub(crate) unsafe extern "C" fn ibcm_rs_remove_one(
     debugfs::remove(dev.debugfs.swap(core::ptr::null_mut(), Ordering::AcqRel));
     // 1. No new work is queued, no new send starts, no new listener is accepted.
     dev.mark_going_down();
-    let (leftover, pending) = {
-        let inner = dev.inner.lock();
-        let pending = inner.remote_conns.len() + inner.remote_sidrs.len();
-        (inner.listen.len(), pending)
-    };
+    let leftover = dev.inner.lock().listen.len();
+    let pending = crate::remote::tables().lock().count_on(&dev);
     if leftover != 0 {
         pr_warn!("ib_cm: device removed with {leftover} listener(s) not destroyed\n");
     }

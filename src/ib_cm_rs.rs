@@ -51,11 +51,16 @@ impl kernel::Module for IbCm {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         comm_id::init();
         cm_id::log_footprint();
-        recv::init_wq()?;
+        remote::init()?;
+        if let Err(e) = recv::init_wq() {
+            remote::exit();
+            return Err(e);
+        }
         debugfs::init();
         if let Err(e) = device::register_client() {
             debugfs::exit();
             recv::destroy_wq();
+            remote::exit();
             return Err(e);
         }
         Ok(IbCm)
@@ -72,5 +77,6 @@ impl Drop for IbCm {
         if !comm_id::empty() {
             pr_warn!("ib_cm: module unloaded with local comm IDs still allocated\n");
         }
+        remote::exit();
     }
 }

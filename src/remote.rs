@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-//! A device's passive ids keyed by what the peer calls them, for duplicate detection.
+//! The CM's ids keyed by what the peer calls them, for duplicate and stale detection.
 //!
 //! Stands for the `remote_id_table` (REQ: remote CA GUID + remote comm ID), the
 //! `remote_qp_table` (REQ: remote CA GUID + remote QPN) and the `remote_sidr_table` (SIDR_REQ:
-//! request ID + source LID) of cm.c, per device instead of global. A passive id is in its tables
+//! request ID + source LID) of cm.c: one set for the whole CM, shared by every device, as
+//! cm.c's, so a message that arrives through another local HCA than its connection's is still
+//! matched against it. A passive id is in its tables
 //! from the moment it is created for a request, an active id from the moment it accepts a REP,
 //! until it enters timewait, goes back to IDLE or is destroyed (a SIDR id: until its SIDR_REP
 //! is sent). A request whose comm ID key is present is a retransmission: counted in
 //! `cm_rx_duplicates` and dropped (cm.c does the same for an id in REQ_RCVD or
 //! SIDR_REQ_RCVD). A REQ with a new comm ID from a QP that already has one pending is stale and
-//! gets REJ STALE_CONN. Like the listener tree, the tables live inside the device lock.
+//! gets REJ STALE_CONN. The tables sit behind their own lock ([`tables`]), a leaf lock taken
+//! after an id's (cm.c: `cm.lock`).
 //!
 //! A REQ-made id is in the REQ table and the QP table at once, always both or neither, so one
 //! allocation ([`ConnEntry`]) carries its links into both trees (cm.c's `cm_timewait_info`
@@ -17,8 +20,19 @@
 //! a node per tree. The two trees are intrusive `rb_root`s over those entries ([`ConnTables`]);
 //! the SIDR table is an ordinary [`RBTree`].
 
-use crate::{alloc::CmBox, cm_id::CmId, slot::Slot};
-use core::{cmp::Ordering, mem::MaybeUninit, ptr::addr_of_mut};
+use crate::{
+    alloc::CmBox,
+    cm_id::CmId,
+    device::CmDevice,
+    lock::{new_spinlock_irq, SpinLockIrq},
+    slot::Slot,
+};
+use core::{
+    cmp::Ordering,
+    mem::MaybeUninit,
+    ptr::addr_of_mut,
+    sync::atomic::{self, AtomicPtr},
+};
 use kernel::{
     alloc::Flags,
     bindings as kb,
@@ -84,10 +98,10 @@ impl RemoteKey {
     }
 }
 
-/// A reserved tree node, allocated before the device lock is taken.
+/// A reserved tree node, allocated before the tables' lock is taken.
 pub(crate) type RemoteReservation<K> = RBTreeNodeReservation<K, Arc<CmId>>;
 
-/// The passive ids of one device, by remote key.
+/// The passive ids of the CM, by remote key.
 pub(crate) struct RemoteTable<K: Ord> {
     tree: RBTree<K, Arc<CmId>>,
 }
@@ -131,9 +145,12 @@ impl<K: Ord + Copy> RemoteTable<K> {
         self.tree.remove_node(key)
     }
 
-    /// Number of entries (diagnostics).
-    pub(crate) fn len(&self) -> usize {
-        self.tree.iter().count()
+    /// Number of entries of ids on `dev` (diagnostics).
+    pub(crate) fn count_on(&self, dev: &CmDevice) -> usize {
+        self.tree
+            .values()
+            .filter(|id| core::ptr::eq(&*id.dev, dev))
+            .count()
     }
 }
 
@@ -148,7 +165,7 @@ pub(crate) struct ConnEntry {
     id: Arc<CmId>,
 }
 
-/// An entry allocated before the device lock is taken.
+/// An entry allocated before the tables' lock is taken.
 pub(crate) struct ConnReservation(CmBox<MaybeUninit<ConnEntry>>);
 
 impl ConnReservation {
@@ -392,13 +409,17 @@ impl ConnTables {
         Some(unsafe { self.unlink(e) })
     }
 
-    /// Number of entries (diagnostics).
-    pub(crate) fn len(&self) -> usize {
+    /// Number of entries of ids on `dev` (diagnostics).
+    pub(crate) fn count_on(&self, dev: &CmDevice) -> usize {
         let mut n = 0;
         // SAFETY: Our tree (type invariant), unchanged while `&self` is held.
         let mut node = unsafe { kb::rb_first(&self.reqs) };
         while !node.is_null() {
-            n += 1;
+            // SAFETY: A node of `reqs` is a live entry's `req_link` (type invariant).
+            let e = unsafe { &*entry_of(node, Tree::Req) };
+            if core::ptr::eq(&*e.id.dev, dev) {
+                n += 1;
+            }
             // SAFETY: `node` is a node of the same tree.
             node = unsafe { kb::rb_next(node) };
         }
@@ -408,10 +429,10 @@ impl ConnTables {
 
 impl Drop for ConnTables {
     fn drop(&mut self) {
-        // Cannot happen: an entry holds a reference to its id, and the id one to its device,
-        // which owns these tables. Should it, what is left is freed, with its reference.
+        // Cannot happen: the tables go at module exit, after every id has been destroyed, and
+        // destroy takes an id out of them. Should it, what is left is freed, with its reference.
         if !self.reqs.rb_node.is_null() {
-            pr_warn!("ib_cm: a device's remote tables were dropped with entries\n");
+            pr_warn!("ib_cm: the remote tables were dropped with entries\n");
         }
         loop {
             // SAFETY: Our tree (type invariant).
@@ -447,5 +468,61 @@ impl Unlinked {
         if let Some(n) = self.sidr.take() {
             drop(n);
         }
+    }
+}
+
+/// The CM's remote tables, one set for every device (cm.c's three tables under `cm.lock`).
+pub(crate) struct Tables {
+    /// Ids made by or answering a REQ, by the peer's comm ID (duplicate detection) and by the
+    /// peer's queue pair (the stale-connection check).
+    pub(crate) conns: ConnTables,
+    /// Passive ids still holding an unanswered SIDR_REQ.
+    pub(crate) sidrs: RemoteTable<SidrKey>,
+}
+
+impl Tables {
+    /// How many ids of `dev` are in the tables (removal's diagnostic).
+    pub(crate) fn count_on(&self, dev: &CmDevice) -> usize {
+        self.conns.count_on(dev) + self.sidrs.count_on(dev)
+    }
+}
+
+/// The tables, from [`init`] (before the ib_client is registered) to [`exit`] (after it is
+/// unregistered and every id is gone); NULL outside that span.
+static TABLES: AtomicPtr<SpinLockIrq<Tables>> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Allocates the tables (module init, before any device is added).
+pub(crate) fn init() -> Result {
+    let t = Arc::pin_init(
+        new_spinlock_irq!(
+            Tables {
+                conns: ConnTables::new(),
+                sidrs: RemoteTable::new(),
+            },
+            "remote::TABLES"
+        ),
+        GFP_KERNEL,
+    )?;
+    TABLES.store(Arc::into_raw(t).cast_mut(), atomic::Ordering::Release);
+    Ok(())
+}
+
+/// The tables' lock. Only called by code that runs for a device or an id, so between [`init`]
+/// and [`exit`].
+pub(crate) fn tables() -> &'static SpinLockIrq<Tables> {
+    let t = TABLES.load(atomic::Ordering::Acquire);
+    debug_assert!(!t.is_null());
+    // SAFETY: Every caller runs for a device or an id, so after `init` stored the pointer
+    // (before the ib_client that creates devices was registered) and before `exit` takes it
+    // back (after the client is unregistered and every id is destroyed).
+    unsafe { &*t }
+}
+
+/// Frees the tables (module exit, after every device and id is gone).
+pub(crate) fn exit() {
+    let t = TABLES.swap(core::ptr::null_mut(), atomic::Ordering::AcqRel);
+    if !t.is_null() {
+        // SAFETY: Stored by `init` from `Arc::into_raw`; swapped out once.
+        drop(unsafe { Arc::from_raw(t) });
     }
 }

@@ -15,7 +15,7 @@ use crate::{
     bindings,
     cm_id::{CmId, CmIdInner},
     conn,
-    device::{jiffies, CmDevice, DeviceInner},
+    device::{jiffies, CmDevice},
     event::Event,
     logic::{
         deadline_list::{self, DeadlineList, Links},
@@ -227,17 +227,15 @@ impl Drop for TimewaitQueue {
     }
 }
 
-/// [`arm_locked`] taking the device lock itself, for the white-box tests.
-#[cfg(ibcm_kunit)]
+/// Queues the id for `conv(av.timeout)` ms of timewait. Called with the id lock held (`g`); takes
+/// the device lock, under which device removal's `going_down` and its final run of the queue
+/// are ordered with the arming (cm.c queues under `cm.lock`).
 pub(crate) fn arm(id: &Arc<CmId>, g: &mut CmIdInner) {
-    arm_locked(id, g, &mut id.dev.inner.lock());
-}
-
-/// Queues the id for `conv(av.timeout)` ms of timewait. Called with the id lock and the device
-/// lock held (`dev`): under the latter, device removal's `going_down` and its final run of the
-/// queue are ordered with the arming (cm.c queues under `cm.lock`).
-pub(crate) fn arm_locked(id: &Arc<CmId>, g: &mut CmIdInner, dev: &mut DeviceInner) {
-    if g.timewait_armed || dev.going_down {
+    if g.timewait_armed {
+        return;
+    }
+    let mut dev = id.dev.inner.lock();
+    if dev.going_down {
         return;
     }
     let wq = recv::wq();
@@ -281,7 +279,7 @@ pub(crate) fn end_all(dev: &CmDevice) {
     if wq.is_null() {
         return;
     }
-    // SAFETY: The work is the device's and live; `wq` is live (see `arm_locked`). Flushing may sleep:
+    // SAFETY: The work is the device's and live; `wq` is live (see `arm`). Flushing may sleep:
     // removal runs in process context.
     unsafe {
         bindings::ibcm_glue_mod_delayed_work(wq, dev.timewait.get(), 0);
@@ -321,9 +319,9 @@ pub(crate) unsafe extern "C" fn ibcm_rs_timewait(dw: *mut bindings::delayed_work
                     let wq = recv::wq();
                     match inner.timewait.next_delay(now) {
                         Some(delay) if !all && !wq.is_null() => {
-                            // A sooner arming by `arm_locked` stays: queueing a pending
+                            // A sooner arming by `arm` stays: queueing a pending
                             // work is a no-op.
-                            // SAFETY: As in `arm_locked`.
+                            // SAFETY: As in `arm`.
                             unsafe {
                                 bindings::ibcm_glue_queue_delayed_work_jiffies(wq, dw, delay)
                             };

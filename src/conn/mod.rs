@@ -36,7 +36,7 @@ use crate::{
         },
     },
     port::Counter,
-    remote::{ConnReservation, QpKey, RemoteKey, ReqKey, Unlinked},
+    remote::{self, ConnReservation, QpKey, RemoteKey, ReqKey, Unlinked},
     send::{self, HandshakeAh},
     slot::Slot,
     timewait::{self, EstablishWork},
@@ -132,11 +132,11 @@ pub(crate) struct Ctx<'a> {
     pub(crate) est_work: Slot<Pin<KBox<EstablishWork>>>,
     /// Private data to keep on success (MRA, RTU, DREP).
     pub(crate) keep_pd: Slot<Option<CmBox<StoredPd>>>,
-    /// A REP's stale-connection check found this id holding the peer's QP.
-    pub(crate) stale_old: Slot<Arc<CmId>>,
-    /// Another id's reference the step came across (a REP's duplicate check), dropped with
-    /// the context, after the id lock: dropping the last one runs the id's destructor.
-    pub(crate) other: Slot<Arc<CmId>>,
+    /// Which of a REP's keys another id holds ([`Action::InsertRemote`] refused)...
+    pub(crate) held: crate::logic::remote::Held,
+    /// ... and that id, taken after the step for the verdict, or dropped with the context,
+    /// after the id lock: dropping the last reference runs the id's destructor.
+    pub(crate) holder: Slot<Arc<CmId>>,
     /// The completion status a *_ERROR event reports.
     pub(crate) send_status: Option<bindings::ib_wc_status>,
     /// A received LAP's addresses (the sender's, the alternate path's): they replace the
@@ -411,50 +411,39 @@ fn count_duplicate(ctx: &Ctx<'_>) {
     }
 }
 
+/// Takes the id out of the remote tables, if it is in them (the tables' lock only then).
 fn leave_remote(id: &CmId, g: &mut CmIdInner, out: &mut Outcome) {
-    if g.remote.is_some() {
-        leave_remote_locked(id, g, &mut id.dev.inner.lock(), out);
-    }
-}
-
-/// [`leave_remote`] with the device lock held.
-fn leave_remote_locked(
-    id: &CmId,
-    g: &mut CmIdInner,
-    dev: &mut crate::device::DeviceInner,
-    out: &mut Outcome,
-) {
     if let Some(key) = g.remote.take() {
+        let mut t = remote::tables().lock();
         match key {
             RemoteKey::Req {
                 ca_guid,
                 comm_id,
                 qpn,
             } => {
-                out.unlinked.conn = Slot::from_option(dev.remote_conns.remove(
+                out.unlinked.conn = Slot::from_option(t.conns.remove(
                     &ReqKey { ca_guid, comm_id },
                     &QpKey { ca_guid, qpn },
                     id,
                 ));
             }
             RemoteKey::Sidr(k) => {
-                out.unlinked.sidr = Slot::from_option(dev.remote_sidrs.remove(&k, id));
+                out.unlinked.sidr = Slot::from_option(t.sidrs.remove(&k, id));
             }
         }
     }
 }
 
-/// Leaves the remote tables and, unless the id is being destroyed, arms timewait, in one
-/// section of the device lock (cm.c's `cm_enter_timewait()` takes `cm.lock` twice for the two;
-/// one section is enough, and orders both with removal's `going_down`).
+/// Leaves the remote tables and, unless the id is being destroyed, arms timewait (under the
+/// device lock, ordered with removal's `going_down`), as cm.c's `cm_enter_timewait()` does
+/// in two sections of `cm.lock`. Both run under the id lock, so no other step of the id sees
+/// it out of the tables but not yet in timewait.
 fn enter_timewait(id: &Arc<CmId>, g: &mut CmIdInner, ctx: &Ctx<'_>, out: &mut Outcome) {
-    if ctx.destroying {
-        // Destroy arms no timer: the device lock only if there are keys to drop.
-        return leave_remote(id, g, out);
+    leave_remote(id, g, out);
+    if !ctx.destroying {
+        // Destroy arms no timer.
+        timewait::arm(id, g);
     }
-    let mut dev = id.dev.inner.lock();
-    leave_remote_locked(id, g, &mut dev, out);
-    timewait::arm_locked(id, g, &mut dev);
 }
 
 fn act(

@@ -92,7 +92,7 @@ pub(crate) fn on_rej(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
             ca_guid: u64::from_be_bytes(guid),
             comm_id: rej.local_comm_id,
         };
-        let found = dev.inner.lock().remote_conns.get_req(&key);
+        let found = crate::remote::tables().lock().conns.get_req(&key);
         // Through the comm-ID table, as cm.c's `cm_find_remote_id` + `cm_acquire_id`: an id
         // still being set up (not yet handed to its handler) is not found.
         found.and_then(|id| comm_id::acquire(id.local_id(), id.remote_id()))

@@ -2,7 +2,7 @@
 //! REP and RTU, both ways: `ib_send_cm_rep()`, `ib_send_cm_rtu()`, `cm_rep_handler()`,
 //! `cm_dup_rep_handler()`, `cm_rtu_handler()` and the stale-connection check of a REP.
 
-use super::{api, finish, run, Ctx, Recv, REJ_STALE_CONN};
+use super::{api, finish, run, Ctx, Recv};
 use crate::alloc::CmBox;
 use crate::{
     bindings,
@@ -10,6 +10,7 @@ use crate::{
     comm_id,
     event::Event,
     logic::{
+        remote::Held,
         state::{Input, MsgKind},
         timeout,
         wire::{
@@ -19,7 +20,7 @@ use crate::{
         },
     },
     recv::RecvWc,
-    remote::{ConnReservation, QpKey, RemoteKey, ReqKey, Taken},
+    remote::{self, ConnReservation, QpKey, RemoteKey, ReqKey, Taken},
     trace::{self, Local, Remote},
 };
 use kernel::{prelude::*, sync::Arc};
@@ -121,13 +122,7 @@ pub(crate) fn insert_remote(id: &Arc<CmId>, g: &mut CmIdInner, ctx: &mut Ctx<'_>
         ca_guid: rep.local_ca_guid,
         qpn: rep_qpn(rep, g.conn.qp_type()),
     };
-    let refused = id
-        .dev
-        .inner
-        .lock()
-        .remote_conns
-        .insert(key, qp, id, res)
-        .err();
+    let refused = remote::tables().lock().conns.insert(key, qp, id, res).err();
     let Some((res, taken)) = refused else {
         g.remote = Some(RemoteKey::req(key, qp));
         return Ok(());
@@ -135,13 +130,15 @@ pub(crate) fn insert_remote(id: &Arc<CmId>, g: &mut CmIdInner, ctx: &mut Ctx<'_>
     // The refused reservation and the other id's reference are dropped with the context,
     // after the id lock (this runs under it).
     ctx.reservation = crate::slot::Slot::some(res);
-    match taken {
+    let (held, holder) = match taken {
         Taken::Req(other) => {
-            ctx.other = crate::slot::Slot::some(other);
             trace::remote(Remote::InsertFailedErr, rep.remote_comm_id);
+            (Held::CommId, other)
         }
-        Taken::Qp(old) => ctx.stale_old = crate::slot::Slot::some(old),
-    }
+        Taken::Qp(old) => (Held::Qp, old),
+    };
+    ctx.held = held;
+    ctx.holder = crate::slot::Slot::some(holder);
     Err(EINVAL)
 }
 
@@ -241,21 +238,21 @@ pub(crate) fn on_rep(
         ..Ctx::default()
     };
     let out = run(&id, Input::RecvRep, &mut ctx, |_, _| {}, |_, _| {});
-    let stale = ctx.stale_old.take();
+    let holder = ctx.holder.take();
     let _ = finish(&id, out, ctx.recv.as_ref());
-    if let Some(old) = stale {
-        // REJ STALE_CONN for the REP (`cm_issue_rej`, message REP), then a DREQ to the id
-        // that holds the peer's QP; the new id stays in REQ_SENT until its REQ times out.
-        crate::recv::issue_rej(
+    if let Some(holder) = holder {
+        // A stale connection: REJ STALE_CONN for the REP, then a DREQ from the id that holds
+        // the peer's QP; this id stays in REQ_SENT until its REQ times out.
+        super::req::on_held(
             dev,
             port_num,
             wc,
-            hdr.tid,
-            REJ_STALE_CONN,
-            MsgKind::Rep.wire(),
+            hdr,
+            MsgKind::Rep,
+            ctx.held,
+            &holder,
+            || trace::local(Local::StaleconnErr, rep.local_comm_id, rep.remote_comm_id),
         );
-        trace::local(Local::StaleconnErr, rep.local_comm_id, rep.remote_comm_id);
-        let _ = super::dreq_drep::send_dreq(&old, &[]);
     }
 }
 

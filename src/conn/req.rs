@@ -12,9 +12,11 @@ use crate::{
     device::CmDevice,
     event::Event,
     logic::{
+        self,
+        remote::{Held, Verdict},
         req_event::{self, RecvPort},
         service_id::ServiceId,
-        state::{Input, State},
+        state::{Input, MsgKind, State},
         timeout,
         wire::{
             conn::{Path, Req, MSG_REQ, REQ_PRIVATE_DATA},
@@ -25,7 +27,7 @@ use crate::{
     recv::{
         bth_pkey, fill_path, fill_typed_path, hand_over, issue_rej, respond, ListenerPin, RecvWc,
     },
-    remote::{ConnReservation, QpKey, RemoteKey, ReqKey, Taken},
+    remote::{self, ConnReservation, QpKey, RemoteKey, ReqKey, Taken},
     send::{self, Dest},
     trace,
 };
@@ -203,58 +205,66 @@ pub(crate) unsafe fn send_req(id: &Arc<CmId>, param: &bindings::ib_cm_req_param)
     )
 }
 
-/// What the device tables say about a request's remote keys.
-enum Seen {
-    /// Nothing: a new request.
-    New,
-    /// A retransmission of a request this id holds.
-    Duplicate(Arc<CmId>),
-    /// A new REQ from a queue pair this id is connected (or connecting) to
-    /// (`cm_insert_remote_qpn`).
-    Stale(Arc<CmId>),
-}
-
-/// The REQ checks against the device's tables.
-fn seen_req(inner: &crate::device::DeviceInner, key: &ReqKey, qp: &QpKey) -> Seen {
-    if let Some(id) = inner.remote_conns.get_req(key) {
-        Seen::Duplicate(id)
-    } else if let Some(id) = inner.remote_conns.get_qp(qp) {
-        Seen::Stale(id)
+/// Which of a REQ's keys the remote tables hold (the comm-ID key first, as cm.c), and the id
+/// holding it.
+fn held_req(tables: &remote::Tables, key: &ReqKey, qp: &QpKey) -> (Held, Option<Arc<CmId>>) {
+    if let Some(id) = tables.conns.get_req(key) {
+        (Held::CommId, Some(id))
+    } else if let Some(id) = tables.conns.get_qp(qp) {
+        (Held::Qp, Some(id))
     } else {
-        Seen::New
+        (Held::Neither, None)
     }
 }
 
-/// What to do with a REQ whose keys are known (`cm_match_req`'s first two checks).
-fn on_known_req(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, seen: Seen) {
-    match seen {
-        Seen::New => {}
-        // `cm_dup_req_handler`: counted; an MRA_REQ_SENT id sends its MRA again.
-        Seen::Duplicate(id) => {
+/// Executes [`logic::remote::verdict`] on a REQ or REP (`kind`) one of whose keys `holder`
+/// holds as `held` (`cm_match_req`'s first two checks, `cm_rep_handler`'s). `after_rej` runs
+/// between a stale connection's REJ and its DREQ (where cm.c traces a REP's
+/// `icm_staleconn_err`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn on_held(
+    dev: &CmDevice,
+    port_num: u32,
+    wc: &RecvWc,
+    hdr: &MadHeader,
+    kind: MsgKind,
+    held: Held,
+    holder: &CmId,
+    after_rej: impl FnOnce(),
+) {
+    match logic::remote::verdict(kind, held) {
+        Verdict::Proceed | Verdict::Duplicate { holder: None } => {}
+        Verdict::Duplicate {
+            holder: Some(input),
+        } => {
             // Only an id that is visible by comm ID (set up and handed over) answers, as
             // cm.c's `cm_acquire_id` in `cm_match_req`; one still being set up ignores it.
-            let Some(id) = comm_id::acquire(id.local_id(), id.remote_id()) else {
+            let Some(id) = comm_id::acquire(holder.local_id(), holder.remote_id()) else {
                 return;
             };
-            let recv = conn::Recv::new(dev, port_num, AttrId::Req, hdr, wc);
+            let attr = if kind == MsgKind::Req {
+                AttrId::Req
+            } else {
+                AttrId::Rep
+            };
             let mut ctx = conn::Ctx {
-                recv: Some(recv),
+                recv: Some(conn::Recv::new(dev, port_num, attr, hdr, wc)),
                 ..conn::Ctx::default()
             };
-            let out = conn::run(&id, Input::RecvDupReq, &mut ctx, |_, _| {}, |_, _| {});
+            let out = conn::run(&id, input, &mut ctx, |_, _| {}, |_, _| {});
             let _ = conn::finish(&id, out, ctx.recv.as_ref());
         }
-        // REJ STALE_CONN, and a DREQ to the old connection (effective if ESTABLISHED).
-        Seen::Stale(old) => {
-            issue_rej(
-                dev,
-                port_num,
-                wc,
-                hdr.tid,
-                req_event::REJ_STALE_CONN,
-                MSG_REQ,
-            );
-            let _ = conn::dreq_drep::send_dreq(&old, &[]);
+        Verdict::Stale {
+            rej_reason,
+            rejected,
+        } => {
+            issue_rej(dev, port_num, wc, hdr.tid, rej_reason, rejected.wire());
+            after_rej();
+            // To the holder if it is visible by comm ID, as cm.c's `cm_acquire_id` (effective
+            // if ESTABLISHED).
+            if let Some(old) = comm_id::acquire(holder.local_id(), holder.remote_id()) {
+                let _ = conn::dreq_drep::send_dreq(&old, &[]);
+            }
         }
     }
 }
@@ -302,19 +312,14 @@ pub(crate) fn on_req(
         ca_guid: req.local_ca_guid,
         qpn: req.local_qpn,
     };
-    let (seen, listener) = {
-        let inner = dev.inner.lock();
-        match seen_req(&inner, &key, &qp) {
-            Seen::New => (Seen::New, inner.listen.find(sid)),
-            s => (s, None),
-        }
-    };
+    let (held, holder) = held_req(&remote::tables().lock(), &key, &qp);
     // cm.c traces every REQ that makes no new connection (a retransmission, a stale
     // connection, no listener) as `icm_no_listener_err`, after its answer.
-    if !matches!(seen, Seen::New) {
-        on_known_req(dev, port_num, wc, hdr, seen);
+    if let Some(holder) = holder {
+        on_held(dev, port_num, wc, hdr, MsgKind::Req, held, &holder, || {});
         return trace::no_listener(req.local_comm_id);
     }
+    let listener = dev.inner.lock().listen.find(sid);
     let Some(listener) = listener else {
         issue_rej(
             dev,
@@ -457,24 +462,22 @@ pub(crate) fn on_req(
     };
     drop(wc_av);
     // A copy of the same REQ, or another REQ from the same QP, may have been handled on
-    // another CPU meanwhile: the insert checks again, under the device lock, and registers in
-    // both tables or neither.
-    let refused = dev
-        .inner
+    // another CPU meanwhile (through this device or another): the insert checks again, under
+    // the tables' lock, and registers in both tables or neither.
+    let refused = remote::tables()
         .lock()
-        .remote_conns
+        .conns
         .insert(key, qp, &id, reservation)
         .err();
     // A refused reservation is freed when this function returns; no lock is held then.
-    let seen = match refused {
-        None => Seen::New,
-        Some((_, Taken::Req(other))) => Seen::Duplicate(other),
-        Some((_, Taken::Qp(other))) => Seen::Stale(other),
-    };
-    if !matches!(seen, Seen::New) {
+    if let Some((_, taken)) = refused {
+        let (held, holder) = match taken {
+            Taken::Req(other) => (Held::CommId, other),
+            Taken::Qp(other) => (Held::Qp, other),
+        };
         id.inner.lock().remote = None;
         id.destroy_with(-(bindings::ENOMEM as i32));
-        on_known_req(dev, port_num, wc, hdr, seen);
+        on_held(dev, port_num, wc, hdr, MsgKind::Req, held, &holder, || {});
         // As on the early path (cm.c traces every failed `cm_match_req`).
         return trace::no_listener(req.local_comm_id);
     }

@@ -21,7 +21,7 @@ use crate::{
         },
     },
     recv::{bth_pkey, count_duplicate, hand_over, respond, ListenerPin, RecvWc},
-    remote::{RemoteKey, RemoteReservation, SidrKey},
+    remote::{self, RemoteKey, RemoteReservation, SidrKey},
 };
 use kernel::{prelude::*, sync::Arc};
 
@@ -156,17 +156,10 @@ pub(crate) fn on_sidr_req(
         request_id: sidr.request_id,
         slid,
     };
-    let (dup, listener) = {
-        let inner = dev.inner.lock();
-        if inner.remote_sidrs.contains(&key) {
-            (true, None)
-        } else {
-            (false, inner.listen.find(sid))
-        }
-    };
-    if dup {
+    if remote::tables().lock().sidrs.contains(&key) {
         return count_duplicate(dev, port_num, AttrId::SidrReq);
     }
+    let listener = dev.inner.lock().listen.find(sid);
     let Some(listener) = listener else {
         let rep = req_event::sidr_rep(&SidrReply {
             request_id: sidr.request_id,
@@ -213,7 +206,7 @@ pub(crate) fn on_sidr_req(
     let Ok(id) = CmId::build(dev.clone(), init) else {
         return;
     };
-    let refused = dev.inner.lock().remote_sidrs.insert(key, &id, reservation);
+    let refused = remote::tables().lock().sidrs.insert(key, &id, reservation);
     if refused.is_err() {
         drop(refused);
         // Not in SIDR_REQ_RCVD as far as destroy is concerned: a retransmission gets no

@@ -8,6 +8,7 @@
 pub(crate) mod deadline_list;
 pub(crate) mod qp_attr;
 pub(crate) mod reject;
+pub(crate) mod remote;
 pub(crate) mod req_event;
 pub(crate) mod service_id;
 pub(crate) mod state;

@@ -15,6 +15,7 @@
 #include <linux/completion.h>
 #include <linux/delay.h>
 #include <linux/err.h>
+#include <linux/fs.h>
 #include <linux/kthread.h>
 #include <linux/module.h>
 #include <linux/netdevice.h>
@@ -57,6 +58,10 @@ struct side {
 };
 
 static struct side passive, active;
+/* A second active id (the stale REQ of stale_req_through_other_device). */
+static struct side active2;
+/* REQs that reached the second device's listener there (none should). */
+static atomic_t stray_reqs;
 /* Appended to the side names of the printed event fields (the QP type under test). */
 static const char *qp_tag = "";
 
@@ -206,6 +211,20 @@ static int active_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 	return 0;
 }
 
+static int active2_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
+{
+	record(&active2, ev);
+	return 0;
+}
+
+/* A REQ it sees is counted and refused (the CM destroys the id). */
+static int stray_listener_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
+{
+	if (ev->event == IB_CM_REQ_RECEIVED)
+		atomic_inc(&stray_reqs);
+	return -ECONNREFUSED;
+}
+
 static int listener_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 {
 	/* Connection ids inherit the listener's handler: route to the passive side. */
@@ -233,6 +252,31 @@ static bool wait_event_is(struct kunit *test, struct side *s, int event, unsigne
 	got = s->events[s->consumed++];
 	KUNIT_EXPECT_EQ(test, got, event);
 	return got == event;
+}
+
+/*
+ * A CM counter of port 1 of `dev` (/sys/class/infiniband/<dev>/ports/1/<group>/<name>, which
+ * both CMs provide), or a negative errno.
+ */
+static long read_port_counter(const char *dev, const char *group, const char *name)
+{
+	char path[128], buf[32] = {};
+	struct file *f;
+	loff_t pos = 0;
+	ssize_t n;
+	long v;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/%s/%s", dev, group, name);
+	f = filp_open(path, O_RDONLY, 0);
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	n = kernel_read(f, buf, sizeof(buf) - 1, &pos);
+	filp_close(f, NULL);
+	if (n <= 0)
+		return n < 0 ? n : -EIO;
+	if (kstrtol(strim(buf), 10, &v))
+		return -EINVAL;
+	return v;
 }
 
 static const struct ib_gid_attr *roce_v2_ipv4_gid(struct ib_device *dev)
@@ -373,8 +417,11 @@ static void reset_sides(void)
 {
 	memset(&passive, 0, sizeof(passive));
 	memset(&active, 0, sizeof(active));
+	memset(&active2, 0, sizeof(active2));
 	init_completion(&passive.ev_done);
 	init_completion(&active.ev_done);
+	init_completion(&active2.ev_done);
+	atomic_set(&stray_reqs, 0);
 }
 
 struct conn_ctx {
@@ -411,6 +458,8 @@ static void conn_exit(struct kunit *test)
 		return;
 	if (active.id)
 		ib_destroy_cm_id(active.id);
+	if (active2.id)
+		ib_destroy_cm_id(active2.id);
 	if (passive.id)
 		ib_destroy_cm_id(passive.id);
 	if (!IS_ERR_OR_NULL(c->listener))
@@ -708,6 +757,57 @@ static void destroy_established_sends_dreq(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_DREQ_RCVD);
 	KUNIT_EXPECT_EQ(test, ib_send_cm_drep(a, NULL, 0), 0);
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_TIMEWAIT);
+}
+
+/*
+ * The remote tables are the CM's, not a device's (cm.c keeps them global): a REQ that arrives
+ * through another local HCA than the connection whose remote QP it comes from is stale as
+ * well. The connection runs from dev1 to dev0; a second REQ, from the same QP number of dev1,
+ * goes to a listener on dev1 itself (rxe loops it back), so it reaches the CM through dev1,
+ * where the connection's passive end is dev0's. It gets REJ STALE_CONN (then its id's
+ * timewait ends), no REQ_RECEIVED, and the old connection a DREQ from its passive end.
+ */
+static void stale_req_through_other_device(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	const struct ib_gid_attr *loop_sgid = NULL;
+	struct ib_cm_req_param req;
+	struct sa_path_rec loop;
+	struct ib_cm_id *a, *l1, *a2;
+
+	qp_tag = "-otherdev";
+	a = req_reaches_passive(test, c);
+	establish(test, a, &rep);
+	KUNIT_ASSERT_EQ(test, make_path(c->d1, c->d1, &loop, &loop_sgid, 16), 0);
+	l1 = ib_create_cm_id(c->d1, stray_listener_handler, NULL);
+	if (IS_ERR(l1)) {
+		rdma_put_gid_attr(loop_sgid);
+		KUNIT_FAIL(test, "ib_create_cm_id: %ld", PTR_ERR(l1));
+		return;
+	}
+	KUNIT_EXPECT_EQ(test, ib_cm_listen(l1, cpu_to_be64(CONN_SID)), 0);
+	a2 = ib_create_cm_id(c->d1, active2_handler, NULL);
+	KUNIT_EXPECT_FALSE(test, IS_ERR(a2));
+	if (!IS_ERR(a2)) {
+		active2.id = a2;
+		/* The same QP number (0x123) as the established connection's REQ. */
+		req_param(&req, &loop, loop_sgid, 20, 15);
+		KUNIT_EXPECT_EQ(test, ib_send_cm_req(a2, &req), 0);
+		if (wait_event_is(test, &active2, IB_CM_REJ_RECEIVED, 5000))
+			KUNIT_EXPECT_EQ(test, active2.rej_reason, IB_CM_REJ_STALE_CONN);
+		KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active2, IB_CM_TIMEWAIT_EXIT, 5000));
+	}
+	/* The old connection: DREQ from its passive end, answered. */
+	if (wait_event_is(test, &active, IB_CM_DREQ_RECEIVED, 5000)) {
+		KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_DREQ_SENT);
+		KUNIT_EXPECT_EQ(test, ib_send_cm_drep(a, NULL, 0), 0);
+		/* The passive side's next event: nothing came in between. */
+		KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREP_RECEIVED, 5000));
+	}
+	KUNIT_EXPECT_EQ(test, atomic_read(&stray_reqs), 0);
+	ib_destroy_cm_id(l1);
+	rdma_put_gid_attr(loop_sgid);
 }
 
 /*
@@ -1039,8 +1139,10 @@ static void notify_comm_est_with_irqs_off(struct kunit *test)
  * Destroy in the states the other cases do not reach (cm_destroy_id):
  * - REP_SENT: REJ CONSUMER_DEFINED; the active side, in REP_RCVD, gets REJ_RECEIVED and
  *   enters timewait (cm_rej_handler);
- * - DREQ_SENT: the DREQ is cancelled and the id goes through timewait to IDLE, with no event;
- *   the peer, in DREQ_RCVD, then answers a DREQ whose id is gone (its DREP is dropped);
+ * - DREQ_SENT: the DREQ is cancelled and the id goes through timewait to IDLE, with no event:
+ *   past the DREQ's wait no copy of it reaches the peer, still in DREQ_RCVD (where cm.c
+ *   counts a copy in cm_rx_duplicates); the peer then answers a DREQ whose id is gone (its
+ *   DREP is dropped);
  * - SIDR_REQ_SENT: the request is cancelled (no retransmission reaches the listener again);
  *   the SIDR_REP that answers it finds no id;
  * - MRA_REQ_SENT (a delayed MRA, nothing sent): REJ CONSUMER_DEFINED; the active side, in
@@ -1061,6 +1163,7 @@ static void destroy_in_remaining_states(struct kunit *test)
 	};
 	struct ib_cm_sidr_rep_param srep = { .qp_num = 0x77, .status = IB_SIDR_SUCCESS };
 	struct ib_cm_id *a;
+	long dups;
 
 	qp_tag = "-destroy";
 	a = req_reaches_passive(test, c);
@@ -1082,8 +1185,14 @@ static void destroy_in_remaining_states(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(a, NULL, 0), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_DREQ_SENT);
+	dups = read_port_counter(dev0, "cm_rx_duplicates", "dreq");
+	KUNIT_EXPECT_GE(test, dups, 0);
 	ib_destroy_cm_id(a);
 	active.id = NULL;
+	/* The DREQ's wait: 2 x conv(16) + conv(20) = 4608 ms (timeout_ms of the REQ). */
+	msleep(5500);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_DREQ_RCVD);
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev0, "cm_rx_duplicates", "dreq"), dups);
 	ib_destroy_cm_id(passive.id);
 	passive.id = NULL;
 	msleep(100);
@@ -1266,6 +1375,7 @@ static struct kunit_case conn_cases[] = {
 	KUNIT_CASE(destroy_established_sends_dreq),
 	KUNIT_CASE(destroy_waits_for_running_handler),
 	KUNIT_CASE(qp_attr_uc_and_xrc),
+	KUNIT_CASE(stale_req_through_other_device),
 	{}
 };
 
