@@ -91,7 +91,7 @@ pub(crate) unsafe extern "C" fn ibcm_rs_create_cm_id(
 #[no_mangle]
 pub(crate) unsafe extern "C" fn ibcm_rs_destroy_cm_id(cm_id: *mut bindings::ib_cm_id) {
     if is_err_or_null(cm_id) {
-        pr_err!("ib_cm: ib_destroy_cm_id() of a NULL or error pointer\n");
+        pr_err!("ib_destroy_cm_id() of a NULL or error pointer\n");
         return;
     }
     // SAFETY: The caller hands back the reference this handle carries.

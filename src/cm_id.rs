@@ -158,7 +158,7 @@ pub(crate) struct CmIdInner {
     pub(crate) alt_av: Option<CmBox<Av>>,
     /// Connection parameters.
     pub(crate) conn: Conn,
-    /// The keys the id is registered under in its device's remote tables.
+    /// The keys the id is registered under in the remote tables.
     pub(crate) remote: Option<RemoteKey>,
     /// Private data of the last MRA, RTU or DREP, for retransmissions.
     pub(crate) stored_pd: Option<CmBox<StoredPd>>,
@@ -609,7 +609,7 @@ impl CmId {
         while !self.users.wait_zero_ms(DESTROY_WAIT_MS) {
             waited += DESTROY_WAIT_MS / 1000;
             pr_warn!(
-                "ib_cm: destroy of id {:#010x} (state {} -> {}) still waiting for {} use(s) after {}s\n",
+                "destroy of id {:#010x} (state {} -> {}) still waiting for {} use(s) after {}s\n",
                 self.local_id(),
                 old_state,
                 self.state(),

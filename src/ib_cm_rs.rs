@@ -75,7 +75,7 @@ impl Drop for IbCm {
         // Deferred comm-table references hold device state: let them go before the module.
         comm_id::barrier();
         if !comm_id::empty() {
-            pr_warn!("ib_cm: module unloaded with local comm IDs still allocated\n");
+            pr_warn!("module unloaded with local comm IDs still allocated\n");
         }
         remote::exit();
     }

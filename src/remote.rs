@@ -5,7 +5,7 @@
 //! `remote_qp_table` (REQ: remote CA GUID + remote QPN) and the `remote_sidr_table` (SIDR_REQ:
 //! request ID + source LID) of cm.c: one set for the whole CM, shared by every device, as
 //! cm.c's, so a message that arrives through another local HCA than its connection's is still
-//! matched against it. A passive id is in its tables
+//! matched against it. A passive id is in the tables
 //! from the moment it is created for a request, an active id from the moment it accepts a REP,
 //! until it enters timewait, goes back to IDLE or is destroyed (a SIDR id: until its SIDR_REP
 //! is sent). A request whose comm ID key is present is a retransmission: counted in
@@ -23,7 +23,6 @@
 use crate::{
     alloc::CmBox,
     cm_id::CmId,
-    device::CmDevice,
     lock::{new_spinlock_irq, SpinLockIrq},
     slot::Slot,
 };
@@ -144,14 +143,6 @@ impl<K: Ord + Copy> RemoteTable<K> {
         }
         self.tree.remove_node(key)
     }
-
-    /// Number of entries of ids on `dev` (diagnostics).
-    pub(crate) fn count_on(&self, dev: &CmDevice) -> usize {
-        self.tree
-            .values()
-            .filter(|id| core::ptr::eq(&*id.dev, dev))
-            .count()
-    }
 }
 
 /// One REQ-made id in both [`ConnTables`] trees: its two links, the keys it is filed under
@@ -250,7 +241,7 @@ unsafe fn walk(root: *mut kb::rb_root, tree: Tree, key: (u64, u32)) -> Walk {
     Walk::Vacant(parent, link)
 }
 
-/// A device's REQ-made ids by [`ReqKey`] (duplicate REQs, a REJ TIMEOUT's ARI) and by
+/// The CM's REQ-made ids by [`ReqKey`] (duplicate REQs, a REJ TIMEOUT's ARI) and by
 /// [`QpKey`] (stale connections), each id in both trees through one [`ConnEntry`].
 ///
 /// # Invariants
@@ -408,23 +399,6 @@ impl ConnTables {
         // SAFETY: Found in our REQ tree just above.
         Some(unsafe { self.unlink(e) })
     }
-
-    /// Number of entries of ids on `dev` (diagnostics).
-    pub(crate) fn count_on(&self, dev: &CmDevice) -> usize {
-        let mut n = 0;
-        // SAFETY: Our tree (type invariant), unchanged while `&self` is held.
-        let mut node = unsafe { kb::rb_first(&self.reqs) };
-        while !node.is_null() {
-            // SAFETY: A node of `reqs` is a live entry's `req_link` (type invariant).
-            let e = unsafe { &*entry_of(node, Tree::Req) };
-            if core::ptr::eq(&*e.id.dev, dev) {
-                n += 1;
-            }
-            // SAFETY: `node` is a node of the same tree.
-            node = unsafe { kb::rb_next(node) };
-        }
-        n
-    }
 }
 
 impl Drop for ConnTables {
@@ -432,7 +406,7 @@ impl Drop for ConnTables {
         // Cannot happen: the tables go at module exit, after every id has been destroyed, and
         // destroy takes an id out of them. Should it, what is left is freed, with its reference.
         if !self.reqs.rb_node.is_null() {
-            pr_warn!("ib_cm: the remote tables were dropped with entries\n");
+            pr_warn!("the remote tables were dropped with entries\n");
         }
         loop {
             // SAFETY: Our tree (type invariant).
@@ -478,13 +452,6 @@ pub(crate) struct Tables {
     pub(crate) conns: ConnTables,
     /// Passive ids still holding an unanswered SIDR_REQ.
     pub(crate) sidrs: RemoteTable<SidrKey>,
-}
-
-impl Tables {
-    /// How many ids of `dev` are in the tables (removal's diagnostic).
-    pub(crate) fn count_on(&self, dev: &CmDevice) -> usize {
-        self.conns.count_on(dev) + self.sidrs.count_on(dev)
-    }
 }
 
 /// The tables, from [`init`] (before the ib_client is registered) to [`exit`] (after it is

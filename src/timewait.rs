@@ -222,7 +222,7 @@ impl Drop for TimewaitQueue {
         // queue in it, outlive it), and removal ends every queued timewait (`end_all`). Should
         // it happen, the ids stay leaked rather than touched: their device is going away.
         if !self.is_empty() {
-            pr_warn!("ib_cm: a device's timewait queue was dropped with ids queued (leaked)\n");
+            pr_warn!("a device's timewait queue was dropped with ids queued (leaked)\n");
         }
     }
 }
@@ -286,7 +286,7 @@ pub(crate) fn end_all(dev: &CmDevice) {
         bindings::ibcm_glue_flush_delayed_work(dev.timewait.get());
     }
     if !dev.inner.lock().timewait.is_empty() {
-        pr_warn!("ib_cm: timewait queue not empty after device removal ended it\n");
+        pr_warn!("timewait queue not empty after device removal ended it\n");
     }
 }
 

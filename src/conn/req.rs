@@ -261,9 +261,10 @@ pub(crate) fn on_held(
             issue_rej(dev, port_num, wc, hdr.tid, rej_reason, rejected.wire());
             after_rej();
             // To the holder if it is visible by comm ID, as cm.c's `cm_acquire_id` (effective
-            // if ESTABLISHED).
+            // if ESTABLISHED); the use it takes is given back after the call (`cm_deref_id`).
             if let Some(old) = comm_id::acquire(holder.local_id(), holder.remote_id()) {
                 let _ = conn::dreq_drep::send_dreq(&old, &[]);
+                old.put_user();
             }
         }
     }
