@@ -811,6 +811,75 @@ static void stale_req_through_other_device(struct kunit *test)
 }
 
 /*
+ * A REP from a QP the active side already has a connection with is stale (cm_rep_handler's
+ * cm_insert_remote_qpn): a connection is established with the passive QP number 0x99, then a
+ * second REQ (another QP, 0x124) is answered with a REP that carries 0x99 again. Its receiver
+ * sends REJ STALE_CONN (message REP) and stays in REQ_SENT, with no event; the passive id of
+ * the second attempt gets REJ_RECEIVED and enters timewait; the established connection gets a
+ * DREQ from its active end. All of it within the second REQ's first wait (4.6 s), so no copy
+ * of it makes a new passive id.
+ */
+static void stale_rep_rejected_and_old_dreqed(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_id *a, *a2, *p1, *p2;
+	struct ib_cm_req_param req;
+	int i, got[2];
+
+	qp_tag = "-stalerep";
+	a = req_reaches_passive(test, c);
+	establish(test, a, &rep);
+	p1 = passive.id;
+	passive.id = NULL;
+
+	a2 = ib_create_cm_id(c->d1, active2_handler, NULL);
+	if (IS_ERR(a2)) {
+		KUNIT_FAIL(test, "ib_create_cm_id: %ld", PTR_ERR(a2));
+		goto out;
+	}
+	active2.id = a2;
+	req_param(&req, &c->path, c->sgid, 20, 15);
+	req.qp_num = 0x124;
+	KUNIT_EXPECT_EQ(test, ib_send_cm_req(a2, &req), 0);
+	if (!wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 3000))
+		goto out;
+	p2 = passive.id;
+	if (!p2) {
+		KUNIT_FAIL(test, "no passive id for the second REQ");
+		goto out;
+	}
+	KUNIT_EXPECT_EQ(test, ib_send_cm_rep(p2, &rep), 0);
+	/* The REJ reaches p2 and the DREQ p1, one after the other (ids differ: either order). */
+	for (i = 0; i < 2; i++) {
+		unsigned long end = jiffies + msecs_to_jiffies(3000);
+
+		while (smp_load_acquire(&passive.n_events) <= passive.consumed &&
+		       time_before(jiffies, end))
+			wait_for_completion_timeout(&passive.ev_done, msecs_to_jiffies(20));
+		got[i] = smp_load_acquire(&passive.n_events) > passive.consumed ?
+			 passive.events[passive.consumed++] : -1;
+	}
+	KUNIT_EXPECT_TRUE(test, (got[0] == IB_CM_REJ_RECEIVED && got[1] == IB_CM_DREQ_RECEIVED) ||
+				(got[0] == IB_CM_DREQ_RECEIVED && got[1] == IB_CM_REJ_RECEIVED));
+	KUNIT_EXPECT_EQ(test, passive.rej_reason, IB_CM_REJ_STALE_CONN);
+	KUNIT_EXPECT_EQ(test, p2->state, IB_CM_TIMEWAIT);
+	KUNIT_EXPECT_EQ(test, p1->state, IB_CM_DREQ_RCVD);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_DREQ_SENT);
+	KUNIT_EXPECT_EQ(test, a2->state, IB_CM_REQ_SENT);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active2.n_events), 0);
+	/* The second attempt goes (REQ_SENT: REJ TIMEOUT, which finds no id: p2 is in timewait). */
+	ib_destroy_cm_id(a2);
+	active2.id = NULL;
+	/* The old connection ends: p1's DREP, then both ends' timewaits. */
+	KUNIT_EXPECT_EQ(test, ib_send_cm_drep(p1, NULL, 0), 0);
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_DREP_RECEIVED, 3000));
+out:
+	/* p2 stays for conn_exit, which destroys it: in timewait or after. */
+	ib_destroy_cm_id(p1);
+}
+
+/*
  * ib_cm_init_qp_attr() and the REQ/REP event fields for UC and XRC (initiator on the active
  * side, target on the passive side), at every state of a connection, printed for the
  * field-by-field comparison with C as for RC in connect_and_disconnect.
@@ -1376,6 +1445,7 @@ static struct kunit_case conn_cases[] = {
 	KUNIT_CASE(destroy_waits_for_running_handler),
 	KUNIT_CASE(qp_attr_uc_and_xrc),
 	KUNIT_CASE(stale_req_through_other_device),
+	KUNIT_CASE(stale_rep_rejected_and_old_dreqed),
 	{}
 };
 
