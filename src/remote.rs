@@ -24,6 +24,7 @@ use crate::{
     alloc::CmBox,
     cm_id::CmId,
     lock::{new_spinlock_irq, SpinLockIrq},
+    logic::remote::Held,
     slot::Slot,
 };
 use core::{
@@ -166,12 +167,23 @@ impl ConnReservation {
     }
 }
 
-/// Which key of a refused [`ConnTables::insert`] was taken, and by which id (a new reference).
+/// Which key of a REQ or REP the tables hold, and by which id (a new reference): what
+/// [`ConnTables::holder`] finds and why [`ConnTables::insert`] refuses.
 pub(crate) enum Taken {
     /// The REQ key: a retransmission of a request that id holds (or a duplicate REP).
     Req(Arc<CmId>),
     /// The QP key: a new request from a queue pair that id is connected (or connecting) to.
     Qp(Arc<CmId>),
+}
+
+impl Taken {
+    /// The key held, as the verdict's input ([`crate::logic::remote::verdict`]), and its holder.
+    pub(crate) fn held(self) -> (Held, Arc<CmId>) {
+        match self {
+            Taken::Req(id) => (Held::CommId, id),
+            Taken::Qp(id) => (Held::Qp, id),
+        }
+    }
 }
 
 /// The two trees an entry is linked into.
@@ -289,10 +301,14 @@ impl ConnTables {
             .map(|e| e.id.clone())
     }
 
-    /// The id filed under the QP key `qp`, if any (a new reference).
-    pub(crate) fn get_qp(&self, qp: &QpKey) -> Option<Arc<CmId>> {
+    /// The id holding `key` or, if none, `qp`, and which (the REQ key first, as
+    /// [`ConnTables::insert`] checks them).
+    pub(crate) fn holder(&self, key: &ReqKey, qp: &QpKey) -> Option<Taken> {
+        if let Some(id) = self.get_req(key) {
+            return Some(Taken::Req(id));
+        }
         self.find(Tree::Qp, (qp.ca_guid, qp.qpn))
-            .map(|e| e.id.clone())
+            .map(|e| Taken::Qp(e.id.clone()))
     }
 
     /// Files `id` under `key` and `qp` (which share the CA GUID), in both trees, unless either

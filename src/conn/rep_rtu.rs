@@ -20,7 +20,7 @@ use crate::{
         },
     },
     recv::RecvWc,
-    remote::{self, ConnReservation, QpKey, RemoteKey, ReqKey, Taken},
+    remote::{self, ConnReservation, QpKey, RemoteKey, ReqKey},
     trace::{self, Local, Remote},
 };
 use kernel::{prelude::*, sync::Arc};
@@ -130,13 +130,10 @@ pub(crate) fn insert_remote(id: &Arc<CmId>, g: &mut CmIdInner, ctx: &mut Ctx<'_>
     // The refused reservation and the other id's reference are dropped with the context,
     // after the id lock (this runs under it).
     ctx.reservation = crate::slot::Slot::some(res);
-    let (held, holder) = match taken {
-        Taken::Req(other) => {
-            trace::remote(Remote::InsertFailedErr, rep.remote_comm_id);
-            (Held::CommId, other)
-        }
-        Taken::Qp(old) => (Held::Qp, old),
-    };
+    let (held, holder) = taken.held();
+    if held == Held::CommId {
+        trace::remote(Remote::InsertFailedErr, rep.remote_comm_id);
+    }
     ctx.held = held;
     ctx.holder = crate::slot::Slot::some(holder);
     Err(EINVAL)

@@ -27,7 +27,7 @@ use crate::{
     recv::{
         bth_pkey, fill_path, fill_typed_path, hand_over, issue_rej, respond, ListenerPin, RecvWc,
     },
-    remote::{self, ConnReservation, QpKey, RemoteKey, ReqKey, Taken},
+    remote::{self, ConnReservation, QpKey, RemoteKey, ReqKey},
     send::{self, Dest},
     trace,
 };
@@ -205,18 +205,6 @@ pub(crate) unsafe fn send_req(id: &Arc<CmId>, param: &bindings::ib_cm_req_param)
     )
 }
 
-/// Which of a REQ's keys the remote tables hold (the comm-ID key first, as cm.c), and the id
-/// holding it.
-fn held_req(tables: &remote::Tables, key: &ReqKey, qp: &QpKey) -> (Held, Option<Arc<CmId>>) {
-    if let Some(id) = tables.conns.get_req(key) {
-        (Held::CommId, Some(id))
-    } else if let Some(id) = tables.conns.get_qp(qp) {
-        (Held::Qp, Some(id))
-    } else {
-        (Held::Neither, None)
-    }
-}
-
 /// Executes [`logic::remote::verdict`] on a REQ or REP (`kind`) one of whose keys `holder`
 /// holds as `held` (`cm_match_req`'s first two checks, `cm_rep_handler`'s). `after_rej` runs
 /// between a stale connection's REJ and its DREQ (where cm.c traces a REP's
@@ -313,10 +301,11 @@ pub(crate) fn on_req(
         ca_guid: req.local_ca_guid,
         qpn: req.local_qpn,
     };
-    let (held, holder) = held_req(&remote::tables().lock(), &key, &qp);
+    let found = remote::tables().lock().conns.holder(&key, &qp);
     // cm.c traces every REQ that makes no new connection (a retransmission, a stale
     // connection, no listener) as `icm_no_listener_err`, after its answer.
-    if let Some(holder) = holder {
+    if let Some(taken) = found {
+        let (held, holder) = taken.held();
         on_held(dev, port_num, wc, hdr, MsgKind::Req, held, &holder, || {});
         return trace::no_listener(req.local_comm_id);
     }
@@ -472,10 +461,7 @@ pub(crate) fn on_req(
         .err();
     // A refused reservation is freed when this function returns; no lock is held then.
     if let Some((_, taken)) = refused {
-        let (held, holder) = match taken {
-            Taken::Req(other) => (Held::CommId, other),
-            Taken::Qp(other) => (Held::Qp, other),
-        };
+        let (held, holder) = taken.held();
         id.inner.lock().remote = None;
         id.destroy_with(-(bindings::ENOMEM as i32));
         on_held(dev, port_num, wc, hdr, MsgKind::Req, held, &holder, || {});

@@ -523,6 +523,18 @@ static void destroy_expect_rej(struct kunit *test, struct side *dying, struct si
 }
 
 /*
+ * Destroys the active id, which must reject with REJ TIMEOUT and its node GUID as ARI
+ * (cm_destroy_id in REQ_SENT and MRA_REQ_RCVD); the passive side goes back to IDLE.
+ */
+static void destroy_active_rejects_with_timeout(struct kunit *test, struct conn_ctx *c)
+{
+	destroy_expect_rej(test, &active, &passive, IB_CM_REJ_TIMEOUT);
+	KUNIT_EXPECT_EQ(test, passive.rej_ari_length, 8);
+	KUNIT_EXPECT_EQ(test, memcmp(passive.rej_ari, &c->d1->node_guid, 8), 0);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_IDLE);
+}
+
+/*
  * cm.c's per-connection memory, for the README's comparison (a figure, not a test): the
  * slab of the id's cm_id_private (ksize of the id, its first member) and of its
  * cm_timewait_info, whose layout (cm.c lines 184-205) is mirrored here from public types.
@@ -745,10 +757,7 @@ static void destroy_req_sent_rejects_with_timeout(struct kunit *test)
 	struct ib_cm_id *a = req_reaches_passive(test, c);
 
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_REQ_SENT);
-	destroy_expect_rej(test, &active, &passive, IB_CM_REJ_TIMEOUT);
-	KUNIT_EXPECT_EQ(test, passive.rej_ari_length, 8);
-	KUNIT_EXPECT_EQ(test, memcmp(passive.rej_ari, &c->d1->node_guid, 8), 0);
-	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_IDLE);
+	destroy_active_rejects_with_timeout(test, c);
 }
 
 /*
@@ -1041,10 +1050,7 @@ static void destroy_mra_req_rcvd_rejects_with_timeout(struct kunit *test)
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_MRA_RECEIVED, 5000));
 	KUNIT_EXPECT_EQ(test, active.mra_timeout, 21);
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_MRA_REQ_RCVD);
-	destroy_expect_rej(test, &active, &passive, IB_CM_REJ_TIMEOUT);
-	KUNIT_EXPECT_EQ(test, passive.rej_ari_length, 8);
-	KUNIT_EXPECT_EQ(test, memcmp(passive.rej_ari, &c->d1->node_guid, 8), 0);
-	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_IDLE);
+	destroy_active_rejects_with_timeout(test, c);
 }
 
 /*
