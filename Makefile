@@ -14,6 +14,9 @@
 #   make uninstall  removes it again (KDIR= or KERNELRELEASE= names the kernel)
 #   make install-test  the INSTALL layer alone (preflight, install, DKMS, kernel-deb config)
 #   make dkms-check    dkms add/build/install/remove against the cached test kernel, in a temp tree
+#   make deb        the DKMS Debian package out/deb/ib-cm-rs-dkms_<version>_all.deb (scripts/deb.sh)
+#   make deb-check  that package installed with dpkg into a throwaway root: dkms builds ours for the
+#                   cached test kernel, QEMU boots it (modprobe rdma_cm, rping), purge restores C
 #   make kernel-deb    Debian kernel packages (bindeb-pkg) from Debian's 6.12 config plus Rust
 #   make kernel-deb-check  after make kernel-deb: ib_cm.ko built against its headers package,
 #                   make install next to its image's modules, that kernel booted in QEMU,
@@ -27,7 +30,8 @@
 
 VARIANT ?= debug
 TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
-KTOOLS = $(shell $(TOP)/scripts/lib.sh ktools)
+# The compilers KDIR was built with (LLVM=1, or LLVM=-19 for make kernel-deb's kernel).
+KTOOLS = $(shell $(TOP)/scripts/lib.sh ktools $(KDIR))
 # A KDIR given by the user (command line or environment) is used as it is; only the default,
 # the cached test kernel, is built on demand.
 ifeq ($(filter command line environment,$(origin KDIR)),)
@@ -36,7 +40,7 @@ MODULES_PREREQ := kernel
 endif
 
 .PHONY: all modules deps kernel clippy clean check host-test qemu-test run bench bench-conn fuzz \
-	install uninstall install-test dkms-check kernel-deb kernel-deb-check
+	install uninstall install-test dkms-check kernel-deb kernel-deb-check deb deb-check
 
 all: modules
 
@@ -100,6 +104,13 @@ install-test: deps
 dkms-check: deps
 	@$(TOP)/tests/install/dkms-check.sh $(VARIANT)
 
+deb:
+	@$(TOP)/scripts/deb.sh $(TOP)/out/deb
+
+deb-check: deps
+	@r=$$($(TOP)/tests/install/deb-test.sh $(VARIANT) | tail -1); set -- $$r; \
+		echo "$$2 passed, $$3 failed"; [ "$$3" = 0 ] && [ "$$2" -gt 0 ]
+
 kernel-deb:
 	@$(TOP)/scripts/deps.sh kernel-deb
 	@$(TOP)/scripts/kernel-deb.sh build
@@ -110,5 +121,5 @@ kernel-deb-check: deps
 
 clean:
 	@if [ -n "$$(ls $(TOP)/scripts 2>/dev/null)" ] && KD=$$($(TOP)/scripts/kernel.sh kdir $(VARIANT) 2>/dev/null); then \
-		$(MAKE) -C $$KD M=$(TOP) $(KTOOLS) clean; fi
+		$(MAKE) -C $$KD M=$(TOP) $$($(TOP)/scripts/lib.sh ktools $$KD) clean; fi
 	rm -rf $(TOP)/out $(TOP)/tests/host/target

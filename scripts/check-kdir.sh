@@ -117,6 +117,24 @@ rust=$(cfg CONFIG_RUST)
 	why "CONFIG_MODVERSIONS=y: Linux 6.12 cannot build Rust code for a kernel with symbol versions (CONFIG_RUST depends on !MODVERSIONS; Debian's kernels have it on)"
 if [[ $(cfg CONFIG_CC_IS_CLANG) != y ]]; then
 	why "the kernel was built with $( [[ $(cfg CONFIG_CC_IS_GCC) == y ]] && echo gcc || echo 'a compiler other than clang'): ib_cm-rs is built with LLVM=1 (clang/lld, as bindgen needs) and the module must be built by the kernel's own compiler"
+else
+	# The module is built by the kernel's own clang major version (scripts/lib.sh ktools KDIR:
+	# LLVM=-N for a kernel built with clang-N, such as make kernel-deb's clang-19), and bindgen
+	# needs that version's libclang.
+	ccv=$(cfg CONFIG_CC_VERSION_TEXT | tr -d '"')
+	ccm=$(sed -n 's/.*clang version \([0-9][0-9]*\)\..*/\1/p' <<<"$ccv")
+	defm=$(clang --version 2>/dev/null | sed -n '1s/.*clang version \([0-9]*\)\..*/\1/p')
+	if [[ -n $ccm ]]; then
+		miss=()
+		if [[ $ccm == "$defm" ]]; then
+			for t in clang ld.lld; do command -v $t >/dev/null || miss+=("$t"); done
+		else
+			for t in clang-$ccm ld.lld-$ccm llvm-ar-$ccm; do command -v "$t" >/dev/null || miss+=("$t"); done
+		fi
+		compgen -G "/usr/lib/llvm-$ccm/lib/libclang*.so*" >/dev/null || miss+=("libclang $ccm (/usr/lib/llvm-$ccm/lib)")
+		((${#miss[@]} == 0)) ||
+			why "the kernel was built with $ccv and its modules must be built with the same clang, but ${miss[*]} is not installed (packages clang-$ccm lld-$ccm llvm-$ccm: scripts/deps.sh kernel-deb, or scripts/deps.sh build)"
+	fi
 fi
 case $(cfg CONFIG_INFINIBAND) in
 m) ;;

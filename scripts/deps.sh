@@ -9,7 +9,11 @@ set -euo pipefail
 PKGS=(linux-source-6.12 rustc-web rust-web-src clang lld llvm libclang-dev bc flex
       bison libelf-dev libssl-dev cpio qemu-system-x86 busybox-static rdmacm-utils
       ibverbs-utils ibverbs-providers iproute2 perftest xz-utils make python3
-      python3-pyverbs rust-web-clippy gcc libc6-dev linux-libc-dev dkms linux-config-6.12 dwarves)
+      python3-pyverbs rust-web-clippy gcc libc6-dev linux-libc-dev dkms linux-config-6.12 dwarves
+      clang-19 lld-19 llvm-19 libclang1-19 lintian)
+# clang/lld/llvm 19 are make kernel-deb's compilers (scripts/lib.sh KDEB_LLVM): `make check`
+# configures that kernel and builds ib_cm.ko against it. The test kernels use the default
+# clang (14). lintian checks the package `make deb` builds.
 
 # `scripts/deps.sh kernel-deb` (make kernel-deb) adds what bindeb-pkg runs: dpkg-buildpackage,
 # debian/rules' dh_listpackages, the headers package's rsync, GNU time for the build's figures.
@@ -18,8 +22,9 @@ PKGS=(linux-source-6.12 rustc-web rust-web-src clang lld llvm libclang-dev bc fl
 # kernel's headers needs (a machine with an HCA: no QEMU, no test tools, no kernel source).
 PROFILE=${1:-all}
 case $PROFILE in all | build | kernel-deb) ;; *) echo "usage: $0 [build|kernel-deb]" >&2; exit 1 ;; esac
+# clang-19 for kernels made by make kernel-deb, the default clang for kernels built with it.
 [[ $PROFILE != build ]] || PKGS=(rustc-web rust-web-src clang lld llvm libclang-dev make bc
-	libelf-dev dwarves kmod xz-utils gcc libc6-dev dkms)
+	libelf-dev dwarves kmod xz-utils gcc libc6-dev dkms clang-19 lld-19 llvm-19 libclang1-19)
 # bindgen-cli is built with cargo: Debian's cargo-web (the version of rustc-web) if there is no
 # cargo at all (this machine kind has rustup's).
 command -v cargo >/dev/null || PKGS+=(cargo-web)

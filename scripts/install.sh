@@ -59,7 +59,7 @@ install)
 	dir=$root/lib/modules/$release
 	[[ -d $dir ]] || log "install: $dir does not exist yet; creating it (is kernel $release installed?)"
 	rm -f "$dir"/updates/ib_cm.ko "$dir"/updates/ib_cm.ko.{xz,gz,zst}
-	read -r -a ktools <<<"$("$here/lib.sh" ktools)"
+	read -r -a ktools <<<"$("$here/lib.sh" ktools "$kdir")"
 	make -s -C "$kdir" M="$top" "${ktools[@]}" INSTALL_MOD_DIR=updates \
 		${root:+INSTALL_MOD_PATH="$root"} modules_install ||
 		die "modules_install into $dir/updates failed"

@@ -2,13 +2,17 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Debian kernel packages that ib_cm-rs can be built for and loaded into: Debian's own 6.12
 # amd64 configuration plus Rust (scripts/kernel-deb.config), built from linux-source-6.12
-# with the project's toolchain (LLVM=1, rustc-web, bindgen) by the kernel's bindeb-pkg.
+# by the kernel's bindeb-pkg with clang/lld/llvm 19 (LLVM=-19, libclang 19 for bindgen),
+# rustc-web and bindgen: clang 19 keeps every CPU mitigation and hardening option Debian's
+# gcc build has, which the default clang 14 cannot (return thunks, SRSO, SLS, ITS, ...).
+# IBCM_KDEB_LLVM=N configures with clang-N instead (e.g. 14, to see what the check refuses).
 #
 #   scripts/kernel-deb.sh config [DIR]   configure only, into DIR (default: the build directory
 #                                        of `build`, reused once configured), and verify it
 #   scripts/kernel-deb.sh verify DEBIAN_CONFIG NEW_CONFIG
 #                                        the check alone: Rust on, MODVERSIONS off, every RDMA/HCA
-#                                        option of Debian's config unchanged
+#                                        option and every security option (CPU mitigations,
+#                                        hardening, LSMs) of Debian's config unchanged
 #   scripts/kernel-deb.sh dir            print that build directory
 #   scripts/kernel-deb.sh prepare        config + modules_prepare (rust/ included) in a directory
 #                                        of its own: enough to build ib_cm.ko against Debian's
@@ -39,6 +43,28 @@ rdma_symbols() { # SRCTREE DEBIAN_CONFIG
 		grep -oE '^(# )?CONFIG_[A-Z0-9_]*(INFINIBAND|RDMA|IPOIB)[A-Z0-9_]*' "$2" | sed 's/^# //'
 		grep -oE '^(# )?CONFIG_(MLX4|MLX5)_[A-Z0-9_]*|^(# )?CONFIG_(MLXFW|ICE|I40E|IDPF|BNXT|QED|QEDE|MICROSOFT_MANA|CHELSIO_T4|BE2NET|ENIC|HNS3)\b' "$2" | sed 's/^# //'
 	} | sort -u
+}
+
+# The security options: every CPU mitigation (the CPU_MITIGATIONS menu of arch/x86/Kconfig:
+# MITIGATION_*, CALL_PADDING/CALL_THUNKS, return thunks, SRSO, SLS, ITS, ...), every option
+# declared under security/ (LSMs, hardening: stack init, FORTIFY_SOURCE, usercopy, ...), and
+# the hardening options declared elsewhere. Compiler capability symbols (CC_HAS_*, *_HAS_*)
+# are not options and are left out: only what Debian's config turns on is compared.
+security_symbols() { # SRCTREE DEBIAN_CONFIG
+	{
+		sed -n '/^menuconfig CPU_MITIGATIONS/,/^endif/s/^\(menu\)\?config \([A-Z0-9_]*\).*/CONFIG_\2/p' "$1/arch/x86/Kconfig"
+		grep -oE '^(# )?CONFIG_(MITIGATION_[A-Z0-9_]+|CPU_MITIGATIONS|CALL_PADDING|CALL_THUNKS|CALL_DEPTH_TRACKING|RETHUNK|RETPOLINE|SLS|CPU_SRSO|CPU_UNRET_ENTRY|CPU_IBPB_ENTRY|CPU_IBRS_ENTRY)\b' "$2" | sed 's/^# //'
+		find "$1/security" -name 'Kconfig*' -exec sed -n 's/^\(menu\)\?config \([A-Z0-9_]*\).*/CONFIG_\2/p' {} +
+		printf 'CONFIG_%s\n' STACKPROTECTOR STACKPROTECTOR_STRONG RANDOMIZE_BASE RANDOMIZE_MEMORY \
+			RANDOMIZE_KSTACK_OFFSET RANDOMIZE_KSTACK_OFFSET_DEFAULT STRICT_KERNEL_RWX STRICT_MODULE_RWX \
+			VMAP_STACK X86_KERNEL_IBT X86_USER_SHADOW_STACK X86_UMIP X86_SMAP X86_INTEL_TSX_MODE_OFF \
+			LEGACY_VSYSCALL_NONE SLAB_FREELIST_HARDENED SLAB_FREELIST_RANDOM SHUFFLE_PAGE_ALLOCATOR \
+			RANDOM_KMALLOC_CACHES LIST_HARDENED BUG_ON_DATA_CORRUPTION SCHED_STACK_END_CHECK \
+			SECCOMP SECCOMP_FILTER MODULE_SIG STACKLEAK_METRICS KFENCE INIT_ON_FREE_DEFAULT_ON \
+			PAGE_TABLE_CHECK PAGE_TABLE_CHECK_ENFORCED DEBUG_WX HARDENED_USERCOPY UBSAN_BOUNDS CFI_CLANG \
+			IOMMU_DEFAULT_DMA_STRICT IOMMU_DEFAULT_DMA_LAZY INTEL_IOMMU_DEFAULT_ON PROC_MEM_NO_FORCE \
+			SECURITY_DMESG_RESTRICT STATIC_USERMODEHELPER
+	} | grep -vE '^CONFIG_([A-Z0-9_]*_)?(CC|HAVE|ARCH|AS|LD|RUSTC|TOOLCHAIN)_[A-Z0-9_]*$|_HAS_' | sort -u
 }
 
 # "y", "m", a value, or "unset".
@@ -81,18 +107,48 @@ verify() { # DEBIAN_CONFIG NEW_CONFIG [SRCTREE]
 		[[ $(value "$new" "$s") == m ]] || { echo "kernel-deb: $s is $(value "$new" "$s"), not m" >&2; bad=1; }
 	done
 	((kept >= 40)) || { echo "kernel-deb: only $kept RDMA/HCA options set in $deb (wrong config file?)" >&2; bad=1; }
-	# clang 14 has no -mfunction-return=thunk-extern nor -fpatchable-function-entry: the
-	# return-thunk based CPU mitigations Debian's gcc build has are not available. Said, not fatal.
-	lost=$(for s in $(grep -oE '^CONFIG_(MITIGATION_[A-Z0-9_]+|CALL_PADDING|CALL_THUNKS)=y' "$deb" | cut -d= -f1); do
-		[[ $(value "$new" "$s") == y ]] || echo "${s#CONFIG_}"; done | tr '\n' ' ')
-	[[ -z $lost ]] || echo "kernel-deb: warning: not available with $(clang --version | head -1 | sed 's/ (.*//'): $lost(Debian's gcc build has them; a newer clang would)" >&2
+	# Every security option Debian's config turns on must be on, with Debian's value: no
+	# administrator should trade a CPU mitigation for ib_cm-rs. clang 14, for one, has no
+	# -mfunction-return=thunk-extern, -fpatchable-function-entry or -mharden-sls, and
+	# olddefconfig silently drops the return-thunk, SRSO, SLS, ITS and call-depth mitigations.
+	local lost=() nsec=0 cc
+	while IFS= read -r s; do
+		a=$(value "$deb" "$s")
+		[[ $a != unset && $a != n ]] || continue
+		nsec=$((nsec + 1))
+		b=$(value "$new" "$s")
+		[[ $a == "$b" ]] || lost+=("${s#CONFIG_}$([[ $b == unset ]] || echo "=$b (Debian: $a)")")
+	done < <(security_symbols "$srct" "$deb")
+	cc=$(value "$new" CONFIG_CC_VERSION_TEXT | tr -d '"')
+	if ((${#lost[@]})); then
+		echo "kernel-deb: security options of Debian's config lost after olddefconfig with $cc: ${lost[*]}" >&2
+		echo "kernel-deb: (clang-$kdeb_llvm_default, make kernel-deb's compiler, keeps them: scripts/deps.sh kernel-deb installs it)" >&2
+		bad=1
+	fi
+	((nsec >= 40)) || { echo "kernel-deb: only $nsec security options set in $deb (wrong config file?)" >&2; bad=1; }
 	((bad == 0)) || return 1
-	echo "kernel-deb: config ok: Rust on, MODVERSIONS off, $n RDMA/HCA options as Debian has them ($kept of them y/m)"
+	echo "kernel-deb: config ok ($cc): Rust on, MODVERSIONS off, $n RDMA/HCA options as Debian has them ($kept of them y/m), all $nsec security options Debian sets kept"
 }
 
 ver=$(kernel_pkg_version) || true
 src=$IBCM_CACHE/src/linux-$ver
-kmake() { make -C "$src" O="$1" "${KTOOLS[@]}" "${@:2}"; }
+# The compilers of this kernel (scripts/lib.sh): LLVM=-19, libclang 19.
+kdeb_llvm_default=$KDEB_LLVM
+if [[ -n ${IBCM_KDEB_LLVM:-} && $IBCM_KDEB_LLVM != "$KDEB_LLVM" ]]; then
+	KDEB_LLVM=$IBCM_KDEB_LLVM
+	KTOOLS_DEB=("${KTOOLS[@]/#LLVM=1/LLVM=-$KDEB_LLVM}")
+	KTOOLS_DEB=("${KTOOLS_DEB[@]/#LIBCLANG_PATH=*/LIBCLANG_PATH=$(libclang_dir "$KDEB_LLVM")}")
+fi
+kclang=clang-$KDEB_LLVM
+kmake() { make -C "$src" O="$1" "${KTOOLS_DEB[@]}" "${@:2}"; }
+need_llvm() {
+	local t
+	for t in "$kclang" "ld.lld-$KDEB_LLVM" "llvm-ar-$KDEB_LLVM"; do
+		command -v "$t" >/dev/null || die "$t missing: make kernel-deb builds with clang/lld/llvm $KDEB_LLVM (scripts/deps.sh kernel-deb installs them)"
+	done
+	compgen -G "$(libclang_dir "$KDEB_LLVM")/libclang*.so*" >/dev/null ||
+		die "libclang $KDEB_LLVM missing in $(libclang_dir "$KDEB_LLVM") (package libclang1-$KDEB_LLVM: scripts/deps.sh kernel-deb)"
+}
 
 # The extracted source, shared with scripts/kernel.sh (same place, marker and lock).
 need_source() {
@@ -114,7 +170,8 @@ need_source() {
 
 build_dir() {
 	local hash
-	hash=$( { xz -dc "$debcfg_xz"; cat "$frag"; /usr/bin/rustc --version; clang --version | head -1;
+	need_llvm
+	hash=$( { xz -dc "$debcfg_xz"; cat "$frag"; /usr/bin/rustc --version; "$kclang" --version | head -1;
 		  "$BINDGEN_BIN" --version; } | sha256sum | cut -c1-12)
 	echo "$IBCM_CACHE/build/$ver-deb-$hash"
 }
@@ -129,6 +186,7 @@ configure() { # DIR [reuse]
 	fi
 	[[ -f $debcfg_xz ]] || die "$debcfg_xz missing (package linux-config-6.12: scripts/deps.sh)"
 	command -v pahole >/dev/null || die "pahole missing (package dwarves: scripts/deps.sh): Debian's BTF would be dropped"
+	need_llvm
 	need_source
 	mkdir -p "$dir"
 	xz -dc "$debcfg_xz" >"$dir/.config"
@@ -257,7 +315,7 @@ build)
 	trap 'kill $sampler 2>/dev/null || true' EXIT
 	# bindeb-pkg leaves the packages in the parent of the build directory.
 	/usr/bin/time -f 'cpu: %U s user %S s sys, %e s wall' -a -o "$dir/build-cpu" \
-		make -C "$src" O="$dir" "${KTOOLS[@]}" -j"$(nproc)" KDEB_PKGVERSION="$ver+rust1" bindeb-pkg \
+		make -C "$src" O="$dir" "${KTOOLS_DEB[@]}" -j"$(nproc)" KDEB_PKGVERSION="$ver+rust1" bindeb-pkg \
 		>"$dir/build.log" 2>&1 ||
 		{ tail -40 "$dir/build.log" >&2; die "bindeb-pkg failed (log: $dir/build.log)"; }
 	end=$(date +%s)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # `make kernel-deb` without building the kernel: the configuration step (Debian's 6.12 amd64
-# config + scripts/kernel-deb.config, olddefconfig with the project's toolchain) must give Rust
-# on, MODVERSIONS off and every RDMA/HCA option as Debian has it; the check itself must catch a
+# config + scripts/kernel-deb.config, olddefconfig with kernel-deb's clang 19) must give Rust
+# on, MODVERSIONS off, every RDMA/HCA option as Debian has it and every security option
+# Debian's config sets (CPU mitigations, hardening, LSMs) kept; the check itself must catch a
 # config that breaks any of those; ib_cm.ko must build against that configuration (its
 # modules_prepare tree, not a whole kernel build); and the headers repack (add-rust-headers)
 # must turn a linux-headers package as bindeb-pkg makes it (here: of the test kernel, through
@@ -26,7 +27,7 @@ if out=$("$kdeb" config 2>&1); then
 else
 	notok kernel_deb_config_rust_and_debian_rdma_options "$(tail -5 <<<"$out" | tr '\n' ' ')"
 fi
-grep 'warning' <<<"$out" | sed 's/^/        /' >&2
+grep 'lost' <<<"$out" | sed 's/^/        /' >&2
 
 # The check must refuse each of these breakages of the configured .config.
 deb=$cfgdir/.config.debian new=$cfgdir/.config
@@ -37,7 +38,7 @@ mutate() { # NAME EXPECTED-MESSAGE SED-SCRIPT
 	if cmp -s "$m" "$new"; then notok "kernel_deb_verify_catches_$1" "test setup: sed changed nothing"; return; fi
 	if out=$("$kdeb" verify "$deb" "$m" 2>&1); then
 		notok "kernel_deb_verify_catches_$1" "verify accepted it"
-	elif grep -qF -- "$2" <<<"$out"; then
+	elif grep -qE -- "$2" <<<"$out"; then
 		ok "kernel_deb_verify_catches_$1"
 	else
 		notok "kernel_deb_verify_catches_$1" "message lacks '$2': $(tr '\n' ' ' <<<"$out")"
@@ -49,6 +50,13 @@ mutate mlx5_dropped "CONFIG_MLX5_INFINIBAND" '/^CONFIG_MLX5_INFINIBAND=/d'
 mutate irdma_builtin "CONFIG_INFINIBAND_IRDMA: Debian has m, this config has y" 's/^CONFIG_INFINIBAND_IRDMA=m$/CONFIG_INFINIBAND_IRDMA=y/'
 mutate nvme_rdma_dropped "CONFIG_NVME_RDMA" '/^CONFIG_NVME_RDMA=/d'
 mutate btf_dropped "CONFIG_DEBUG_INFO_BTF=y was dropped" 's/^CONFIG_DEBUG_INFO_BTF=y$/# CONFIG_DEBUG_INFO_BTF is not set/'
+# What clang 14 does to Debian's config (olddefconfig drops what the compiler cannot do),
+# and hardening outside the mitigations menu, and an LSM list changed.
+mutate srso_sls_lost "lost after olddefconfig with Debian clang version $KDEB_LLVM.* MITIGATION_SLS MITIGATION_SRSO" \
+	's/^CONFIG_MITIGATION_SRSO=y$/# CONFIG_MITIGATION_SRSO is not set/; s/^CONFIG_MITIGATION_SLS=y$/# CONFIG_MITIGATION_SLS is not set/'
+mutate call_thunks_lost "CALL_PADDING CALL_THUNKS" '/^CONFIG_CALL_PADDING=y$/d; /^CONFIG_CALL_THUNKS=y$/d'
+mutate stackprotector_lost "STACKPROTECTOR_STRONG" 's/^CONFIG_STACKPROTECTOR_STRONG=y$/# CONFIG_STACKPROTECTOR_STRONG is not set/'
+mutate lsm_changed 'LSM="landlock"' 's/^CONFIG_LSM=.*/CONFIG_LSM="landlock"/'
 
 read -r -a ktools <<<"$("$top/scripts/lib.sh" ktools)"
 
@@ -66,7 +74,11 @@ if ddir=$("$kdeb" prepare 2>"$work/prepare.err"); then
 	# check them, and `make kernel-deb-check` against the packaged headers.
 	symvers=() how="modpost checked against the tree's Module.symvers"
 	[[ -f $ddir/Module.symvers ]] || symvers=(KBUILD_MODPOST_WARN=1) how="modules_prepare tree: imports unchecked"
-	if make -C "$ddir" M="$work/d" "${ktools[@]}" "${symvers[@]}" modules >"$work/dbuild.log" 2>&1 &&
+	# With the tree's own compilers: clang 19 (LLVM=-19, libclang 19), as DKMS and make do.
+	read -r -a dtools <<<"$("$top/scripts/lib.sh" ktools "$ddir")"
+	WHY="ktools for the tree: ${dtools[*]}" check kernel_deb_module_build_uses_clang_$KDEB_LLVM \
+		bash -c '[[ " $* " == *" LLVM=-$0 "* && " $* " == *"LIBCLANG_PATH=/usr/lib/llvm-$0/lib "* ]]' "$KDEB_LLVM" "${dtools[@]}"
+	if make -C "$ddir" M="$work/d" "${dtools[@]}" "${symvers[@]}" modules >"$work/dbuild.log" 2>&1 &&
 		[[ -f $work/d/ib_cm.ko ]]; then
 		ok "kernel_deb_config_builds_ib_cm ($(($(date +%s) - s)) s, $how, vermagic $(modinfo -F vermagic "$work/d/ib_cm.ko"))"
 	else
