@@ -24,7 +24,7 @@ rel=$(release_of "$kdir")
 arch=x86_64
 command -v dkms >/dev/null || { notok dkms_setup "dkms not installed (scripts/deps.sh)"; result; exit 1; }
 name=$(sed -n 's/^PACKAGE_NAME="\(.*\)"$/\1/p' "$top/dkms.conf")
-ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' "$top/dkms.conf")
+ver=$(bash -c 'source "$1" && echo "$PACKAGE_VERSION"' _ "$top/dkms.conf")
 work=$(mktemp -d /tmp/ibcm-dkms.XXXXXX)
 root=$work/root
 mods=$root/lib/modules/$rel
@@ -60,10 +60,16 @@ WHY="author '$(modinfo -F author "$built" 2>/dev/null)'" check dkms_built_module
 	test "$(modinfo -F author "$built" 2>/dev/null)" = "The ib_cm-rs developers"
 WHY="vermagic '$(modinfo -F vermagic "$built" 2>/dev/null)'" check dkms_built_for_the_test_kernel \
 	bash -c '[[ $(modinfo -F vermagic "$1") == "$2 "* ]]' _ "$built" "$rel"
+# scripts/dkms-make.sh (dkms.conf's MAKE) traces the kernel make it runs into make.log.
+mlog=$work/dkms/$name/$ver/$rel/$arch/log/make.log
 WHY="make.log shows no kernel make with the ktools (LLVM=1, RUSTC=/usr/bin/rustc)" check dkms_make_uses_ktools \
-	grep -qF "M=$work/dkms/$name/$ver/build ARCH=x86_64 LLVM=1 RUSTC=/usr/bin/rustc" "$log"
+	grep -qF "M=$work/dkms/$name/$ver/build ARCH=x86_64 LLVM=1 RUSTC=/usr/bin/rustc" "$mlog"
+WHY="dkms' CC=clang LD=ld.lld reached the kernel make" check dkms_make_drops_dkms_cc_override \
+	bash -c 'grep -q "^+ exec make" "$1" && ! grep "^+ exec make" "$1" | grep -q " CC=clang"' _ "$mlog"
 WHY="version '$(modinfo -F version "$built" 2>/dev/null)', dkms.conf says $ver" check dkms_module_version_is_package_version \
 	test "$(modinfo -F version "$built" 2>/dev/null)" = "$ver"
+WHY="commit '$(modinfo -F commit "$built" 2>/dev/null)'" check dkms_module_commit_is_source_commit \
+	test "$(modinfo -F commit "$built" 2>/dev/null)" = "$("$top/scripts/version.sh" --commit)"
 
 if run dkms install -m "$name" -v "$ver" -k "$rel" -a "$arch" --kernelsourcedir "$kdir" --no-depmod "${opts[@]}"; then
 	ok dkms_install
@@ -90,6 +96,9 @@ if deb=$(debian_headers); then
 	cat "$work/deb.out" >>"$log"
 	WHY="exit $rc: $(tail -2 "$work/deb.out" | tr '\n' ' ')" check dkms_skips_debian_kernel_as_not_applicable \
 		bash -c '(($1 == 77)) && grep -q "BUILD_EXCLUSIVE" "$2"' _ "$rc" "$work/deb.out"
+	# ... saying why, with the preflight's message (the one `make KDIR=...` gives).
+	WHY="$(head -3 "$work/deb.out" | tr '\n' ' ')" check dkms_refusal_gives_preflight_message \
+		grep -q "ib_cm-rs: cannot build against KDIR=.*CONFIG_RUST is not set" "$work/deb.out"
 else
 	notok dkms_skips_debian_kernel_as_not_applicable "could not fetch Debian's linux-headers package"
 fi

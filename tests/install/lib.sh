@@ -22,10 +22,12 @@ check() {
 result() { echo "RESULT $npass $nfail"; }
 
 # tree_copy DIR: the module's sources as git has them, uncommitted files included, no build
-# outputs, copied into DIR (made if needed).
+# outputs, copied into DIR (made if needed), with .version filled in as in a release tarball
+# (the copy has no .git for scripts/version.sh to ask).
 tree_copy() {
 	mkdir -p "$1"
 	(cd "$itop" && git ls-files -co --exclude-standard -z | tar --null -T - -c 2>/dev/null) | tar -x -C "$1"
+	"$itop/scripts/version.sh" --write "$1"
 }
 
 # The kernel release of a build directory.
