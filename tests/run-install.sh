@@ -8,6 +8,9 @@
 #   tests/install/kernel-deb-test.sh   `make kernel-deb` configuration step, headers with rust/
 #   tests/install/guest-test.sh        QEMU: modprobe rdma_cm loads ib_cm-rs (make install's and
 #                                      dkms's module trees), rping listens through it
+#   tests/install/deb-test.sh          `make deb`'s ib-cm-rs-dkms package: built (git tree,
+#                                      tarball), lintian, dpkg into a throwaway root (dkms builds
+#                                      ours), QEMU (modprobe rdma_cm, rping), purge (in-tree back)
 # Prints each result and `INSTALL <passed> <failed>` last.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,5 +40,6 @@ layer dkms "$top/tests/install/dkms-check.sh" "$kdir" "$out"
 layer kernel-deb "$top/tests/install/kernel-deb-test.sh" "$kdir"
 layer guest-make-install "$top/tests/install/guest-test.sh" "$variant" "$kdir" make-install "$out/modroot-install"
 layer guest-dkms "$top/tests/install/guest-test.sh" "$variant" "$kdir" dkms "$out/modroot-dkms"
+layer deb "$top/tests/install/deb-test.sh" "$variant" "$kdir" "$out"
 log "install: $passed passed, $failed failed, $(($(date +%s) - start)) s"
 echo "INSTALL $passed $failed"

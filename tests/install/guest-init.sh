@@ -20,10 +20,14 @@ echo /usr/sbin/modprobe >/proc/sys/kernel/modprobe
 
 NAME=install
 TAINT=O
+EXPECT=ours
+WANT_VERSION=
 for arg in $(cat /proc/cmdline); do
 	case $arg in
 	ibcm.install=*) NAME=${arg#ibcm.install=} ;;
 	ibcm.taint=*) TAINT=${arg#ibcm.taint=} ;;
+	ibcm.expect=*) EXPECT=${arg#ibcm.expect=} ;;
+	ibcm.version=*) WANT_VERSION=${arg#ibcm.version=} ;;
 	esac
 done
 klog() { echo "$*" >/dev/kmsg; }
@@ -38,12 +42,23 @@ MODPROBE=/usr/sbin/modprobe
 MODINFO=/usr/sbin/modinfo
 rel=$(uname -r)
 ours="The ib_cm-rs developers"
+CM=ib_cm_rs
+[ "$EXPECT" != intree ] || CM=in_tree_ib_cm
 
 path=$($MODINFO -n ib_cm 2>&1)
-case $path in
-/lib/modules/$rel/updates/*) e2e "ok ${NAME}_guest_modinfo_resolves_updates" ;;
-*) e2e "not ok ${NAME}_guest_modinfo_resolves_updates # modinfo -n ib_cm: $path" ;;
-esac
+if [ "$EXPECT" = intree ]; then
+	# ibcm.expect=intree: ib_cm-rs has been removed (make uninstall, package purge); the
+	# in-tree C ib_cm must be the one modprobe finds, loads and rping goes through.
+	case $path in
+	/lib/modules/$rel/kernel/*) e2e "ok ${NAME}_guest_modinfo_resolves_in_tree" ;;
+	*) e2e "not ok ${NAME}_guest_modinfo_resolves_in_tree # modinfo -n ib_cm: $path" ;;
+	esac
+else
+	case $path in
+	/lib/modules/$rel/updates/*) e2e "ok ${NAME}_guest_modinfo_resolves_updates" ;;
+	*) e2e "not ok ${NAME}_guest_modinfo_resolves_updates # modinfo -n ib_cm: $path" ;;
+	esac
+fi
 
 # rxe's dependencies (ib_core, the UDP tunnels) come from the module tree too.
 $MODPROBE rdma_rxe 2>/tmp/mp.err || { cat /tmp/mp.err >/dev/kmsg; e2e "not ok ${NAME}_guest_modprobe_rdma_rxe # $(cat /tmp/mp.err)"; finish; }
@@ -79,30 +94,38 @@ author=$($MODINFO -F author ib_cm 2>/dev/null)
 klog "IBCM-SAY: ib_cm loaded: taint '$taint', version '$version', author '$author', $(grep '^ib_cm ' /proc/modules)"
 # O: out of tree; a kernel that signs its modules (Debian's configuration) adds E, since ours
 # is unsigned there (ibcm.taint= says which to expect).
-if [ "$taint" = "$TAINT" ] && [ -n "$version" ] && [ "$author" = "$ours" ]; then
-	e2e "ok ${NAME}_guest_loaded_ib_cm_is_ib_cm_rs"
+if [ "$EXPECT" = intree ]; then
+	# The in-tree module: no taint, no version file, cm.c's author.
+	if [ -z "$taint" ] && [ -z "$version" ] && [ "$author" != "$ours" ] && [ -n "$author" ]; then
+		e2e "ok ${NAME}_guest_loaded_ib_cm_is_in_tree"
+	else
+		e2e "not ok ${NAME}_guest_loaded_ib_cm_is_in_tree # taint '$taint', version '$version', author '$author'"
+	fi
+elif [ "$taint" = "$TAINT" ] && [ -n "$version" ] && [ "$author" = "$ours" ] &&
+	{ [ -z "$WANT_VERSION" ] || [ "$version" = "$WANT_VERSION" ]; }; then
+	e2e "ok ${NAME}_guest_loaded_ib_cm_is_ib_cm_rs${WANT_VERSION:+ (version $version)}"
 else
-	e2e "not ok ${NAME}_guest_loaded_ib_cm_is_ib_cm_rs # taint '$taint', version '$version', author '$author'"
+	e2e "not ok ${NAME}_guest_loaded_ib_cm_is_ib_cm_rs # taint '$taint', version '$version' (want '${WANT_VERSION:-any}'), author '$author'"
 fi
 
 rping -s -a 10.0.0.1 -p 7174 >/tmp/rping-s.log 2>&1 &
 srv=$!
 sleep 1
 if kill -0 $srv 2>/dev/null; then
-	e2e "ok ${NAME}_guest_rping_listens_through_ib_cm_rs"
+	e2e "ok ${NAME}_guest_rping_listens_through_$CM"
 else
-	e2e "not ok ${NAME}_guest_rping_listens_through_ib_cm_rs # rping -s exited: $(tail -1 /tmp/rping-s.log)"
+	e2e "not ok ${NAME}_guest_rping_listens_through_$CM # rping -s exited: $(tail -1 /tmp/rping-s.log)"
 fi
 # And a whole connection through it: REQ, REP, RTU, 10 pings, DREQ, DREP (rxe1 to rxe0).
 if timeout 60 rping -c -a 10.0.0.1 -I 10.0.0.2 -p 7174 -C 10 -v >/tmp/rping-c.log 2>&1; then
 	pings=$(grep -c '^ping data: ' /tmp/rping-c.log)
 	if [ "$pings" = 10 ]; then
-		e2e "ok ${NAME}_guest_rping_connects_through_ib_cm_rs"
+		e2e "ok ${NAME}_guest_rping_connects_through_$CM"
 	else
-		e2e "not ok ${NAME}_guest_rping_connects_through_ib_cm_rs # $pings of 10 pings printed"
+		e2e "not ok ${NAME}_guest_rping_connects_through_$CM # $pings of 10 pings printed"
 	fi
 else
-	e2e "not ok ${NAME}_guest_rping_connects_through_ib_cm_rs # rping -c failed: $(tail -1 /tmp/rping-c.log)"
+	e2e "not ok ${NAME}_guest_rping_connects_through_$CM # rping -c failed: $(tail -1 /tmp/rping-c.log)"
 fi
 kill $srv 2>/dev/null
 wait $srv 2>/dev/null

@@ -9,7 +9,9 @@
 #
 #   guest-test.sh VARIANT KDIR NAME MODROOT    prints `RESULT <passed> <failed>` last
 # The kernel is KDIR's bzImage ($BZIMAGE if set: kernel-deb-boot.sh boots a packaged kernel);
-# the loaded ib_cm must have the taint $IBCM_GUEST_TAINT (default O, out of tree);
+# the loaded ib_cm must have the taint $IBCM_GUEST_TAINT (default O, out of tree) and, if
+# $IBCM_GUEST_VERSION is set, that version; IBCM_GUEST_EXPECT=intree expects the in-tree C
+# ib_cm instead (after a removal);
 # the base initramfs only brings userspace (busybox, rping, ip, their libraries), so one left
 # by an earlier tests/build.sh of VARIANT is reused.
 set -uo pipefail
@@ -42,7 +44,7 @@ img=$out/initramfs-$name.cpio.gz
 
 log=$out/guest-$name.log
 start=$(date +%s)
-KAPPEND="rdinit=/install-init.sh ibcm.install=$name ibcm.taint=${IBCM_GUEST_TAINT:-O}" \
+KAPPEND="rdinit=/install-init.sh ibcm.install=$name ibcm.taint=${IBCM_GUEST_TAINT:-O}${IBCM_GUEST_EXPECT:+ ibcm.expect=$IBCM_GUEST_EXPECT}${IBCM_GUEST_VERSION:+ ibcm.version=$IBCM_GUEST_VERSION}" \
 	"$top/tests/qemu/run.sh" "${BZIMAGE:-$kdir/arch/x86/boot/bzImage}" "$img" none install "$log" 300 ||
 	notok "${name}_guest_boot" "QEMU failed or timed out (log: $log)"
 res=$("$top/tests/qemu/parse.py" "$log")

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# `make deb-check` (and the INSTALL layer): the DKMS Debian package, used as an administrator
+# would, against the cached test kernel, without touching the host's dpkg, dkms or modules:
+#   - `scripts/deb.sh` builds ib-cm-rs-dkms_<version>_all.deb from the git tree, from a
+#     `git archive` tarball (version from .version, filled in by git) and from a tree without
+#     either (CHANGELOG.md's release + "+unknown"); lintian reports no error on it;
+#   - dpkg installs it into a throwaway root (dpkg --root, --force-script-chrootless: the
+#     maintainer scripts run on the host with DPKG_ROOT set, and scripts/dkms-pkg.sh points
+#     dkms at the root's /usr/src, /var/lib/dkms and /lib/modules). The root holds the test
+#     kernel's module tree with its build tree as `build`, and Debian's own kernel headers as
+#     a second kernel. The postinst must build and install ours for the test kernel, refuse
+#     Debian's kernel with the preflight's message and still succeed;
+#   - QEMU boots the test kernel with that module tree: `modprobe rdma_cm` loads ib_cm-rs of
+#     the package's version, rping connects through it (tests/install/guest-init.sh);
+#   - dpkg --purge: the prerm removes it through dkms, modprobe resolves the in-tree ib_cm
+#     again, and a second boot shows the in-tree ib_cm loaded and rping connecting through it.
+#
+#   deb-test.sh [VARIANT | VARIANT KDIR OUT]     prints `RESULT <passed> <failed>` last
+set -uo pipefail
+source "$(dirname "$0")/lib.sh"
+top=$itop
+variant=${1:-debug}
+if (($# == 3)); then
+	kdir=$2 out=$3
+else
+	kdir=$("$top/scripts/kernel.sh" kdir "$variant") || { notok deb_setup "no test kernel"; result; exit 1; }
+	out=$top/out/install
+fi
+mkdir -p "$out"
+rel=$(release_of "$kdir")
+name=ib-cm-rs pkg=ib-cm-rs-dkms arch=x86_64
+work=$(mktemp -d /tmp/ibcm-deb-test.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+log=$out/deb.log
+: >"$log"
+host_before=$(ls -d /var/lib/dkms/"$name" /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null)
+
+# --- building the package ---
+ver=$("$top/scripts/version.sh")
+s=$(date +%s)
+if deb=$("$top/scripts/deb.sh" "$work/deb" 2>>"$log") && [[ $deb == */${pkg}_${ver}_all.deb && -f $deb ]]; then
+	ok "deb_builds_from_git_tree ($(($(date +%s) - s)) s: $(basename "$deb"), $(du -h "$deb" | cut -f1))"
+else
+	notok deb_builds_from_git_tree "scripts/deb.sh gave '${deb:-nothing}' (log: $log)"
+	result
+	exit
+fi
+WHY="$(dpkg-deb -f "$deb" Package Version Architecture Depends | tr '\n' ' ')" check deb_control_fields \
+	bash -c '[[ $(dpkg-deb -f "$1" Package) == "$2" && $(dpkg-deb -f "$1" Version) == "$3" &&
+		$(dpkg-deb -f "$1" Architecture) == all && $(dpkg-deb -f "$1" Depends) == *dkms* &&
+		$(dpkg-deb -f "$1" Depends) == *clang-$4* && $(dpkg-deb -f "$1" Depends) == *rustc-web* ]]' \
+	_ "$deb" "$pkg" "$ver" "$KDEB_LLVM"
+WHY="$(dpkg-deb -c "$deb" | grep -c "usr/src/$name-$ver/") files under usr/src/$name-$ver" check deb_sources_under_usr_src \
+	bash -c 'c=$(dpkg-deb -c "$1"); for f in dkms.conf Kbuild version.c .version src/ include/ scripts/check-kdir.sh scripts/dkms-make.sh scripts/dkms-pkg.sh scripts/abi/ib_cm.h; do
+		grep -q " ./usr/src/$2/$f" <<<"$c" || { echo "missing $f"; exit 1; }; done' _ "$deb" "$name-$ver"
+if command -v lintian >/dev/null; then
+	lintian --no-tag-display-limit "$deb" >"$work/lintian.out" 2>&1
+	cat "$work/lintian.out" >>"$log"
+	nE=$(grep -c '^E:' "$work/lintian.out") nW=$(grep -c '^W:' "$work/lintian.out")
+	WHY="$(grep '^E:' "$work/lintian.out" | head -5 | tr '\n' ' ')" check "deb_lintian_no_errors ($nE errors, $nW warnings)" \
+		test "$nE" = 0
+else
+	notok deb_lintian_no_errors "lintian not installed (scripts/deps.sh)"
+fi
+
+# From a `git archive` tarball of HEAD: no .git, git filled in .version (export-subst).
+head_ver=$("$top/scripts/version.sh") # git describe of HEAD (uncommitted changes do not count)
+mkdir -p "$work/tar"
+if (cd "$top" && git archive --format=tar HEAD) | tar -x -C "$work/tar" 2>>"$log"; then
+	tv=$("$work/tar/scripts/version.sh") tc=$("$work/tar/scripts/version.sh" --commit)
+	WHY="tarball: version '$tv' commit '$tc'; git: '$head_ver' $(git -C "$top" rev-parse HEAD)" check deb_tarball_version_from_git_archive \
+		bash -c '[[ $1 == "$2" && $3 == $(git -C "$4" rev-parse HEAD) ]]' _ "$tv" "$head_ver" "$tc" "$top"
+	if tdeb=$("$work/tar/scripts/deb.sh" "$work/tdeb" 2>>"$log") && [[ $tdeb == */${pkg}_${tv}_all.deb ]]; then
+		ok "deb_builds_from_git_archive_tarball ($(basename "$tdeb"))"
+	else
+		notok deb_builds_from_git_archive_tarball "got '${tdeb:-nothing}' (log: $log)"
+	fi
+else
+	notok deb_tarball_version_from_git_archive "git archive failed"
+fi
+# From a tree with neither git nor a filled-in .version (a copy of the work tree's files).
+mkdir -p "$work/nogit"
+(cd "$top" && git ls-files -z | tar --null -T - -c 2>/dev/null) | tar -x -C "$work/nogit"
+rv=$(sed -n 's/^## \[\([0-9][^]]*\)\].*/\1/p' "$top/CHANGELOG.md" | head -1)
+nv=$("$work/nogit/scripts/version.sh")
+if [[ $nv == "$rv+unknown" ]] && ndeb=$("$work/nogit/scripts/deb.sh" "$work/ndeb" 2>>"$log") && [[ $ndeb == */${pkg}_${rv}+unknown_all.deb ]]; then
+	ok "deb_builds_without_git_version_fallback ($(basename "$ndeb"))"
+else
+	notok deb_builds_without_git_version_fallback "version '$nv' (want '$rv+unknown'), package '${ndeb:-none}'"
+fi
+
+# --- installing it into a throwaway root ---
+root=$work/root
+mods=$root/lib/modules/$rel
+mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates" "$root/var/lib/dkms" "$root/usr/src"
+touch "$root/var/lib/dpkg/status"
+read -r -a ktools <<<"$("$top/scripts/lib.sh" ktools "$kdir")"
+make -s -C "$kdir" "${ktools[@]}" INSTALL_MOD_PATH="$root" modules_install >>"$log" 2>&1 ||
+	notok deb_setup_in_tree_modules "modules_install of the test kernel failed"
+ln -sfn "$kdir" "$mods/build"
+# Debian's own kernel (no Rust, MODVERSIONS), headers installed: the postinst must refuse it.
+drel=
+if dh=$(debian_headers); then
+	drel=$(release_of "$dh")
+	mkdir -p "$root/lib/modules/$drel"
+	ln -sfn "$dh" "$root/lib/modules/$drel/build"
+fi
+dpkg_root() { dpkg --root="$root" --force-script-chrootless --force-depends --force-not-root "$@"; }
+s=$(date +%s)
+dpkg_root -i "$deb" >"$work/install.out" 2>&1
+rc=$?
+cat "$work/install.out" >>"$log"
+sed -n 's/^ib-cm-rs-dkms: /        postinst: /p' "$work/install.out" >&2
+WHY="dpkg -i exit $rc: $(tail -3 "$work/install.out" | tr '\n' ' ')" check "deb_dpkg_install_succeeds ($(($(date +%s) - s)) s)" \
+	bash -c '(($1 == 0)) && [[ $(dpkg --root="$2" -s "$3" 2>/dev/null | sed -n "s/^Status: //p") == "install ok installed" ]]' _ "$rc" "$root" "$pkg"
+dopts=(--sourcetree "$root/usr/src" --dkmstree "$root/var/lib/dkms" --installtree "$root/lib/modules")
+st=$(dkms status -m "$name" "${dopts[@]}" 2>&1)
+WHY="dkms status: $st" check deb_postinst_dkms_installed_for_test_kernel \
+	grep -q "^$name/$ver, $rel, $arch: installed" <<<"$st"
+inst=$(cd "$mods" 2>/dev/null && ls updates/dkms/ib_cm.ko* 2>/dev/null | head -1)
+got=$(modinfo -b "$root" -k "$rel" -n ib_cm 2>/dev/null | sed "s|^$mods/||")
+WHY="modprobe would load '$got' (installed: '$inst')" check deb_module_wins_over_in_tree \
+	test -n "$inst" -a "$got" = "$inst"
+mv=$(modinfo -F version "$mods/$inst" 2>/dev/null) mc=$(modinfo -F commit "$mods/$inst" 2>/dev/null)
+WHY="modinfo version '$mv' commit '$mc', package $ver, source $("$top/scripts/version.sh" --commit)" check deb_modinfo_version_is_package_version \
+	test "$mv" = "$ver" -a "$mc" = "$("$top/scripts/version.sh" --commit)"
+echo "        modinfo: version: $mv; commit: $mc" >&2
+WHY="the in-tree ib_cm.ko is gone or changed" check deb_keeps_in_tree_module \
+	cmp -s "$mods/kernel/drivers/infiniband/core/ib_cm.ko" "$kdir/drivers/infiniband/core/ib_cm.ko"
+if [[ -n $drel ]]; then
+	WHY="$(grep -A3 "cannot build against" "$work/install.out" | head -4 | tr '\n' ' ')" check deb_postinst_refuses_debian_kernel_with_preflight_message \
+		bash -c 'grep -q "ib_cm-rs: cannot build against KDIR=.*$1" "$2" && grep -q "CONFIG_RUST is not set" "$2" &&
+			grep -q "$1: not built; modprobe keeps loading the in-tree ib_cm" "$2"' _ "$drel" "$work/install.out"
+	WHY="$(dkms status -m "$name" -k "$drel" "${dopts[@]}" 2>&1; ls "$root/lib/modules/$drel")" check deb_nothing_built_for_debian_kernel \
+		bash -c '[[ -z $(dkms status -m "$1" -k "$2" "${@:4}" 2>/dev/null | grep -E "built|installed") && ! -e $3/updates ]]' \
+		_ "$name" "$drel" "$root/lib/modules/$drel" "${dopts[@]}"
+else
+	notok deb_postinst_refuses_debian_kernel_with_preflight_message "could not fetch Debian's linux-headers package"
+fi
+
+# --- the test kernel booted with that module tree ---
+res=$(IBCM_GUEST_VERSION=$ver "$top/tests/install/guest-test.sh" "$variant" "$kdir" deb "$root" | tail -1)
+read_counts "$res" || { p=0 f=1; notok deb_guest "no result line"; }
+npass=$((npass + p)) nfail=$((nfail + f))
+
+# --- purge ---
+dpkg_root -P "$pkg" >"$work/purge.out" 2>&1
+rc=$?
+cat "$work/purge.out" >>"$log"
+sed -n 's/^ib-cm-rs-dkms: /        prerm: /p' "$work/purge.out" >&2
+WHY="dpkg -P exit $rc: $(tail -3 "$work/purge.out" | tr '\n' ' ')" check deb_dpkg_purge_succeeds \
+	bash -c '(($1 == 0)) && [[ -z $(dpkg --root="$2" -s "$3" 2>/dev/null | grep "^Status: install") ]]' _ "$rc" "$root" "$pkg"
+WHY="left: $(cd "$root" && ls -d lib/modules/*/updates/dkms/ib_cm.ko* var/lib/dkms/$name usr/src/$name-* 2>/dev/null | tr '\n' ' ')" \
+	check deb_purge_removes_module_sources_and_dkms_state \
+	bash -c 'cd "$1" && ! ls -d lib/modules/*/updates/dkms/ib_cm.ko* var/lib/dkms/"$2" usr/src/"$2"-* >/dev/null 2>&1' _ "$root" "$name"
+got=$(modinfo -b "$root" -k "$rel" -n ib_cm 2>/dev/null | sed "s|^$mods/||")
+WHY="modprobe would load '$got'" check deb_purge_restores_in_tree_module \
+	test "$got" = kernel/drivers/infiniband/core/ib_cm.ko
+res=$(IBCM_GUEST_EXPECT=intree "$top/tests/install/guest-test.sh" "$variant" "$kdir" deb_purged "$root" | tail -1)
+read_counts "$res" || { p=0 f=1; notok deb_purged_guest "no result line"; }
+npass=$((npass + p)) nfail=$((nfail + f))
+
+host_after=$(ls -d /var/lib/dkms/"$name" /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null)
+WHY="host changed: before '$host_before', after '$host_after'" check deb_left_host_untouched test "$host_before" = "$host_after"
+result
