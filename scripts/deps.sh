@@ -99,5 +99,22 @@ if [[ ! -x $BG ]] || ! "$BG" --version 2>/dev/null | grep -q "$BINDGEN_VERSION";
 	cargo install --locked --quiet --root "$CACHE/bindgen-$BINDGEN_VERSION" \
 		bindgen-cli --version "$BINDGEN_VERSION" || die "cargo install bindgen-cli failed"
 fi
+# bindgen-cli loads libclang at run time and, with no LIBCLANG_PATH, takes the newest one
+# installed: with clang-19 (kernel-deb) that is libclang 19, which rejects clang 14's flags
+# (-enable-trivial-auto-var-init-zero-knowing-it-will-be-removed-from-clang) when a module is
+# built for a clang-14 kernel. The project's make, make install and DKMS pass LIBCLANG_PATH
+# (scripts/lib.sh ktools KDIR); for anything else, e.g. a plain `make -C KDIR M=...`, bindgen
+# is a wrapper that defaults it to the default clang's libclang, as before clang-19 came.
+if [[ $(head -c4 "$BG" | od -An -c | tr -d ' ') == 177ELF ]]; then
+	mv "$BG" "$BG.real"
+	printf '%s
+' '#!/bin/sh' \
+		'# scripts/deps.sh: the libclang of the default clang unless LIBCLANG_PATH names one.' \
+		'm=$(clang --version 2>/dev/null | sed -n "1s/.*clang version \([0-9]*\)\..*/\1/p")' \
+		'[ -n "${LIBCLANG_PATH:-}" ] || [ -z "$m" ] || export LIBCLANG_PATH=/usr/lib/llvm-$m/lib' \
+		'exec "$0.real" "$@"' >"$BG.new"
+	chmod 0755 "$BG.new"
+	mv "$BG.new" "$BG"
+fi
 "$BG" --version >/dev/null || die "bindgen does not run"
 echo "deps: ok"

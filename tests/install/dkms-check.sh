@@ -98,7 +98,7 @@ if deb=$(debian_headers); then
 		bash -c '(($1 == 77)) && grep -q "BUILD_EXCLUSIVE" "$2"' _ "$rc" "$work/deb.out"
 	# ... saying why, with the preflight's message (the one `make KDIR=...` gives).
 	WHY="$(head -3 "$work/deb.out" | tr '\n' ' ')" check dkms_refusal_gives_preflight_message \
-		grep -q "ib_cm-rs: cannot build against KDIR=.*CONFIG_RUST is not set" "$work/deb.out"
+		bash -c 'grep -q "ib_cm-rs: cannot build against KDIR=$1" "$2" && grep -q "CONFIG_RUST is not set" "$2"' _ "$deb" "$work/deb.out"
 else
 	notok dkms_skips_debian_kernel_as_not_applicable "could not fetch Debian's linux-headers package"
 fi
