@@ -65,7 +65,11 @@ else
 fi
 
 # From a `git archive` tarball of HEAD: no .git, git filled in .version (export-subst).
-head_ver=$("$top/scripts/version.sh") # git describe of HEAD (uncommitted changes do not count)
+# git describe of HEAD (uncommitted changes do not count). Without any tag git archive cannot
+# count commits: the tarball's version is then 0.0.0+gHASH, the git tree's 0.0.0+N.gHASH.
+head_ver=$("$top/scripts/version.sh")
+git -C "$top" describe --tags --match 'v[0-9]*' >/dev/null 2>&1 ||
+	head_ver=0.0.0+g$(git -C "$top" rev-parse --short=12 HEAD)
 mkdir -p "$work/tar"
 if (cd "$top" && git archive --format=tar HEAD) | tar -x -C "$work/tar" 2>>"$log"; then
 	tv=$("$work/tar/scripts/version.sh") tc=$("$work/tar/scripts/version.sh" --commit)
