@@ -73,7 +73,7 @@ report() {
 		for r in "${reasons[@]}"; do
 			if [[ $r == ' '* ]]; then echo "$r"; else echo "  - $r"; fi
 		done
-		echo "What kernel ib_cm-rs needs, and how to build and install one: README.md, section \"Install on a real machine\"."
+		echo "What kernel ib_cm-rs needs, and how to build and install one: Documentation/install.rst."
 	} >&2
 	exit 1
 }

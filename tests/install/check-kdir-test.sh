@@ -40,7 +40,7 @@ mktree() {
 setcfg() { sed -i "/^$2=/d; /^# $2 is not set/d" "$1/.config"; [[ -z ${3:-} ]] || echo "$2=$3" >>"$1/.config"; }
 
 # expect NAME RC TREE [PATTERN...]: the preflight exits RC; when refused, the message has every
-# PATTERN, the README pointer, and stays one short message.
+# PATTERN, the pointer to Documentation/install.rst, and stays one short message.
 expect() {
 	local name=$1 rc=$2 tree=$3 out got p
 	shift 3
@@ -51,7 +51,7 @@ expect() {
 		return
 	fi
 	if ((rc != 0)); then
-		for p in "$@" 'section "Install on a real machine"'; do
+		for p in "$@" 'Documentation/install.rst'; do
 			grep -qF -- "$p" <<<"$out" || { notok "preflight_$name" "message lacks '$p': $(tr '\n' ' ' <<<"$out")"; return; }
 		done
 		(($(wc -l <<<"$out") <= 16)) || { notok "preflight_$name" "message is $(wc -l <<<"$out") lines"; return; }
@@ -130,7 +130,7 @@ out=$(make -C "$top" KDIR="$t" 2>&1)
 rc=$? ms=$((($(date +%s%N) - start) / 1000000))
 if ((rc == 0)); then
 	notok make_kdir_refused_at_once "make succeeded"
-elif ! grep -q "CONFIG_RUST is not set" <<<"$out" || ! grep -q "Install on a real machine" <<<"$out"; then
+elif ! grep -q "CONFIG_RUST is not set" <<<"$out" || ! grep -qF "Documentation/install.rst" <<<"$out"; then
 	notok make_kdir_refused_at_once "no preflight message: $(tail -3 <<<"$out" | tr '\n' ' ')"
 elif grep -qE 'error\[E|^[^ ].*: error:|kernel: (building|configuring)' <<<"$out"; then
 	notok make_kdir_refused_at_once "compiler errors or a kernel build in the output"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# `make kernel-deb-check`: the packages a finished `make kernel-deb` left, used the way the
-# README tells a user to use them, short of a reboot. Nothing on the host is installed:
+# `make kernel-deb-check`: the packages a finished `make kernel-deb` left, used the way
+# Documentation/install.rst tells a user to use them, short of a reboot. Nothing on the host
+# is installed:
 #   - the linux-image and linux-headers packages are unpacked (dpkg-deb -x) into a scratch root;
 #   - the headers must pass the build preflight, and ib_cm.ko is built against them and put in
 #     place by `make install KDIR=<headers> INSTALL_MOD_PATH=<root>`, next to the image's own
@@ -13,8 +14,8 @@
 #     test kernel's install check).
 # The guest's userspace is the test initramfs (out/VARIANT/initramfs.cpio.gz): if there is
 # none yet, tests/build.sh makes it, which builds the test kernel first (about 20 minutes once).
-# It is not part of `make check`: the packages take hours to build (README, "A Debian kernel
-# with Rust").
+# It is not part of `make check`: the packages take hours to build (Documentation/install.rst,
+# "A Debian kernel with Rust: make kernel-deb").
 #
 #   kernel-deb-boot.sh [VARIANT]    prints `RESULT <passed> <failed>` last
 set -uo pipefail
