@@ -151,6 +151,11 @@ if [[ $rust == y ]]; then
 		[[ -z $want || $want == "$have" ]] ||
 			why "the kernel's Rust code was compiled by \"$want\" but RUSTC=$rustc is \"$have\": Rust metadata only works with the very same compiler (pass RUSTC= of the kernel build)"
 	fi
+	# bindgen generates the module's rdma bindings: BINDGEN if given (scripts/lib.sh ktools
+	# passes the one scripts/deps.sh builds), else that one or a bindgen in PATH.
+	bg=${BINDGEN:-${IBCM_CACHE:-/var/cache/ib_cm-rs}/bindgen-0.70.1/bin/bindgen}
+	[[ -x $bg ]] || { [[ -z ${BINDGEN:-} ]] && command -v bindgen >/dev/null; } ||
+		why "no bindgen ($bg): the module's bindings are generated at build time; scripts/deps.sh build (or make deps) builds bindgen-cli 0.70.1 there"
 	missing=()
 	for f in rust/libkernel.rmeta rust/libmacros.so rust/libcore.rmeta scripts/target.json; do
 		[[ -e $kdir/$f ]] || missing+=("$f")

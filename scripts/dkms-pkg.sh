@@ -80,7 +80,7 @@ configure)
 		fi
 		# The preflight prints its reasons (the same message as make KDIR=...); nothing is built.
 		if ! "$here/check-kdir.sh" --quiet "$kd"; then
-			say "$k: not built; modprobe keeps loading $(which_cm "$k")"
+			say "$k: not built (the reasons above); modprobe ib_cm there gives $(which_cm "$k")"
 			continue
 		fi
 		say "$k: building ib_cm-rs $ver (a minute or two)"
