@@ -99,6 +99,17 @@ if deb=$(debian_headers); then
 	# ... saying why, with the preflight's message (the one `make KDIR=...` gives).
 	WHY="$(head -3 "$work/deb.out" | tr '\n' ' ')" check dkms_refusal_gives_preflight_message \
 		bash -c 'grep -q "ib_cm-rs: cannot build against KDIR=$1" "$2" && grep -q "CONFIG_RUST is not set" "$2"' _ "$deb" "$work/deb.out"
+	# The kernel hooks run `dkms autoinstall` when a kernel is installed: Debian's dkms 3.0.10
+	# fails it (exit 11) for a BUILD_EXCLUSIVE skip, which would fail the kernel's own
+	# installation. For a refused kernel dkms.conf turns AUTOINSTALL off: exit 0, the reasons
+	# printed, nothing built.
+	dkms autoinstall -k "$drel" --kernelsourcedir "$deb" "${opts[@]}" >"$work/auto.out" 2>&1
+	rc=$?
+	cat "$work/auto.out" >>"$log"
+	WHY="exit $rc: $(tail -2 "$work/auto.out" | tr '\n' ' ')" check dkms_autoinstall_of_debian_kernel_succeeds_building_nothing \
+		bash -c '(($1 == 0)) && grep -q "CONFIG_RUST is not set" "$2" &&
+			! dkms status -m "$3" -k "$4" "${@:5}" 2>/dev/null | grep -qE "built|installed"' \
+		_ "$rc" "$work/auto.out" "$name" "$drel" "${opts[@]}"
 else
 	notok dkms_skips_debian_kernel_as_not_applicable "could not fetch Debian's linux-headers package"
 fi
