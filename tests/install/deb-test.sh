@@ -135,7 +135,7 @@ WHY="the in-tree ib_cm.ko is gone or changed" check deb_keeps_in_tree_module \
 if [[ -n $drel ]]; then
 	WHY="$(grep -A3 "cannot build against" "$work/install.out" | head -4 | tr '\n' ' ')" check deb_postinst_refuses_debian_kernel_with_preflight_message \
 		bash -c 'grep -q "ib_cm-rs: cannot build against KDIR=.*$1" "$2" && grep -q "CONFIG_RUST is not set" "$2" &&
-			grep -q "$1: not built; modprobe keeps loading the in-tree ib_cm" "$2"' _ "$drel" "$work/install.out"
+			grep -q "$1: not built (the reasons above)" "$2"' _ "$drel" "$work/install.out"
 	WHY="$(dkms status -m "$name" -k "$drel" "${dopts[@]}" 2>&1; ls "$root/lib/modules/$drel")" check deb_nothing_built_for_debian_kernel \
 		bash -c '[[ -z $(dkms status -m "$1" -k "$2" "${@:4}" 2>/dev/null | grep -E "built|installed") && ! -e $3/updates ]]' \
 		_ "$name" "$drel" "$root/lib/modules/$drel" "${dopts[@]}"
