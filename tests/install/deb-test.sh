@@ -94,6 +94,25 @@ else
 	notok deb_builds_without_git_version_fallback "version '$nv' (want '$rv+unknown'), package '${ndeb:-none}'"
 fi
 
+# A release: a clone of HEAD tagged v<CHANGELOG.md's newest release> (tags are made in the
+# clone only) must give exactly that version, a package lintian accepts, and a changelog whose
+# top entry is that release.
+clone=$work/clone
+if git clone -q --no-checkout "$top" "$clone" 2>>"$log" &&
+	git -C "$clone" checkout -q "$(git -C "$top" rev-parse HEAD)" 2>>"$log" &&
+	git -C "$clone" tag -f "v$rv" HEAD >>"$log" 2>&1; then
+	cv=$("$clone/scripts/version.sh")
+	if cdeb=$("$clone/scripts/deb.sh" "$work/cdeb" 2>>"$log") && [[ $cv == "$rv" && $cdeb == */${pkg}_${rv}_all.deb ]] &&
+		dpkg-deb --fsys-tarfile "$cdeb" | tar -xO "./usr/share/doc/$pkg/changelog.gz" | zcat | head -1 |
+		grep -qF "ib-cm-rs ($rv) unstable" && ! lintian "$cdeb" 2>/dev/null | grep -q '^E:'; then
+		ok "deb_release_version_from_tag (v$rv: $(basename "$cdeb"))"
+	else
+		notok deb_release_version_from_tag "version '$cv', package '${cdeb:-none}' (want $rv; log: $log)"
+	fi
+else
+	notok deb_release_version_from_tag "cannot clone and tag (log: $log)"
+fi
+
 # --- installing it into a throwaway root ---
 root=$work/root
 mods=$root/lib/modules/$rel
