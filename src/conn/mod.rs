@@ -11,6 +11,8 @@
 //! The files next to this one own one message family each: `req.rs` (REQ out and in),
 //! `rep_rtu.rs`, `dreq_drep.rs`, `rej_mra.rs`, `lap_apr.rs`, `sidr.rs`, and `qp_attr.rs`.
 
+pub(crate) mod deliver;
+pub(crate) mod destroy;
 pub(crate) mod dreq_drep;
 pub(crate) mod lap_apr;
 pub(crate) mod qp_attr;
@@ -21,6 +23,7 @@ pub(crate) mod sidr;
 
 use crate::alloc::CmBox;
 use crate::{
+    ah::HandshakeAh,
     av::Av,
     bindings,
     cm_id::{CmId, CmIdInner, StoredPd},
@@ -37,7 +40,7 @@ use crate::{
     },
     port::Counter,
     remote::{self, ConnReservation, QpKey, RemoteKey, ReqKey, Unlinked},
-    send::{self, HandshakeAh},
+    send,
     slot::Slot,
     timewait::{self, EstablishWork},
     trace,
@@ -85,7 +88,7 @@ pub(crate) struct Recv<'a> {
     /// Its TID.
     pub(crate) tid: u64,
     /// The completion, for answers to its sender.
-    pub(crate) wc: &'a crate::recv::RecvWc,
+    pub(crate) wc: &'a crate::recv_wc::RecvWc,
 }
 
 impl<'a> Recv<'a> {
@@ -95,7 +98,7 @@ impl<'a> Recv<'a> {
         port_num: u32,
         attr: AttrId,
         hdr: &MadHeader,
-        wc: &'a crate::recv::RecvWc,
+        wc: &'a crate::recv_wc::RecvWc,
     ) -> Self {
         Recv {
             dev,
@@ -346,28 +349,6 @@ pub(crate) fn deliver_recv_ctx(
     let _ = finish(id, out, ctx.recv.as_ref());
 }
 
-/// Borrows `len` bytes at `ptr` from a C caller; `max` is the field's size. As cm.c, the size
-/// is checked only when the pointer is not NULL, and a NULL pointer means no data.
-///
-/// # Safety
-///
-/// If `ptr` is not NULL, it must be valid for `len` bytes for `'a`.
-pub(crate) unsafe fn c_bytes<'a>(
-    ptr: *const kernel::ffi::c_void,
-    len: u8,
-    max: usize,
-) -> Result<&'a [u8]> {
-    if ptr.is_null() {
-        return Ok(&[]);
-    }
-    let len = usize::from(len);
-    if len > max {
-        return Err(EINVAL);
-    }
-    // SAFETY: Caller contract.
-    Ok(unsafe { core::slice::from_raw_parts(ptr.cast::<u8>(), len) })
-}
-
 /// An API call (no use held, nothing delivered): the errno.
 pub(crate) fn api(
     id: &Arc<CmId>,
@@ -496,22 +477,18 @@ fn act(
             };
             ev.ev.event = e.raw();
             if let Some(status) = ctx.send_status {
-                // SAFETY: `send_status` is the union member of the *_ERROR events.
-                unsafe { *ev.ev.param.send_status.as_mut() = status };
+                *ev.send_status() = status;
             }
             out.deliver = Slot::some(ev);
         }
         Action::CountDuplicate => count_duplicate(ctx),
         Action::QueueEstablished => {
             let work = ctx.est_work.take().ok_or(ENOMEM)?;
-            let wq = crate::recv::wq();
             // Queued under the device lock, ordered with removal (cm.c: under `cm.lock`).
             let dev = id.dev.inner.lock();
-            if wq.is_null() || dev.going_down {
+            let Some(queue) = crate::wq::queue().filter(|_| !dev.going_down) else {
                 return Err(ENODEV);
-            }
-            // SAFETY: The CM workqueue lives until module exit.
-            let queue = unsafe { kernel::workqueue::Queue::from_raw(wq) };
+            };
             // Queueing neither allocates nor sleeps.
             queue.enqueue(work);
             drop(dev);
@@ -528,8 +505,9 @@ fn act(
 /// The REJ an id sends by default (destroy): TIMEOUT with the node GUID as ARI from the
 /// active side's REQ states, CONSUMER_DEFINED otherwise.
 fn default_rej(id: &CmId) -> Rej<'static> {
-    // SAFETY: The device is live while the id is.
-    let guid = unsafe { (*id.dev.ib_dev()).node_guid };
+    // Read inside the device's send gate: once removal began (the id outlives its
+    // `ib_device`), no REJ can be sent anyway and the ARI stays zero.
+    let guid = id.dev.node_guid().unwrap_or(0);
     let mut rej = Rej {
         local_comm_id: 0,
         remote_comm_id: 0,
@@ -774,63 +752,6 @@ fn resend(id: &CmId, g: &CmIdInner, o: Out) -> Option<CmBox<Resend>> {
     .ok()?;
     r.pd.set(stored);
     Some(r)
-}
-
-/// What destroy's last locked step took from the id, for the rest of `CmId::destroy_with`.
-#[must_use = "the id must still leave timewait and the comm-ID table"]
-pub(crate) struct Farewell {
-    /// The id was in timewait, on the device's list of this class: it must leave it.
-    pub(crate) timewait_class: Option<u8>,
-    /// The comm-ID table held the id.
-    pub(crate) published: bool,
-}
-
-/// `cm_destroy_id()`'s per-state part: the farewell actions, then IDLE; queued events are
-/// dropped undelivered. The same locked section that ends the id also takes it out of
-/// timewait and unpublishes it (three lock round trips fewer than a section each).
-pub(crate) fn destroy_actions(id: &Arc<CmId>, err: i32) -> Farewell {
-    let xrc_tgt = {
-        let mut g = id.inner.lock();
-        g.destroyed = true;
-        g.conn.qp_type() == bindings::ib_qp_type_IB_QPT_XRC_TGT
-    };
-    let enomem = err == -(bindings::ENOMEM as i32);
-    let mut ctx = Ctx {
-        destroying: true,
-        ..Ctx::default()
-    };
-    let mut out = run(
-        id,
-        Input::Destroy { enomem, xrc_tgt },
-        &mut ctx,
-        |_, _| {},
-        |_, _| {},
-    );
-    let (leftover, farewell) = {
-        let mut g = id.inner.lock();
-        id.set_state(State::Idle.raw());
-        // The destroy step leaves the remote tables in every state that holds keys except an
-        // established XRC target, whose step is empty (no DREQ): it leaves them here.
-        let mut o = Outcome::default();
-        leave_remote(id, &mut g, &mut o);
-        let u = core::mem::take(&mut o.unlinked);
-        // An expiry already running finds `timewait_armed` cleared and does nothing (see
-        // `timewait::leave`).
-        let timewait_class =
-            core::mem::replace(&mut g.timewait_armed, false).then_some(g.timewait_class);
-        let published = core::mem::replace(&mut g.published, false);
-        (
-            (g.events.take(), u),
-            Farewell {
-                timewait_class,
-                published,
-            },
-        )
-    };
-    drop(leftover);
-    out.unlinked.free();
-    drop(out.deliver.take());
-    farewell
 }
 
 /// The completion of `buf`: if it is `id`'s tracked MAD, the id forgets it and the state it

@@ -67,12 +67,6 @@ extern "C" fn handler_b(_: *mut bindings::ib_cm_id, _: *const bindings::ib_cm_ev
     1
 }
 
-/// Records a MAD the CM sends, for the receive-path tests.
-pub(crate) fn capture(mad: &[u8; crate::logic::wire::MAD_LEN]) {
-    // SAFETY: `mad` is 256 readable bytes.
-    unsafe { bindings::ibcm_glue_capture_put(mad.as_ptr()) };
-}
-
 /// A device-less CM state: the listener tree and allocator without an HCA.
 fn fake_device() -> Result<Arc<CmDevice>> {
     CmDevice::new(core::ptr::null_mut(), kernel::alloc::KVec::new())
@@ -489,7 +483,7 @@ extern "C" fn mra_handler(
         return 0;
     }
     // SAFETY: `id` is live; no private data.
-    if unsafe { crate::abi::ibcm_rs_send_cm_mra(id, 20, core::ptr::null(), 0) } != 0 {
+    if unsafe { crate::entry::abi::ibcm_rs_send_cm_mra(id, 20, core::ptr::null(), 0) } != 0 {
         return -(bindings::EINVAL as i32);
     }
     MRA_ID.store(id, Ordering::SeqCst);
@@ -530,7 +524,7 @@ extern "C" fn dup_req_gets_mra_with_the_ids_tid(_test: *mut bindings::kunit) {
     }
     if !id.is_null() {
         // SAFETY: The handler's handle, destroyed once.
-        unsafe { crate::abi::ibcm_rs_destroy_cm_id(id) };
+        unsafe { crate::entry::abi::ibcm_rs_destroy_cm_id(id) };
     }
     expect!(destroy(&listener));
 }
