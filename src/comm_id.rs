@@ -12,7 +12,7 @@
 //! that reference; erasing gives it back through `call_rcu()`, so a lookup that loaded the
 //! pointer before the erase still finds live memory. No lock is taken on the receive path.
 
-use crate::{bindings, cm_id::CmId, comm_index::CommId, device::CmDevice};
+use crate::{bindings, cm_id::CmId, comm_index::CommId, device::CmDevice, lock::RcuGuard};
 use kernel::{sync::Arc, sync::ArcBorrow};
 
 /// Chooses the random operand (module init).
@@ -78,20 +78,20 @@ impl CmId {
 /// holds one in-flight use ([`CmId::put_user`] when done).
 pub(crate) fn acquire(local_wire: u32, remote_wire: u32) -> Option<Arc<CmId>> {
     let index = CommId::from_wire(local_wire);
-    // SAFETY: RCU read-side section, closed below on every path.
-    unsafe { bindings::ibcm_glue_rcu_read_lock() };
-    // SAFETY: Inside the RCU section.
-    let raw = unsafe { bindings::ibcm_glue_comm_load(index.index()) };
-    let found = if raw.is_null() {
-        None
-    } else {
-        // SAFETY: A published entry is a pointer from `Arc::into_raw` whose reference is given
-        // back only after a grace period following its erase; we are inside the section.
-        let id = unsafe { ArcBorrow::<CmId>::from_raw(raw.cast()) };
-        Some(Arc::from(id))
+    let found = {
+        let _rcu = RcuGuard::new();
+        // SAFETY: Inside the RCU section.
+        let raw = unsafe { bindings::ibcm_glue_comm_load(index.index()) };
+        if raw.is_null() {
+            None
+        } else {
+            // SAFETY: A published entry is a pointer from `Arc::into_raw` whose reference is
+            // given back only after a grace period following its erase; we are inside the
+            // section.
+            let id = unsafe { ArcBorrow::<CmId>::from_raw(raw.cast()) };
+            Some(Arc::from(id))
+        }
     };
-    // SAFETY: Closes the section.
-    unsafe { bindings::ibcm_glue_rcu_read_unlock() };
     let id = found?;
     if id.remote_id() != remote_wire || !id.get_user() {
         return None;
@@ -104,9 +104,8 @@ pub(crate) fn acquire(local_wire: u32, remote_wire: u32) -> Option<Arc<CmId>> {
 /// (nor drops the last reference of) another device's id.
 pub(crate) fn next_of_device(from: u32, dev: &CmDevice) -> Option<(Arc<CmId>, u32)> {
     let mut index = from;
-    // SAFETY: RCU read-side section, closed below.
-    unsafe { bindings::ibcm_glue_rcu_read_lock() };
-    let found = loop {
+    let _rcu = RcuGuard::new();
+    loop {
         // SAFETY: Inside the section; `index` is a valid in/out argument.
         let raw = unsafe { bindings::ibcm_glue_comm_find(&mut index) };
         if raw.is_null() {
@@ -122,8 +121,5 @@ pub(crate) fn next_of_device(from: u32, dev: &CmDevice) -> Option<(Arc<CmId>, u3
             Some(i) => index = i,
             None => break None,
         }
-    };
-    // SAFETY: Closes the section.
-    unsafe { bindings::ibcm_glue_rcu_read_unlock() };
-    found
+    }
 }

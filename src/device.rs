@@ -17,7 +17,7 @@ use crate::{
     av::{Av, SgidAttr},
     bindings,
     listen::ListenTable,
-    lock::{new_spinlock_irq, SpinLockIrq},
+    lock::{new_spinlock_irq, RcuGuard, SpinLockIrq},
     logic::timeout,
     port::CmPort,
     recv_wc::RecvWc,
@@ -182,8 +182,7 @@ impl CmDevice {
                 sends: Gate::new("sends"),
                 recvs: Gate::new("receive callbacks"),
                 reply_ahs <- new_spinlock_irq!(
-                    // SAFETY: A pure conversion.
-                    ReplyAhCache::new(unsafe { bindings::__msecs_to_jiffies(reply_ah::TTL_MS) }),
+                    ReplyAhCache::new(kernel::time::msecs_to_jiffies(reply_ah::TTL_MS)),
                     "CmDevice::reply_ahs"
                 ),
                 sweep <- Opaque::ffi_init(|dw: *mut bindings::delayed_work| {
@@ -432,23 +431,18 @@ impl CmDevice {
     ///
     /// As [`CmDevice::get`].
     pub(crate) unsafe fn get_any(ib_dev: *mut bindings::ib_device) -> Result<Arc<Self>> {
-        // SAFETY: Plain RCU read-side critical section, closed below on every path.
-        unsafe { bindings::ibcm_glue_rcu_read_lock() };
+        let _rcu = RcuGuard::new();
         // SAFETY: The caller guarantees `ib_dev` is live; the client data slot is read under
         // RCU as ib_core allows.
         let data = unsafe { bindings::ibcm_glue_get_client_data(ib_dev) };
-        let dev = if data.is_null() {
-            None
-        } else {
-            // SAFETY: A non-NULL slot holds a pointer from `Arc::into_raw` in `add_one`, whose
-            // reference is dropped only after the slot is cleared and an RCU grace period has
-            // elapsed; we are inside the read-side critical section, so it is still held.
-            let borrowed = unsafe { ArcBorrow::<CmDevice>::from_raw(data.cast()) };
-            Some(Arc::from(borrowed))
-        };
-        // SAFETY: Closes the critical section opened above.
-        unsafe { bindings::ibcm_glue_rcu_read_unlock() };
-        dev.ok_or(ENODEV)
+        if data.is_null() {
+            return Err(ENODEV);
+        }
+        // SAFETY: A non-NULL slot holds a pointer from `Arc::into_raw` in `add_one`, whose
+        // reference is dropped only after the slot is cleared and an RCU grace period has
+        // elapsed; we are inside the read-side critical section, so it is still held.
+        let borrowed = unsafe { ArcBorrow::<CmDevice>::from_raw(data.cast()) };
+        Ok(Arc::from(borrowed))
     }
 
     /// Registers sysfs counters and the MAD agent of every port (`cm_add_one`), in order; on

@@ -25,6 +25,11 @@ use crate::{
 use core::mem::MaybeUninit;
 use kernel::{ffi, prelude::*};
 
+/// Test builds: every event allocation that may fail fails while set (`entry/kunit.rs`).
+#[cfg(ibcm_kunit)]
+pub(crate) static FAIL_ALLOCS: core::sync::atomic::AtomicBool =
+    core::sync::atomic::AtomicBool::new(false);
+
 /// One event for a handler.
 ///
 /// # Invariants
@@ -108,7 +113,8 @@ impl Event {
         unsafe { Self::attach(e, kind, mad) }
     }
 
-    /// A zeroed event about no MAD (timers, completions, API calls).
+    /// A zeroed event about no MAD.
+    #[cfg_attr(not(ibcm_kunit), allow(dead_code))]
     pub(crate) fn empty() -> Result<CmBox<Event>> {
         Self::zeroed(GFP_KERNEL)
     }
@@ -119,11 +125,28 @@ impl Event {
         Self::zeroed(GFP_ATOMIC)
     }
 
+    /// An empty event the CM makes itself (REQ_ERROR, REP_ERROR, DREQ_ERROR, SIDR_REQ_ERROR,
+    /// TIMEWAIT_EXIT, USER_ESTABLISHED), allocated so that it cannot fail: cm.c delivers these
+    /// from memory it already holds, so a failed allocation must not leave the id in a state
+    /// no input ends. Sleeps: the send completion, timewait and establish work only.
+    pub(crate) fn own() -> CmBox<Event> {
+        Self::init(crate::alloc::new_uninit_nofail::<Event>())
+    }
+
     /// An event whose fields are all zero but for the MAD buffer and the path records, which
     /// stay uninitialised until a queue copies into the former and [`Event::paths`] zeroes
     /// the latter.
     fn zeroed(flags: kernel::alloc::Flags) -> Result<CmBox<Event>> {
-        let mut e = CmBox::<Event>::new_uninit(flags)?;
+        #[cfg(ibcm_kunit)]
+        if FAIL_ALLOCS.load(core::sync::atomic::Ordering::Relaxed) {
+            // The white-box tests fail every allocation that may fail, as failslab would
+            // (which leaves `__GFP_NOFAIL` ones alone).
+            return Err(ENOMEM);
+        }
+        Ok(Self::init(CmBox::<Event>::new_uninit(flags)?))
+    }
+
+    fn init(mut e: CmBox<MaybeUninit<Event>>) -> CmBox<Event> {
         let p = e.as_mut_ptr();
         // SAFETY: `p` is valid for writes of an `Event`. All-zero is a valid value of every
         // field written: `next` is `None` (a box is a non-null pointer, so `None` is the null
@@ -136,7 +159,7 @@ impl Event {
             core::ptr::addr_of_mut!((*p).paths_init).write(false);
             core::ptr::addr_of_mut!((*p).src).write(core::ptr::null());
             core::ptr::addr_of_mut!((*p).src_len).write(0);
-            Ok(e.assume_init())
+            e.assume_init()
         }
     }
 

@@ -216,8 +216,7 @@ pub(crate) fn arm(id: &Arc<CmId>, g: &mut CmIdInner) {
     }
     let class = g.av.as_ref().map_or(0, |av| av.timeout);
     let ms = timeout::conv_ms(class);
-    // SAFETY: A pure conversion.
-    let delay = unsafe { bindings::__msecs_to_jiffies(ms) };
+    let delay = kernel::time::msecs_to_jiffies(ms);
     let first = dev
         .timewait
         .insert(id.clone(), class, jiffies().wrapping_add(delay));

@@ -865,7 +865,7 @@ pub(crate) fn send_done(id: &Arc<CmId>, tracked_in: Option<State>, status: bindi
         return;
     }
     let mut ctx = Ctx {
-        event: Slot::from_option(Event::empty().ok()),
+        event: Slot::some(Event::own()),
         send_status: Some(status),
         ..Ctx::default()
     };

@@ -35,11 +35,11 @@ pub(crate) unsafe extern "C" fn ibcm_rs_timewait(dw: *mut bindings::delayed_work
 }
 
 /// Ends one id's timewait, unless destroy took it out first.
-fn expire(id: Arc<CmId>) {
+pub(crate) fn expire(id: Arc<CmId>) {
     if !timewait::claim_expiry(&id) || !id.get_user() {
         return;
     }
-    conn::input_with_event(&id, Input::TimewaitExpired, Event::empty().ok());
+    conn::input_with_event(&id, Input::TimewaitExpired, Some(Event::own()));
 }
 
 impl WorkItem for EstablishWork {
@@ -51,7 +51,7 @@ impl WorkItem for EstablishWork {
         if !id.get_user() {
             return;
         }
-        conn::input_with_event(&id, Input::UserEstablished, Event::empty().ok());
+        conn::input_with_event(&id, Input::UserEstablished, Some(Event::own()));
     }
 }
 
