@@ -138,6 +138,11 @@ impl StoredPd {
 }
 
 /// Mutable private state of a [`CmId`], behind its lock.
+///
+/// # Invariants
+///
+/// `msg` is NULL or a buffer the id posted (`send::send_for_id`) whose completion has not yet
+/// run: the completion clears it under this lock (`conn::untrack`) before the buffer is freed.
 pub(crate) struct CmIdInner {
     /// `ib_destroy_cm_id()` has started: nothing is delivered any more.
     pub(crate) destroyed: bool,
@@ -216,6 +221,26 @@ unsafe impl Send for CmId {}
 unsafe impl Sync for CmId {}
 // SAFETY: See `Send`.
 unsafe impl Send for CmIdInner {}
+
+impl CmIdInner {
+    /// Cancels the tracked MAD, if any (`ib_cancel_mad`): its completion reports a flush.
+    pub(crate) fn cancel_tracked(&self) {
+        if !self.msg.is_null() {
+            // SAFETY: A live posted buffer (type invariant).
+            unsafe { bindings::ibcm_glue_cancel_mad(self.msg) };
+        }
+    }
+
+    /// Gives the tracked MAD a new timeout (`ib_modify_mad`, after an MRA); `EINVAL` without
+    /// one.
+    pub(crate) fn modify_tracked(&self, timeout_ms: u32) -> Result {
+        if self.msg.is_null() {
+            return Err(EINVAL);
+        }
+        // SAFETY: A live posted buffer (type invariant).
+        kernel::error::to_result(unsafe { bindings::ib_modify_mad(self.msg, timeout_ms) })
+    }
+}
 
 /// `enum ib_cm_state` as the C ABI spells it.
 pub(crate) type CmState = bindings::ib_cm_state;

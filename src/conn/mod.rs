@@ -436,21 +436,11 @@ fn act(
     out: &mut Outcome,
 ) -> Result {
     match a {
-        Action::Cancel => {
-            if !g.msg.is_null() {
-                // SAFETY: `msg` is our posted buffer; its completion clears the field under
-                // this lock before freeing it, so it is live.
-                unsafe { bindings::ibcm_glue_cancel_mad(g.msg) };
-            }
-        }
+        Action::Cancel => g.cancel_tracked(),
         Action::ModifyTimeout => {
             let av_timeout = g.av.as_ref().map_or(0, |av| av.timeout);
-            if g.msg.is_null() {
-                return Err(EINVAL);
-            }
             let ms = timeout::mra_wait_ms(ctx.mra_timeout, av_timeout);
-            // SAFETY: As for `Cancel`.
-            kernel::error::to_result(unsafe { bindings::ib_modify_mad(g.msg, ms) })?;
+            g.modify_tracked(ms)?;
             g.msg_state = next;
         }
         Action::ResetRemote => leave_remote(id, g, out),
@@ -668,6 +658,7 @@ fn send_out(
         g.conn.tid = tid;
     }
     if o.tracked() {
+        // INVARIANT: posted just above; its completion clears it (`untrack`).
         g.msg = buf;
         g.msg_state = next;
     }
