@@ -14,6 +14,7 @@
 pub(crate) mod deliver;
 pub(crate) mod destroy;
 pub(crate) mod dreq_drep;
+mod handshake;
 pub(crate) mod lap_apr;
 pub(crate) mod qp_attr;
 pub(crate) mod rej_mra;
@@ -21,9 +22,11 @@ pub(crate) mod rep_rtu;
 pub(crate) mod req;
 pub(crate) mod sidr;
 
+use handshake::{end_handshake_ah, on_handshake_ah, retire_handshake_ah};
+pub(crate) use handshake::{handshake_ah_status, retire_handshake_ahs, send_done, untrack};
+
 use crate::alloc::CmBox;
 use crate::{
-    ah::HandshakeAh,
     av::Av,
     bindings,
     cm_id::{CmId, CmIdInner, StoredPd},
@@ -743,131 +746,6 @@ fn resend(id: &CmId, g: &CmIdInner, o: Out) -> Option<CmBox<Resend>> {
     .ok()?;
     r.pd.set(stored);
     Some(r)
-}
-
-/// The completion of `buf`: if it is `id`'s tracked MAD, the id forgets it and the state it
-/// was sent in is returned (`cm_process_send_error`'s check).
-pub(crate) fn untrack(
-    id: &CmId,
-    buf: *mut bindings::ib_mad_send_buf,
-    on_hs: bool,
-) -> Option<State> {
-    let mut g = id.inner.lock();
-    if on_hs && hs_in_flight(g.hs_sends) != 0 {
-        g.hs_sends -= 1;
-    }
-    end_handshake_ah(id, &mut g);
-    if g.msg != buf {
-        return None;
-    }
-    g.msg = core::ptr::null_mut();
-    Some(g.msg_state)
-}
-
-/// The sends in flight on the handshake handle, from `CmIdInner::hs_sends`.
-fn hs_in_flight(hs_sends: u8) -> u8 {
-    hs_sends & !HandshakeAh::RETIRED
-}
-
-/// Whether the handshake handle is retired, from `CmIdInner::hs_sends`.
-fn hs_retired(hs_sends: u8) -> bool {
-    hs_sends & HandshakeAh::RETIRED != 0
-}
-
-/// Ends the use of the id's handshake handle once the id is out of the handshake states (or
-/// the handle was retired): see [`retire_handshake_ah`].
-fn end_handshake_ah(id: &CmId, g: &mut CmIdInner) {
-    if !hs_retired(g.hs_sends) && state::keeps_handshake_ah(id.cm_state()) {
-        return;
-    }
-    retire_handshake_ah(g);
-}
-
-/// Ends the use of the id's handshake handle whatever the state. With no send on it in flight
-/// it is destroyed here, under the id lock, as cm.c's `cm_free_priv_msg()` destroys a MAD's
-/// handle (`rdma_destroy_ah(ah, 0)` does not sleep), so no one can see the id without a handle
-/// while the handle still exists (device removal relies on that). With sends in flight it is
-/// retired: no later send takes it (a new handshake of the same id gets a handle of its own),
-/// and the last completion destroys it.
-fn retire_handshake_ah(g: &mut CmIdInner) {
-    if !g.hs_ah.is_some() {
-        return;
-    }
-    if hs_in_flight(g.hs_sends) == 0 {
-        g.hs_sends = 0;
-        drop(g.hs_ah.take());
-    } else {
-        g.hs_sends |= HandshakeAh::RETIRED;
-    }
-}
-
-/// What the id's handshake handle is, for debugfs: `-` (none), `held` or `retired`.
-pub(crate) fn handshake_ah_status(id: &CmId) -> &'static str {
-    let g = id.inner.lock();
-    if !g.hs_ah.is_some() {
-        "-"
-    } else if hs_retired(g.hs_sends) {
-        "retired"
-    } else {
-        "held"
-    }
-}
-
-/// Device removal, once no send can start: every id of `dev` gives up its handshake handle
-/// before the CM's removal returns (after which ib_mad frees the port's protection domain the
-/// handles were made on). An idle one (an id waiting in REP_RCVD for its RTU) is destroyed
-/// now; one with sends in flight (a REQ still queued at the agent counts) is retired, and the
-/// completions that the agents' unregistration flushes destroy it.
-pub(crate) fn retire_handshake_ahs(dev: &crate::device::CmDevice) {
-    let mut index = 0u32;
-    while let Some((id, at)) = crate::comm_id::next_of_device(index, dev) {
-        retire_handshake_ah(&mut id.inner.lock());
-        drop(id);
-        match at.checked_add(1) {
-            Some(i) => index = i,
-            None => break,
-        }
-    }
-}
-
-/// Whether a send `o` of `id` in its current state goes on the id's handshake handle (or, the
-/// REQ, creates it): see [`HandshakeAh`].
-fn on_handshake_ah(id: &CmId, g: &CmIdInner, o: Out) -> bool {
-    // The count stays below the retired bit: a handshake sends a few MADs.
-    let room = hs_in_flight(g.hs_sends) < HandshakeAh::RETIRED - 1;
-    if g.hs_ah.is_some() {
-        !hs_retired(g.hs_sends) && room && state::keeps_handshake_ah(id.cm_state())
-    } else {
-        o == Out::Req && g.hs_sends == 0
-    }
-}
-
-/// After a send of `id` completed: a tracked MAD that timed out (or failed) delivers the
-/// `*_ERROR` event of the state it was sent in, unless the id is past its destroy. The buffer
-/// held no use of the id (cm.c's `cm_free_msg` drops a reference that `cm_destroy_id` waits
-/// for; here destroy waits only for callbacks), so the delivery takes its own.
-pub(crate) fn send_done(id: &Arc<CmId>, tracked_in: Option<State>, status: bindings::ib_wc_status) {
-    let failed = status != bindings::ib_wc_status_IB_WC_SUCCESS
-        && status != bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR;
-    let Some(sent_in) = tracked_in.filter(|_| failed) else {
-        return;
-    };
-    if !id.get_user() {
-        return;
-    }
-    let mut ctx = Ctx {
-        event: Slot::some(Event::own()),
-        send_status: Some(status),
-        ..Ctx::default()
-    };
-    let out = run(
-        id,
-        Input::SendFailed { sent_in },
-        &mut ctx,
-        |_, _| {},
-        |_, _| {},
-    );
-    let _ = finish(id, out, None);
 }
 
 /// `ib_cm_notify()` (`cm_establish`, `cm_migrate`).
