@@ -8,7 +8,8 @@ maps each file to its layer (LAYERS below; Documentation/design.rst's "Layers" t
 to list the same files in the same layers), and reports:
   - an import of a file in a higher layer (upward import);
   - every file-level import cycle (strongly connected component of more than one file) but the
-    one named in KNOT.
+    one named in KNOT;
+  - a `#[no_mangle]` function outside src/entry/.
 Prints `layers: ok (...)` and exits 0, or the findings and exits 1.
 `--graph` prints the edges; `--count` prints upward imports and cycle sizes only; `--table`
 prints the layer table in design.rst's format.
@@ -32,6 +33,9 @@ LAYERS = [
     ("L4 protocol", ["conn/", "recv.rs"]),
     ("L5 entry", ["entry/"]),
 ]
+
+# Where every `#[no_mangle] extern "C"` function must be.
+ENTRY_DIR = "entry/"
 
 # The one cycle the check accepts: the id and its device refer to each other by type (an id
 # holds an `Arc` of its device; the device holds its listener tree and timewait queue, which
@@ -249,6 +253,12 @@ def main():
             if ld is not None and ld > lf:
                 upward.append((f, d))
                 problems.append(f"{f} ({LAYERS[lf][0]}) imports {d} ({LAYERS[ld][0]}): upward")
+    # Every function C calls in (`#[no_mangle]`) is in the entry layer.
+    for f in files:
+        if f.startswith(ENTRY_DIR):
+            continue
+        if re.search(r"#\[\s*no_mangle\s*\]", strip_comments(open(os.path.join(SRC, f)).read())):
+            problems.append(f"{f}: has a #[no_mangle] function outside {ENTRY_DIR}")
     cycles = sccs(graph)
     knot_seen = set()
     for c in cycles:
