@@ -88,6 +88,7 @@ void ibcm_glue_cond_resched(void);
 
 /* --- glue.c: kmalloc() for the CM's own boxes (src/alloc.rs) --- */
 void *ibcm_glue_kmalloc(size_t size, gfp_t flags);
+void *ibcm_glue_kmalloc_nofail(size_t size);
 
 /* --- glue.c: the CM workqueue --- */
 struct workqueue_struct *ibcm_glue_alloc_wq(void);

@@ -12,7 +12,7 @@
 //! above kmalloc's minimum) goes to the kernel crate's allocator, and `kfree()` frees both.
 
 use crate::bindings;
-use core::{alloc::Layout, ptr::NonNull};
+use core::{alloc::Layout, mem::MaybeUninit, ptr::NonNull};
 use kernel::alloc::{allocator::Kmalloc, flags, AllocError, Allocator, Flags};
 
 /// `kmalloc()` / `kfree()` without `krealloc()`.
@@ -23,15 +23,9 @@ pub(crate) type CmBox<T> = kernel::alloc::Box<T, Kmem>;
 
 /// An alignment every kmalloc allocation has, whatever its size and slab debugging: kmalloc
 /// aligns to both `ARCH_KMALLOC_MINALIGN` and `ARCH_SLAB_MINALIGN` (`<linux/slab.h>`).
-const MIN_ALIGN: usize = bindings::ARCH_SLAB_MINALIGN;
-
-// The CM's boxes take the direct path: none needs more than kmalloc's alignment.
-const _: () = {
-    use core::mem::align_of;
-    assert!(align_of::<crate::event::Event>() <= MIN_ALIGN);
-    assert!(align_of::<crate::av::Av>() <= MIN_ALIGN);
-    assert!(align_of::<crate::remote::ConnEntry>() <= MIN_ALIGN);
-};
+/// The CM's boxes take the direct path: none needs more than this alignment (each boxed type
+/// asserts it next to its definition).
+pub(crate) const MIN_ALIGN: usize = bindings::ARCH_SLAB_MINALIGN;
 
 /// The raw GFP value of the flags the CM allocates with. `Flags`' value is private to the
 /// kernel crate in 6.12, so it is matched against the constants; others return `None`.
@@ -78,6 +72,27 @@ unsafe impl Allocator for Kmem {
         if layout.size() != 0 {
             // SAFETY: `ptr` is a live kmalloc allocation of this allocator (caller), freed once.
             unsafe { bindings::kfree(ptr.as_ptr().cast()) };
+        }
+    }
+}
+
+/// An uninitialised box that cannot fail to allocate (`GFP_KERNEL | __GFP_NOFAIL`), for what
+/// the CM must make where cm.c cannot fail (the events it makes itself, see
+/// `Event::own`). Sleeps: process context, no lock held. `T` is small (kmalloc serves
+/// `__GFP_NOFAIL` for up to two pages) and needs no more than kmalloc's alignment.
+pub(crate) fn new_uninit_nofail<T>() -> CmBox<MaybeUninit<T>> {
+    const {
+        assert!(core::mem::size_of::<T>() != 0);
+        assert!(core::mem::size_of::<T>() <= 2 * bindings::PAGE_SIZE);
+        assert!(core::mem::align_of::<T>() <= MIN_ALIGN);
+    }
+    loop {
+        // SAFETY: A plain allocation of a non-zero size, which the allocator does not let fail.
+        let p = unsafe { bindings::ibcm_glue_kmalloc_nofail(core::mem::size_of::<T>()) };
+        if let Some(p) = NonNull::new(p.cast::<MaybeUninit<T>>()) {
+            // SAFETY: kmalloc memory of `T`'s size and (kmalloc's) alignment, owned here;
+            // `Kmem` frees it with `kfree()`.
+            return unsafe { CmBox::from_raw(p.as_ptr()) };
         }
     }
 }

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! The address an id sends along: cm.c's `struct cm_av`.
 //!
-//! Stands for `cm_init_av_for_response()` (from a received MAD's work completion) and
-//! `cm_init_av_by_path()` (from a path record) in cm.c. An [`Av`] owns its `rdma_ah_attr` and
-//! the sgid attribute reference inside it; it is built before any lock is taken and moved
-//! into the id under its lock.
+//! An [`Av`] owns its `rdma_ah_attr` and the sgid attribute reference inside it; it is built
+//! before any lock is taken and moved into the id under its lock. Its constructors that
+//! resolve an address on a device, `Av::from_wc` (cm.c's `cm_init_av_for_response()`) and
+//! `Av::from_path` (`cm_init_av_by_path()`), are in `device.rs`, next to the reply cache and
+//! the ports they use.
 
 use crate::alloc::CmBox;
-use crate::{bindings, device::CmDevice, logic::timeout};
+use crate::bindings;
+use core::marker::PhantomData;
 use kernel::{prelude::*, types::Opaque};
 
 /// An address: port, P_Key index, ACK timeout and the address attribute.
@@ -27,6 +29,9 @@ pub(crate) struct Av {
     attr: Opaque<bindings::rdma_ah_attr>,
 }
 
+// A `CmBox` takes kmalloc's alignment (`alloc::MIN_ALIGN`).
+const _: () = assert!(core::mem::align_of::<Av>() <= crate::alloc::MIN_ALIGN);
+
 // SAFETY: The attribute is plain data plus a reference-counted sgid attribute, which may be
 // released from any thread.
 unsafe impl Send for Av {}
@@ -34,108 +39,25 @@ unsafe impl Send for Av {}
 unsafe impl Sync for Av {}
 
 impl Av {
-    /// The sender of a received MAD (`cm_init_av_for_response`): a copy of the device's cached
-    /// address of that sender (`reply_ah.rs`), or resolved here. May sleep. Returned by value:
-    /// a REQ's sender address lives only while the passive id's own address is built (cm.c
-    /// builds both in the id's embedded `cm_av`); [`Av::boxed`] keeps one.
-    ///
-    /// # Safety
-    ///
-    /// `wc` and `grh` must be valid for the call, which must run in `dev`'s receive work.
-    pub(crate) unsafe fn from_wc(
-        dev: &CmDevice,
-        port_num: u32,
-        wc: *const bindings::ib_wc,
-        grh: *const bindings::ib_grh,
-    ) -> Result<Self> {
-        let agent = dev
-            .port(port_num)
-            .map_or(core::ptr::null_mut(), |p| p.agent());
-        let cached = if agent.is_null() {
-            None
-        } else {
-            // SAFETY: The agent is registered while receive work runs (caller).
-            unsafe { dev.reply_addr(agent, wc, grh) }?
-        };
-        let mut attr = core::mem::MaybeUninit::<bindings::rdma_ah_attr>::uninit();
-        if let Some(cached) = cached {
-            // SAFETY: `attr` is ours and holds nothing yet.
-            unsafe { cached.copy_attr_to(attr.as_mut_ptr()) };
-        } else {
-            // SAFETY: Live device, valid completion and GRH; `attr` is ours to initialise.
-            let ret = unsafe {
-                bindings::ib_init_ah_attr_from_wc(
-                    dev.ib_dev(),
-                    port_num,
-                    wc,
-                    grh,
-                    attr.as_mut_ptr(),
-                )
-            };
-            if ret != 0 {
-                return Err(Error::from_errno(ret));
-            }
-        }
-        // SAFETY: `wc` is valid (caller contract).
-        let pkey_index = unsafe { (*wc).pkey_index };
-        // INVARIANT: initialised just above; an `rdma_ah_attr` holds no pointer to itself.
-        // SAFETY: Initialised above.
-        let attr = unsafe { attr.assume_init() };
-        Ok(Self::new(port_num, pkey_index, 0, attr))
-    }
-
-    /// The address a path record describes (`cm_init_av_by_path`): the port of `sgid_attr`
-    /// (or of the path's source GID), the P_Key's index, `packet_life_time + 1`. May sleep.
-    ///
-    /// # Safety
-    ///
-    /// `path` must be valid; `sgid_attr` NULL or a live attribute of `dev`'s device.
-    pub(crate) unsafe fn from_path(
-        dev: &CmDevice,
-        path: *mut bindings::sa_path_rec,
-        sgid_attr: *const bindings::ib_gid_attr,
-    ) -> Result<CmBox<Self>> {
-        let mut attr = core::mem::MaybeUninit::<bindings::rdma_ah_attr>::uninit();
-        let (mut port_num, mut pkey_index) = (0u32, 0u16);
-        // SAFETY: Valid device, path and attribute (caller); outputs are ours.
-        let ret = unsafe {
-            bindings::ibcm_glue_av_by_path(
-                dev.ib_dev(),
-                path,
-                sgid_attr,
-                attr.as_mut_ptr(),
-                &mut port_num,
-                &mut pkey_index,
-            )
-        };
-        if ret != 0 {
-            return Err(Error::from_errno(ret));
-        }
-        if dev.port(port_num).is_none() {
-            // SAFETY: Initialised above; released once.
-            unsafe { bindings::rdma_destroy_ah_attr(attr.as_mut_ptr()) };
-            return Err(EINVAL);
-        }
-        // SAFETY: `path` is valid (caller).
-        let life = unsafe { (*path).packet_life_time };
-        // SAFETY: Initialised above.
-        Self::new(port_num, pkey_index, timeout::av_timeout(life), unsafe {
-            attr.assume_init()
-        })
-        .boxed()
-    }
-
     /// The address in a box of its own, as an id keeps it. If the allocation fails, the
     /// address is dropped, which releases its attribute.
     pub(crate) fn boxed(self) -> Result<CmBox<Self>> {
         Ok(CmBox::new(self, GFP_KERNEL)?)
     }
 
-    fn new(port_num: u32, pkey_index: u16, timeout: u8, attr: bindings::rdma_ah_attr) -> Self {
+    /// An address of `attr` (initialised by ib_core for port `port_num`, its references now
+    /// owned by the address).
+    pub(crate) fn new(
+        port_num: u32,
+        pkey_index: u16,
+        timeout: u8,
+        attr: bindings::rdma_ah_attr,
+    ) -> Self {
         // The port the address leaves from is the attribute's own (`port_num()`); every
         // caller built the attribute for `port_num` already, this makes it the rule.
         let mut attr = attr;
         attr.port_num = port_num;
+        // INVARIANT: the caller hands over an attribute ib_core initialised.
         Self {
             pkey_index,
             timeout,
@@ -162,6 +84,33 @@ impl Av {
         unsafe { bindings::ibcm_glue_ah_attr_sgid_attr(self.attr()) }
     }
 
+    /// Whether the address is a RoCE one.
+    pub(crate) fn is_roce(&self) -> bool {
+        // SAFETY: `attr` is initialised (type invariant).
+        let type_ = unsafe { (*self.attr.get()).type_ };
+        type_ == bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE
+    }
+
+    /// Whether the address is an InfiniBand one.
+    pub(crate) fn is_ib(&self) -> bool {
+        // SAFETY: `attr` is initialised (type invariant).
+        let type_ = unsafe { (*self.attr.get()).type_ };
+        type_ == bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB
+    }
+
+    /// The GRH hop limit of the address.
+    pub(crate) fn hop_limit(&self) -> u8 {
+        // SAFETY: `attr` is initialised (type invariant).
+        unsafe { bindings::ibcm_glue_ah_attr_hop_limit(self.attr()) }
+    }
+
+    /// A plain copy of the attribute for a QP attribute (`ib_cm_init_qp_attr`, as cm.c's
+    /// struct copy): it takes no reference of the sgid attribute, which the address keeps.
+    pub(crate) fn attr_copy(&self) -> bindings::rdma_ah_attr {
+        // SAFETY: `attr` is initialised (type invariant); a bitwise copy of C data.
+        unsafe { core::ptr::read(self.attr.get()) }
+    }
+
     /// The destination LID (`rdma_ah_get_dlid`).
     pub(crate) fn dlid(&self) -> u32 {
         // SAFETY: `attr` is initialised.
@@ -174,4 +123,48 @@ impl Drop for Av {
         // SAFETY: Initialised (type invariant); released once.
         unsafe { bindings::rdma_destroy_ah_attr(self.attr.get()) };
     }
+}
+
+/// A GID table entry an address is built on (`const struct ib_gid_attr *`), borrowed for
+/// `'a`, or none.
+///
+/// # Invariants
+///
+/// The pointer is NULL or a live attribute for `'a`.
+#[derive(Clone, Copy)]
+pub(crate) struct SgidAttr<'a>(*const bindings::ib_gid_attr, PhantomData<&'a ()>);
+
+impl SgidAttr<'_> {
+    /// No attribute: the address's port is found from the path's source GID.
+    pub(crate) const NONE: SgidAttr<'static> = SgidAttr(core::ptr::null(), PhantomData);
+
+    /// An attribute a C caller passed.
+    ///
+    /// # Safety
+    ///
+    /// `p` must be NULL or a live attribute for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(p: *const bindings::ib_gid_attr) -> SgidAttr<'a> {
+        // INVARIANT: the caller's contract.
+        SgidAttr(p, PhantomData)
+    }
+
+    /// The pointer, for ib_core.
+    pub(crate) fn as_ptr(self) -> *const bindings::ib_gid_attr {
+        self.0
+    }
+}
+
+impl Av {
+    /// The attribute this address holds a reference to, borrowed with the address.
+    pub(crate) fn sgid(&self) -> SgidAttr<'_> {
+        // INVARIANT: the address holds the reference while it lives (type invariant).
+        SgidAttr(self.sgid_attr(), PhantomData)
+    }
+}
+
+/// Sets the DLID of an InfiniBand address attribute (`ib_cm_init_qp_attr`'s datapath DLID).
+pub(crate) fn set_ib_dlid(attr: &mut bindings::rdma_ah_attr, dlid: u16) {
+    // SAFETY: `ib` is a member of a union of plain C data (integers), valid for any bit
+    // pattern; the caller checked the attribute is an IB one, whose member this is.
+    unsafe { attr.__bindgen_anon_1.ib.as_mut().dlid = dlid };
 }

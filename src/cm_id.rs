@@ -16,32 +16,31 @@
 
 use crate::alloc::CmBox;
 use crate::{
+    ah::HandshakeAh,
     av::Av,
     bindings,
-    comm_id::CommId,
+    comm_index::CommId,
     device::CmDevice,
-    event::EventQueue,
-    listen::{ListenReservation, Released},
+    event::{Event, EventQueue},
     lock::{new_spinlock_irq, SpinLockIrq},
     logic::{
+        remote::RemoteKey,
         service_id::ServiceId,
         state::{Lap, State},
     },
-    remote::RemoteKey,
-    send::HandshakeAh,
-    timewait::TwLink,
     use_count::UseCount,
 };
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::{
+    cell::UnsafeCell,
+    ptr::NonNull,
+    sync::atomic::{AtomicBool, Ordering},
+};
 use kernel::{
     ffi,
     prelude::*,
     sync::{Arc, ArcBorrow},
     types::Opaque,
 };
-
-/// How long `ib_destroy_cm_id()` waits between diagnostics (`CM_DESTROY_ID_WAIT_TIMEOUT`).
-const DESTROY_WAIT_MS: u32 = 10_000;
 
 /// Connection parameters of an id (the scalar fields of cm.c's `cm_id_private`).
 #[derive(Clone, Copy, Default)]
@@ -139,6 +138,11 @@ impl StoredPd {
 }
 
 /// Mutable private state of a [`CmId`], behind its lock.
+///
+/// # Invariants
+///
+/// `msg` is NULL or a buffer the id posted (`send::send_for_id`) whose completion has not yet
+/// run: the completion clears it under this lock (`conn::untrack`) before the buffer is freed.
 pub(crate) struct CmIdInner {
     /// `ib_destroy_cm_id()` has started: nothing is delivered any more.
     pub(crate) destroyed: bool,
@@ -217,6 +221,26 @@ unsafe impl Send for CmId {}
 unsafe impl Sync for CmId {}
 // SAFETY: See `Send`.
 unsafe impl Send for CmIdInner {}
+
+impl CmIdInner {
+    /// Cancels the tracked MAD, if any (`ib_cancel_mad`): its completion reports a flush.
+    pub(crate) fn cancel_tracked(&self) {
+        if !self.msg.is_null() {
+            // SAFETY: A live posted buffer (type invariant).
+            unsafe { bindings::ibcm_glue_cancel_mad(self.msg) };
+        }
+    }
+
+    /// Gives the tracked MAD a new timeout (`ib_modify_mad`, after an MRA); `EINVAL` without
+    /// one.
+    pub(crate) fn modify_tracked(&self, timeout_ms: u32) -> Result {
+        if self.msg.is_null() {
+            return Err(EINVAL);
+        }
+        // SAFETY: A live posted buffer (type invariant).
+        kernel::error::to_result(unsafe { bindings::ib_modify_mad(self.msg, timeout_ms) })
+    }
+}
 
 /// `enum ib_cm_state` as the C ABI spells it.
 pub(crate) type CmState = bindings::ib_cm_state;
@@ -335,20 +359,17 @@ impl CmId {
         }
     }
 
-    /// Makes the id reachable by its comm ID (`cm_finalize_id`).
-    ///
-    /// Called before anyone else holds the id (`ib_create_cm_id`, a passive id about to be
-    /// handed to its handler), so no destroy can run in between; the xarray store happens
-    /// outside the id lock, which `ib_cm_notify` takes in hard-IRQ context while `xa_lock`
-    /// is not IRQ-safe.
-    pub(crate) fn publish(self: &Arc<Self>) {
-        let first = {
-            let mut g = self.inner.lock();
-            !core::mem::replace(&mut g.published, true)
-        };
-        if first {
-            self.comm.id.publish(self);
-        }
+    /// The id's reserved local comm ID.
+    pub(crate) fn comm_id(&self) -> CommId {
+        self.comm.id
+    }
+
+    /// Takes the comm ID reservation for its release by destroy; `None` if taken before.
+    pub(crate) fn take_comm_id(&self) -> Option<CommId> {
+        self.comm
+            .live
+            .swap(false, Ordering::AcqRel)
+            .then_some(self.comm.id)
     }
 
     /// Turns one `Arc` reference into the `struct ib_cm_id *` a C caller holds.
@@ -414,6 +435,32 @@ impl CmId {
     pub(crate) fn handler(&self) -> bindings::ib_cm_handler {
         // SAFETY: `id` is initialised; a volatile read tolerates concurrent caller writes.
         unsafe { core::ptr::addr_of!((*self.id.get()).cm_handler).read_volatile() }
+    }
+
+    /// Calls the caller's handler with `ev` (`cm_process_work()`'s call), with no lock held.
+    /// A non-zero return refuses the id: it comes back with the reference of the handle the
+    /// caller held, which is the CM's from then on (the caller destroys the id, then drops
+    /// it).
+    ///
+    /// Every id an event is delivered to has a handle out: `ib_create_cm_id()`'s, a
+    /// listener's, or the one a passive id's first event hands over (`recv::hand_over`).
+    pub(crate) fn call_handler(
+        self: &Arc<Self>,
+        ev: &Event,
+    ) -> core::result::Result<(), (i32, Arc<CmId>)> {
+        let raw = CmId::raw(self);
+        let ret = match self.handler() {
+            // SAFETY: A handler of the `<rdma/ib_cm.h>` type, called with a live id and an
+            // event whose pointers are valid for the duration of the call.
+            Some(h) => unsafe { h(raw, &ev.ev) },
+            None => -(bindings::EINVAL as i32),
+        };
+        if ret == 0 {
+            return Ok(());
+        }
+        // SAFETY: The handler refused the id: the handle it held (see above) is the CM's now,
+        // taken back once, here.
+        Err((ret, unsafe { CmId::from_raw(raw) }))
     }
 
     /// The caller's current context.
@@ -527,8 +574,12 @@ impl CmId {
         self.put_user();
     }
 
+    /// Waits up to `ms` until no use is in flight; true once there is none.
+    pub(crate) fn wait_unused_ms(&self, ms: u32) -> bool {
+        self.users.wait_zero_ms(ms)
+    }
+
     /// In-flight uses (the bias included), for tests and diagnostics.
-    #[cfg_attr(not(ibcm_kunit), allow(dead_code))]
     pub(crate) fn users(&self) -> u32 {
         self.users.load()
     }
@@ -538,117 +589,32 @@ impl CmId {
     pub(crate) fn is_destroyed(&self) -> bool {
         self.inner.lock().destroyed
     }
+}
 
-    /// Makes `self`, fresh from [`CmId::new`], listen on `requested` (or an assigned ID), or
-    /// shares an existing listener when `handler` allows it.
-    ///
-    /// Returns the listener the caller now holds a reference to: `self` or the shared one.
-    pub(crate) fn listen(
-        self: &Arc<Self>,
-        requested: ServiceId,
-        assign: bool,
-        handler: Option<usize>,
-        reservation: ListenReservation,
-    ) -> Result<Arc<CmId>> {
-        let guard = self.inner.lock();
-        if guard.destroyed || self.state() != bindings::ib_cm_state_IB_CM_IDLE {
-            return Err(EINVAL);
-        }
-        let mut dev = self.dev.inner.lock();
-        if dev.going_down {
-            return Err(ENODEV);
-        }
-        // The new id is not yet visible to sharers, so its state may be set ahead of the
-        // insert; on failure it is put back.
-        self.set_state(bindings::ib_cm_state_IB_CM_LISTEN);
-        let outcome = dev
-            .listen
-            .insert(self, requested, assign, handler, reservation);
-        match outcome {
-            Ok(crate::listen::Inserted::New(sid)) => {
-                self.set_service_id(sid);
-                Ok(self.clone())
-            }
-            Ok(crate::listen::Inserted::Shared(existing)) => {
-                self.set_state(bindings::ib_cm_state_IB_CM_IDLE);
-                Ok(existing)
-            }
-            Err((e, reservation)) => {
-                self.set_state(bindings::ib_cm_state_IB_CM_IDLE);
-                drop(dev);
-                drop(guard);
-                // Freed outside the locks.
-                drop(reservation);
-                Err(crate::error::listen_errno(e))
-            }
-        }
-    }
+/// An id's place in its device's timewait queue.
+///
+/// # Invariants
+///
+/// Only read or written by a holder of the lock of the id's device (`CmDevice::inner`, proved
+/// by `&mut TimewaitQueue`). Both links are `None` while the id is not queued.
+pub(crate) struct TwLink(pub(crate) UnsafeCell<TwNode>);
 
-    /// `cm_destroy_id(id, err)` for one handle reference of `self`.
-    ///
-    /// A shared listener loses one share and returns at once. Otherwise the id says its
-    /// farewell as its state requires (the state machine's destroy actions: REJ, DREQ, DREP,
-    /// SIDR_REP REJECT, cancel), leaves every table, and then waits, without a lock held,
-    /// until every use in flight has ended, printing a diagnostic every 10 s as cm.c does.
-    ///
-    /// A second destroy of the same handle is a caller bug, as in cm.c; it is not detected.
-    pub(crate) fn destroy_with(self: &Arc<Self>, err: i32) {
-        if self.state() == bindings::ib_cm_state_IB_CM_LISTEN && self.release_share() {
-            return;
-        }
-        let old_state = self.state();
-        let farewell = crate::conn::destroy_actions(self, err);
-        if let Some(class) = farewell.timewait_class {
-            crate::timewait::leave(self, class);
-        }
-        if self.comm.live.swap(false, Ordering::AcqRel) {
-            self.comm.id.release(self, farewell.published);
-        }
-        self.put_user();
-        let mut waited = 0u32;
-        while !self.users.wait_zero_ms(DESTROY_WAIT_MS) {
-            waited += DESTROY_WAIT_MS / 1000;
-            pr_warn!(
-                "destroy of id {:#010x} (state {} -> {}) still waiting for {} use(s) after {}s\n",
-                self.local_id(),
-                old_state,
-                self.state(),
-                self.users.load(),
-                waited
-            );
-        }
-        // The addresses hold sgid attribute references of the device's GID table: release
-        // them now, as cm.c's `cm_destroy_av()` does, not when the last memory reference
-        // goes (that may be the comm table's, dropped after an RCU grace period).
-        let leftovers = {
-            let mut g = self.inner.lock();
-            (
-                g.av.take(),
-                g.alt_av.take(),
-                g.stored_pd.take(),
-                g.events.take(),
-            )
-        };
-        drop(leftovers);
-    }
+/// The links and deadline of an id in its device's timewait queue.
+#[derive(Clone, Copy)]
+pub(crate) struct TwNode {
+    pub(crate) prev: Option<NonNull<CmId>>,
+    pub(crate) next: Option<NonNull<CmId>>,
+    pub(crate) deadline: usize,
+}
 
-    /// Drops one share of a listener; returns `true` if others remain (the caller is done).
-    /// The last share takes the listener out of its tree and marks it destroyed.
-    fn release_share(&self) -> bool {
-        let mut guard = self.inner.lock();
-        let mut dev = self.dev.inner.lock();
-        let node = match dev.listen.release(self.service_id(), self) {
-            Released::StillShared => return true,
-            Released::NotListening => None,
-            Released::Removed(node) => Some(node),
-        };
-        guard.destroyed = true;
-        self.set_state(bindings::ib_cm_state_IB_CM_IDLE);
-        drop(dev);
-        drop(guard);
-        // The tree's reference goes with the node, freed outside the locks.
-        drop(node);
-        false
+impl TwLink {
+    /// Not queued.
+    pub(crate) const fn new() -> Self {
+        Self(UnsafeCell::new(TwNode {
+            prev: None,
+            next: None,
+            deadline: 0,
+        }))
     }
 }
 
@@ -661,38 +627,6 @@ const _: () = assert!(
         <= 256
         && core::mem::size_of::<Av>() <= 64
 );
-
-/// Prints what one connection end costs in memory (a figure for the README's table, at module
-/// load): the id (`ArcInner<CmId>`: a refcount, then the id), its primary address and its
-/// remote-table entry (two `rb_node`s, the keys, an `Arc`), each rounded up to its kmalloc
-/// slab. cm.c's counterpart is `cm_id_private` plus `cm_timewait_info`.
-pub(crate) fn log_footprint() {
-    use core::mem::size_of;
-    let id = size_of::<bindings::refcount_t>().next_multiple_of(8) + size_of::<CmId>();
-    let av = size_of::<Av>();
-    let entry = size_of::<crate::remote::ConnEntry>();
-    // SAFETY: Pure size computations.
-    let slab = |n: usize| unsafe { bindings::kmalloc_size_roundup(n) };
-    let total = slab(id) + slab(av) + slab(entry);
-    pr_info!(
-        "connection end: id {} B (slab {}), address {} B (slab {}), remote entry {} B (slab {}): {} B\n",
-        id,
-        slab(id),
-        av,
-        slab(av),
-        entry,
-        slab(entry),
-        total
-    );
-}
-
-impl CommId {
-    /// Frees a reserved index that was never published (a failed construction).
-    pub(crate) fn release_unused(self) {
-        // SAFETY: The index is ours and unpublished.
-        unsafe { bindings::ibcm_glue_comm_erase(self.index()) };
-    }
-}
 
 /// An id's comm ID reservation: released by destroy, or by `Drop` for an id that was never
 /// destroyed (a fresh `ib_cm_insert_listen` id that found a listener to share, a passive id

@@ -12,8 +12,8 @@
 //! that reference; erasing gives it back through `call_rcu()`, so a lookup that loaded the
 //! pointer before the erase still finds live memory. No lock is taken on the receive path.
 
-use crate::{bindings, cm_id::CmId, device::CmDevice};
-use kernel::{prelude::*, sync::Arc, sync::ArcBorrow};
+use crate::{bindings, cm_id::CmId, comm_index::CommId, device::CmDevice, lock::RcuGuard};
+use kernel::{sync::Arc, sync::ArcBorrow};
 
 /// Chooses the random operand (module init).
 pub(crate) fn init() {
@@ -33,53 +33,42 @@ pub(crate) fn empty() -> bool {
     unsafe { bindings::ibcm_glue_comm_empty() }
 }
 
-/// A reserved local comm ID (the xarray index; the wire value is [`CommId::wire`]).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) struct CommId(u32);
-
 impl CommId {
-    /// Reserves the next free index (`xa_alloc_cyclic`); may sleep.
-    pub(crate) fn alloc() -> Result<CommId> {
-        let mut index = 0u32;
-        // SAFETY: `index` is a valid output; process context (GFP_KERNEL).
-        kernel::error::to_result(unsafe { bindings::ibcm_glue_comm_alloc(&mut index) })?;
-        Ok(CommId(index))
-    }
-
-    /// The xarray index.
-    pub(crate) fn index(self) -> u32 {
-        self.0
-    }
-
-    /// The comm ID as the wire and `ib_cm_id.local_id` carry it (host order).
-    pub(crate) fn wire(self) -> u32 {
-        // SAFETY: Reads a value fixed at module init.
-        self.0 ^ unsafe { bindings::ibcm_glue_comm_operand() }
-    }
-
-    /// The index of a wire comm ID.
-    pub(crate) fn from_wire(wire: u32) -> CommId {
-        // SAFETY: As in `wire`.
-        CommId(wire ^ unsafe { bindings::ibcm_glue_comm_operand() })
-    }
-
     /// Makes `id` reachable by lookups (`cm_finalize_id`); the table takes one reference.
     pub(crate) fn publish(self, id: &Arc<CmId>) {
         let raw = Arc::into_raw(id.clone());
         // SAFETY: The slot was reserved by `alloc` and is replaced without allocating; the
         // table now owns the reference `raw` carries, given back by `unpublish`.
-        unsafe { bindings::ibcm_glue_comm_publish(self.0, raw.cast_mut().cast()) };
+        unsafe { bindings::ibcm_glue_comm_publish(self.index(), raw.cast_mut().cast()) };
     }
 
     /// Frees the index. If `id` was published, the table's reference is dropped after an RCU
     /// grace period (`call_rcu`), so concurrent lookups stay safe.
     pub(crate) fn release(self, id: &CmId, published: bool) {
         // SAFETY: The index is ours; erasing an unpublished reserved slot frees it too.
-        unsafe { bindings::ibcm_glue_comm_erase(self.0) };
+        unsafe { bindings::ibcm_glue_comm_erase(self.index()) };
         if published {
             // SAFETY: The head is the id's, used once: only the table's reference is given
             // back through it, after which the id is never published again.
             unsafe { bindings::ibcm_glue_call_rcu(id.rcu_head()) };
+        }
+    }
+}
+
+impl CmId {
+    /// Makes the id reachable by its comm ID (`cm_finalize_id`).
+    ///
+    /// Called before anyone else holds the id (`ib_create_cm_id`, a passive id about to be
+    /// handed to its handler), so no destroy can run in between; the xarray store happens
+    /// outside the id lock, which `ib_cm_notify` takes in hard-IRQ context while `xa_lock`
+    /// is not IRQ-safe.
+    pub(crate) fn publish(self: &Arc<Self>) {
+        let first = {
+            let mut g = self.inner.lock();
+            !core::mem::replace(&mut g.published, true)
+        };
+        if first {
+            self.comm_id().publish(self);
         }
     }
 }
@@ -89,20 +78,20 @@ impl CommId {
 /// holds one in-flight use ([`CmId::put_user`] when done).
 pub(crate) fn acquire(local_wire: u32, remote_wire: u32) -> Option<Arc<CmId>> {
     let index = CommId::from_wire(local_wire);
-    // SAFETY: RCU read-side section, closed below on every path.
-    unsafe { bindings::ibcm_glue_rcu_read_lock() };
-    // SAFETY: Inside the RCU section.
-    let raw = unsafe { bindings::ibcm_glue_comm_load(index.0) };
-    let found = if raw.is_null() {
-        None
-    } else {
-        // SAFETY: A published entry is a pointer from `Arc::into_raw` whose reference is given
-        // back only after a grace period following its erase; we are inside the section.
-        let id = unsafe { ArcBorrow::<CmId>::from_raw(raw.cast()) };
-        Some(Arc::from(id))
+    let found = {
+        let _rcu = RcuGuard::new();
+        // SAFETY: Inside the RCU section.
+        let raw = unsafe { bindings::ibcm_glue_comm_load(index.index()) };
+        if raw.is_null() {
+            None
+        } else {
+            // SAFETY: A published entry is a pointer from `Arc::into_raw` whose reference is
+            // given back only after a grace period following its erase; we are inside the
+            // section.
+            let id = unsafe { ArcBorrow::<CmId>::from_raw(raw.cast()) };
+            Some(Arc::from(id))
+        }
     };
-    // SAFETY: Closes the section.
-    unsafe { bindings::ibcm_glue_rcu_read_unlock() };
     let id = found?;
     if id.remote_id() != remote_wire || !id.get_user() {
         return None;
@@ -110,25 +99,13 @@ pub(crate) fn acquire(local_wire: u32, remote_wire: u32) -> Option<Arc<CmId>> {
     Some(id)
 }
 
-/// `call_rcu()` callback: drops the comm table's reference of an erased id.
-///
-/// # Safety
-///
-/// Called by RCU with the head passed to `ibcm_glue_call_rcu` by [`CommId::release`].
-#[no_mangle]
-pub(crate) unsafe extern "C" fn ibcm_rs_rcu_release(head: *mut bindings::callback_head) {
-    // SAFETY: The head is embedded in a `CmId` whose table reference it carries (caller).
-    drop(unsafe { CmId::from_rcu_head(head) });
-}
-
 /// The first published id of `dev` at comm-table index `from` or above, with its index. Ids
 /// of other devices are skipped under RCU, without taking a reference: the walk never holds
 /// (nor drops the last reference of) another device's id.
 pub(crate) fn next_of_device(from: u32, dev: &CmDevice) -> Option<(Arc<CmId>, u32)> {
     let mut index = from;
-    // SAFETY: RCU read-side section, closed below.
-    unsafe { bindings::ibcm_glue_rcu_read_lock() };
-    let found = loop {
+    let _rcu = RcuGuard::new();
+    loop {
         // SAFETY: Inside the section; `index` is a valid in/out argument.
         let raw = unsafe { bindings::ibcm_glue_comm_find(&mut index) };
         if raw.is_null() {
@@ -144,8 +121,5 @@ pub(crate) fn next_of_device(from: u32, dev: &CmDevice) -> Option<(Arc<CmId>, u3
             Some(i) => index = i,
             None => break None,
         }
-    };
-    // SAFETY: Closes the section.
-    unsafe { bindings::ibcm_glue_rcu_read_unlock() };
-    found
+    }
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-//! Per-device CM state and the ib_client "cm".
+//! Per-device CM state: ports, gates, reply cache and the device's id containers.
 //!
-//! Stands for `cm_add_one()` / `cm_remove_one()` and `struct cm_device` in cm.c. Unlike cm.c,
+//! Stands for `struct cm_device` in cm.c; the ib_client callbacks (`cm_add_one()`,
+//! `cm_remove_one()`) are in `entry/client.rs`. Unlike cm.c,
 //! which keys one global listen tree on the device pointer under one global lock, each device
 //! owns its listener tree behind its own lock (see `listen.rs` and `Documentation/locking.rst`).
 //!
@@ -11,15 +12,18 @@
 //! never sees freed memory. The MAD agents' context is the same object: it stays alive until
 //! after the agents are unregistered.
 
+use crate::alloc::CmBox;
 use crate::{
-    bindings, debugfs,
+    av::{Av, SgidAttr},
+    bindings,
     listen::ListenTable,
-    lock::{new_spinlock_irq, SpinLockIrq},
+    lock::{new_spinlock_irq, RcuGuard, SpinLockIrq},
+    logic::timeout,
     port::CmPort,
-    recv,
+    recv_wc::RecvWc,
     reply_ah::{self, ReplyAh, ReplyAhCache},
-    timewait::{self, TimewaitQueue},
-    use_count,
+    timewait::TimewaitQueue,
+    use_count, wq,
 };
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use kernel::{
@@ -35,8 +39,8 @@ use kernel::{
 ///
 /// # Invariants
 ///
-/// `ib_dev` is the device this state was created for in [`ibcm_rs_add_one`]; ib_core keeps it
-/// alive at least until [`ibcm_rs_remove_one`] returns, and nothing dereferences it after that.
+/// `ib_dev` is the device this state was created for in `ibcm_rs_add_one` (`entry/client.rs`); ib_core keeps it
+/// alive at least until `ibcm_rs_remove_one` returns, and nothing dereferences it after that.
 #[pin_data]
 pub(crate) struct CmDevice {
     ib_dev: *mut bindings::ib_device,
@@ -52,7 +56,7 @@ pub(crate) struct CmDevice {
     /// Recent requesters' addresses and reply handles (`reply_ah.rs`); a leaf lock.
     #[pin]
     reply_ahs: SpinLockIrq<ReplyAhCache>,
-    /// Evicts expired reply handles when no traffic does ([`ibcm_rs_reply_sweep`]); queued
+    /// Evicts expired reply handles when no traffic does (`ibcm_rs_reply_sweep`, [`CmDevice::sweep_reply_ahs`]); queued
     /// only under `reply_ahs`'s lock while the cache is open, cancelled by removal.
     #[pin]
     sweep: Opaque<bindings::delayed_work>,
@@ -60,7 +64,7 @@ pub(crate) struct CmDevice {
     /// lock while the device is not going down, run a last time by removal.
     #[pin]
     pub(crate) timewait: Opaque<bindings::delayed_work>,
-    /// The device's debugfs directory (`debugfs.rs`), NULL without one; removed first by
+    /// The device's debugfs directory (`entry/debugfs.rs`), NULL without one; removed first by
     /// removal.
     debugfs: AtomicPtr<bindings::dentry>,
 }
@@ -178,8 +182,7 @@ impl CmDevice {
                 sends: Gate::new("sends"),
                 recvs: Gate::new("receive callbacks"),
                 reply_ahs <- new_spinlock_irq!(
-                    // SAFETY: A pure conversion.
-                    ReplyAhCache::new(unsafe { bindings::__msecs_to_jiffies(reply_ah::TTL_MS) }),
+                    ReplyAhCache::new(kernel::time::msecs_to_jiffies(reply_ah::TTL_MS)),
                     "CmDevice::reply_ahs"
                 ),
                 sweep <- Opaque::ffi_init(|dw: *mut bindings::delayed_work| {
@@ -196,6 +199,36 @@ impl CmDevice {
         )
     }
 
+    /// The device whose reply-cache `sweep` work is `dw`.
+    ///
+    /// # Safety
+    ///
+    /// `dw` must be the `sweep` field of a live `CmDevice`, which outlives the borrow.
+    pub(crate) unsafe fn from_sweep_work<'a>(dw: *mut bindings::delayed_work) -> &'a Self {
+        // SAFETY: `dw` is the `sweep` field of a live `CmDevice` (caller contract);
+        // `Opaque<T>` has `T`'s layout.
+        unsafe {
+            &*kernel::container_of!(dw.cast::<Opaque<bindings::delayed_work>>(), CmDevice, sweep)
+        }
+    }
+
+    /// The device whose `timewait` work is `dw`.
+    ///
+    /// # Safety
+    ///
+    /// `dw` must be the `timewait` field of a live `CmDevice`, which outlives the borrow.
+    pub(crate) unsafe fn from_timewait_work<'a>(dw: *mut bindings::delayed_work) -> &'a Self {
+        // SAFETY: `dw` is the `timewait` field of a live `CmDevice` (caller contract);
+        // `Opaque<T>` has `T`'s layout.
+        unsafe {
+            &*kernel::container_of!(
+                dw.cast::<Opaque<bindings::delayed_work>>(),
+                CmDevice,
+                timewait
+            )
+        }
+    }
+
     /// The ib_core device.
     pub(crate) fn ib_dev(&self) -> *mut bindings::ib_device {
         self.ib_dev
@@ -208,7 +241,7 @@ impl CmDevice {
 
     /// Marks the device going down (no listener is accepted, no work queued) and closes the
     /// send and receive gates.
-    fn mark_going_down(&self) {
+    pub(crate) fn mark_going_down(&self) {
         self.inner.lock().going_down = true;
         self.recvs.close();
         self.sends.close();
@@ -272,7 +305,7 @@ impl CmDevice {
     /// Queues the sweep in `delay` jiffies unless it is already pending (which is sooner).
     /// Called with the cache lock held and the cache open, so that removal's cancel is final.
     fn arm_sweep(&self, delay: usize) {
-        let wq = recv::wq();
+        let wq = wq::wq();
         if !wq.is_null() {
             // SAFETY: The work was initialised with the device; `wq` lives until module exit,
             // after every device is removed, and removal cancels the work first.
@@ -308,6 +341,74 @@ impl CmDevice {
         self.reply_ahs.lock().handles()
     }
 
+    /// Runs `f` on the ib_core device inside the send gate: `None` once removal closed it.
+    /// Ids outlive `remove_one`, after which the `ib_device` may be freed; removal closes the
+    /// gate and waits for the callers inside it before it returns.
+    fn with_live<R>(&self, f: impl FnOnce(*mut bindings::ib_device) -> R) -> Option<R> {
+        let _gate = self.enter_send()?;
+        Some(f(self.ib_dev))
+    }
+
+    /// The device's node GUID as it is stored (big-endian), or `None` once removal began.
+    pub(crate) fn node_guid(&self) -> Option<u64> {
+        // SAFETY: Inside the send gate the device is live (see `with_live`).
+        self.with_live(|d| unsafe { (*d).node_guid })
+    }
+
+    /// The device's local CA ACK delay, or `None` once removal began.
+    pub(crate) fn ack_delay(&self) -> Option<u8> {
+        // SAFETY: As in `node_guid`.
+        self.with_live(|d| unsafe { bindings::ibcm_glue_ack_delay(d) })
+    }
+
+    /// Whether the device supports the FLUSH access flags; false once removal began.
+    pub(crate) fn flush_capable(&self) -> bool {
+        // SAFETY: As in `node_guid`.
+        self.with_live(|d| unsafe { bindings::ibcm_glue_flush_capable(d) })
+            .unwrap_or(false)
+    }
+
+    /// Whether port `port_num` runs RoCE. `_in_recv`: a received MAD exists only between the
+    /// agent's receive handler and the end of its receive work, which removal waits for
+    /// (receive gate, workqueue flush) before `remove_one` returns, so the device is live.
+    pub(crate) fn port_is_roce(&self, port_num: u32, _in_recv: &RecvWc) -> bool {
+        // SAFETY: Live device (see above).
+        unsafe { bindings::ibcm_glue_protocol_roce(self.ib_dev, port_num) }
+    }
+
+    /// Whether port `port_num` makes OPA address handles (`rdma_cap_opa_ah`); as
+    /// [`CmDevice::port_is_roce`].
+    pub(crate) fn port_opa_ah(&self, port_num: u32, _in_recv: &RecvWc) -> bool {
+        // SAFETY: Live device (see `port_is_roce`).
+        unsafe { bindings::ibcm_glue_cap_opa_ah(self.ib_dev, port_num) }
+    }
+
+    /// GID 0 of port `port_num`; as [`CmDevice::port_is_roce`].
+    pub(crate) fn port_gid0(&self, port_num: u32, _in_recv: &RecvWc) -> Option<bindings::ib_gid> {
+        // SAFETY: All-zero is a valid GID (plain bytes).
+        let mut gid: bindings::ib_gid = unsafe { core::mem::zeroed() };
+        // SAFETY: Live device (see `port_is_roce`); `gid` is a valid output.
+        let ret = unsafe { bindings::rdma_query_gid(self.ib_dev, port_num, 0, &mut gid) };
+        (ret == 0).then_some(gid)
+    }
+
+    /// The cached P_Key at `index` of port `port_num`; as [`CmDevice::port_is_roce`].
+    pub(crate) fn cached_pkey(&self, port_num: u32, index: u16, _in_recv: &RecvWc) -> Option<u16> {
+        let mut pkey = 0u16;
+        // SAFETY: Live device (see `port_is_roce`); `pkey` is a valid output.
+        let ret = unsafe {
+            bindings::ib_get_cached_pkey(self.ib_dev, port_num, i32::from(index), &mut pkey)
+        };
+        (ret == 0).then_some(pkey)
+    }
+
+    /// Logs a dropped malformed MAD of port `port_num` (rate-limited); as
+    /// [`CmDevice::port_is_roce`].
+    pub(crate) fn warn_malformed(&self, port_num: u32, what: &'static CStr, _in_recv: &RecvWc) {
+        // SAFETY: Live device (see `port_is_roce`); `what` is a C string.
+        unsafe { bindings::ibcm_glue_warn_malformed(self.ib_dev, port_num, what.as_char_ptr()) };
+    }
+
     /// The CM state of `ib_dev`, or `ENODEV` if the CM does not manage that device (no
     /// CM-capable port, not registered, or being removed).
     ///
@@ -330,30 +431,25 @@ impl CmDevice {
     ///
     /// As [`CmDevice::get`].
     pub(crate) unsafe fn get_any(ib_dev: *mut bindings::ib_device) -> Result<Arc<Self>> {
-        // SAFETY: Plain RCU read-side critical section, closed below on every path.
-        unsafe { bindings::ibcm_glue_rcu_read_lock() };
+        let _rcu = RcuGuard::new();
         // SAFETY: The caller guarantees `ib_dev` is live; the client data slot is read under
         // RCU as ib_core allows.
         let data = unsafe { bindings::ibcm_glue_get_client_data(ib_dev) };
-        let dev = if data.is_null() {
-            None
-        } else {
-            // SAFETY: A non-NULL slot holds a pointer from `Arc::into_raw` in `add_one`, whose
-            // reference is dropped only after the slot is cleared and an RCU grace period has
-            // elapsed; we are inside the read-side critical section, so it is still held.
-            let borrowed = unsafe { ArcBorrow::<CmDevice>::from_raw(data.cast()) };
-            Some(Arc::from(borrowed))
-        };
-        // SAFETY: Closes the critical section opened above.
-        unsafe { bindings::ibcm_glue_rcu_read_unlock() };
-        dev.ok_or(ENODEV)
+        if data.is_null() {
+            return Err(ENODEV);
+        }
+        // SAFETY: A non-NULL slot holds a pointer from `Arc::into_raw` in `add_one`, whose
+        // reference is dropped only after the slot is cleared and an RCU grace period has
+        // elapsed; we are inside the read-side critical section, so it is still held.
+        let borrowed = unsafe { ArcBorrow::<CmDevice>::from_raw(data.cast()) };
+        Ok(Arc::from(borrowed))
     }
 
     /// Registers sysfs counters and the MAD agent of every port (`cm_add_one`), in order; on
     /// failure returns the error and how many ports were registered (the caller tears those
-    /// down with [`CmDevice::shut_down`]: receive work they queued may still run and must
+    /// down as removal does: receive work they queued may still run and must
     /// finish before their agents go).
-    fn register_ports(&self) -> core::result::Result<(), (Error, usize)> {
+    pub(crate) fn register_ports(&self) -> core::result::Result<(), (Error, usize)> {
         for (done, port) in self.ports.iter().enumerate() {
             if let Err(e) = self.register_port(port) {
                 return Err((e, done));
@@ -362,14 +458,12 @@ impl CmDevice {
         Ok(())
     }
 
-    /// Tears down the first `registered` ports of a device marked `going_down`, in cm.c's order
-    /// (`cm_remove_one`): CM support off, receive callbacks past the receive gate done queueing,
-    /// sends past the send gate drained, queued receive work run, the timewaits still queued
-    /// ended, the ids' handshake address handles given up and the reply cache closed (and its
-    /// sweep stopped), then the agents (waiting for their callbacks, which destroy the handles
-    /// still in use) and the sysfs groups. Every handle made on the port's MAD protection domain
-    /// is gone when this returns: ib_mad frees that domain after.
-    fn shut_down(&self, registered: usize) {
+    /// The first half of tearing down the first `registered` ports of a device marked
+    /// `going_down` (`cm_remove_one`): CM support off, receive callbacks past the receive gate
+    /// done queueing, sends past the send gate drained. The caller (the ib_client's removal, or
+    /// a failed add) then runs the queued receive work and the protocol's part before
+    /// [`CmDevice::unregister_ports`].
+    pub(crate) fn quiesce(&self, registered: usize) {
         debug_assert!(self.sends.closed.load(Ordering::Relaxed));
         debug_assert!(self.recvs.closed.load(Ordering::Relaxed));
         for port in self.ports.iter().take(registered) {
@@ -378,15 +472,46 @@ impl CmDevice {
         }
         self.recvs.drain();
         self.sends.drain();
-        recv::flush();
-        timewait::end_all(self);
-        // No send starts any more: the ids' handshake address handles go now if idle, else
-        // with the completions that the agents' unregistration below flushes.
-        crate::conn::retire_handshake_ahs(self);
+    }
+
+    /// The last half: the reply cache closed (and its sweep stopped), then the agents
+    /// (waiting for their callbacks, which destroy the handles still in use) and the sysfs
+    /// groups of the first `registered` ports. Every handle made on a port's MAD protection
+    /// domain is gone when this returns: ib_mad frees that domain after.
+    pub(crate) fn unregister_ports(&self, registered: usize) {
         self.close_reply_ahs();
         for port in self.ports.iter().take(registered) {
             self.unregister_port(port);
         }
+    }
+
+    /// How many CM-capable ports the device has.
+    pub(crate) fn port_count(&self) -> usize {
+        self.ports.len()
+    }
+
+    /// Publishes the device's debugfs directory (NULL for none).
+    pub(crate) fn set_debugfs(&self, dir: *mut bindings::dentry) {
+        self.debugfs.store(dir, Ordering::Release);
+    }
+
+    /// Takes the device's debugfs directory back, for its removal.
+    pub(crate) fn take_debugfs(&self) -> *mut bindings::dentry {
+        self.debugfs.swap(core::ptr::null_mut(), Ordering::AcqRel)
+    }
+
+    /// The reply-cache sweep: evicts the expired handles and re-arms for the next expiry;
+    /// an empty cache stops it until the next insert.
+    pub(crate) fn sweep_reply_ahs(&self) {
+        let evicted = {
+            let mut cache = self.reply_ahs.lock();
+            let (evicted, next) = cache.next_sweep(jiffies());
+            if let Some(delay) = next.filter(|_| cache.is_open()) {
+                self.arm_sweep(delay);
+            }
+            evicted
+        };
+        drop(evicted);
     }
 
     fn register_port(&self, port: &CmPort) -> Result {
@@ -425,138 +550,137 @@ impl CmDevice {
     }
 }
 
-/// `ib_client.add`: creates CM state for a device with at least one CM-capable port.
-///
-/// # Safety
-///
-/// Called by ib_core with a registered device.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn ibcm_rs_add_one(ib_dev: *mut bindings::ib_device) -> ffi::c_int {
-    // SAFETY: ib_core passes a live, registered device.
-    let (first, last) = unsafe {
-        (
-            bindings::ibcm_glue_start_port(ib_dev),
-            bindings::ibcm_glue_end_port(ib_dev),
-        )
-    };
-    let mut ports = KVec::new();
-    for port in first..=last {
-        // SAFETY: As above; `port` is in the device's valid range.
-        if unsafe { bindings::ibcm_glue_cap_ib_cm(ib_dev, port) } {
-            if let Err(e) = ports.push(CmPort::new(port), GFP_KERNEL) {
-                return Error::from(e).to_errno();
-            }
-        }
-    }
-    if ports.is_empty() {
-        // As cm.c: the core then keeps no client data and never calls remove.
-        return crate::error::eopnotsupp().to_errno();
-    }
-    let dev = match CmDevice::new(ib_dev, ports) {
-        Ok(dev) => dev,
-        Err(e) => return e.to_errno(),
-    };
-    if let Err((e, registered)) = dev.register_ports() {
-        // The ports registered before the failure may have queued receive work (which may
-        // send, and arm the reply cache's sweep): shut them down as removal does.
-        dev.mark_going_down();
-        dev.shut_down(registered);
-        return e.to_errno();
-    }
-    dev.debugfs.store(debugfs::add(&dev), Ordering::Release);
-    // SAFETY: `ib_dev` is live; the slot takes over the reference from `into_raw`.
-    unsafe { bindings::ibcm_glue_set_client_data(ib_dev, Arc::into_raw(dev) as *mut _) };
-    0
-}
-
-/// `ib_client.remove`: stops all traffic, tears the ports down in cm.c's order and releases
-/// the device's CM state.
-///
-/// Listeners still in the tree keep the state alive (each `CmId` holds an `Arc`) until their
-/// owners destroy them, so a forgotten listener is a reported leak, never a dangling pointer.
-///
-/// # Safety
-///
-/// Called by ib_core with the device and the client data set by [`ibcm_rs_add_one`].
-#[no_mangle]
-pub(crate) unsafe extern "C" fn ibcm_rs_remove_one(
-    ib_dev: *mut bindings::ib_device,
-    client_data: *mut ffi::c_void,
-) {
-    if client_data.is_null() {
-        return;
-    }
-    // SAFETY: `client_data` came from `Arc::into_raw` in `ibcm_rs_add_one`; this is the one
-    // place that takes that reference back.
-    let dev = unsafe { Arc::<CmDevice>::from_raw(client_data.cast()) };
-    // 0. Its debugfs files go first (this waits for their readers).
-    debugfs::remove(dev.debugfs.swap(core::ptr::null_mut(), Ordering::AcqRel));
-    // 1. No new work is queued, no new send starts, no new listener is accepted.
-    dev.mark_going_down();
-    // Ids left in the remote tables are not counted here: the tables are the CM's, and a walk
-    // of all of them under their lock for a diagnostic is not worth it (an id left at module
-    // exit is reported when the tables go).
-    let leftover = dev.inner.lock().listen.len();
-    if leftover != 0 {
-        pr_warn!("device removed with {leftover} listener(s) not destroyed\n");
-    }
-    // 2. Receive callbacks already past their gate finish queueing, sends already past theirs
-    //    finish posting; queued receive work runs (and sends nothing, the device is going
-    //    down); cached reply handles go before their agents' protection domain (sends still
-    //    using one hold it until unregistering the agent completes them); 3. the agents go
-    //    (waiting for their callbacks), then the sysfs groups.
-    dev.shut_down(dev.ports.len());
-    // SAFETY: `ib_dev` is live during remove; clearing the slot stops new lookups, and the
-    // grace period lets lookups already inside their RCU section take their reference first.
-    unsafe {
-        bindings::ibcm_glue_set_client_data(ib_dev, core::ptr::null_mut());
-        bindings::ibcm_glue_synchronize_rcu();
-    }
-    // Comm-table references of destroyed ids are dropped by RCU callbacks; let those run
-    // before the device's state goes.
-    crate::comm_id::barrier();
-    drop(dev);
-}
-
-/// The reply-cache sweep of a device: evicts the expired handles and comes back when the next
-/// one expires; an empty cache stops it until the next insert.
-///
-/// # Safety
-///
-/// Called by the workqueue (through `glue.c`) for the `sweep` work of a live [`CmDevice`]:
-/// removal cancels the work before it drops the device's last reference from ib_core.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn ibcm_rs_reply_sweep(dw: *mut bindings::delayed_work) {
-    // SAFETY: `dw` is the `sweep` field of a live `CmDevice` (caller contract); `Opaque<T>` has
-    // `T`'s layout.
-    let dev = unsafe {
-        &*kernel::container_of!(dw.cast::<Opaque<bindings::delayed_work>>(), CmDevice, sweep)
-    };
-    let evicted = {
-        let mut cache = dev.reply_ahs.lock();
-        let (evicted, next) = cache.next_sweep(jiffies());
-        if let Some(delay) = next.filter(|_| cache.is_open()) {
-            dev.arm_sweep(delay);
-        }
-        evicted
-    };
-    drop(evicted);
-}
-
 /// The tick counter (`jiffies`).
 pub(crate) fn jiffies() -> usize {
     // SAFETY: Reads the tick counter.
     unsafe { bindings::ibcm_glue_jiffies() }
 }
 
-/// Registers the ib_client "cm"; ib_core calls `add` for every existing device.
-pub(crate) fn register_client() -> Result {
-    // SAFETY: Called once from module init; the client struct lives in glue.c.
-    kernel::error::to_result(unsafe { bindings::ibcm_glue_register_client() })
+/// The `CmDevice` behind a MAD agent's context pointer.
+///
+/// # Safety
+///
+/// `context` must be the context the agent was registered with (a `CmDevice` kept alive by
+/// its owner, `ibcm_rs_add_one`'s reference and then the client data's, until after the agent
+/// is unregistered), and the borrow must not outlive the agent callback.
+pub(crate) unsafe fn device_of_agent<'a>(context: *mut ffi::c_void) -> ArcBorrow<'a, CmDevice> {
+    // SAFETY: See the function's safety contract.
+    unsafe { ArcBorrow::from_raw(context.cast::<CmDevice>()) }
 }
 
-/// Unregisters the ib_client; ib_core calls `remove` for every device first.
-pub(crate) fn unregister_client() {
-    // SAFETY: Called once from module exit, after a successful `register_client`.
-    unsafe { bindings::ibcm_glue_unregister_client() }
+/// The addresses a device resolves (see `av.rs`).
+impl Av {
+    /// The address the path record `path` describes (see [`Av::from_path`]), or `EINVAL` once
+    /// the device is being removed (as cm.c, which finds no port for it then).
+    pub(crate) fn from_path_rec(
+        dev: &CmDevice,
+        path: &bindings::sa_path_rec,
+        sgid: SgidAttr<'_>,
+    ) -> Result<CmBox<Self>> {
+        dev.with_live(|_| {
+            // SAFETY: A valid record, which the glue and `ib_init_ah_attr_from_path()` only
+            // read; `sgid` is NULL or live (its invariant), an attribute of this device or
+            // refused by the glue's check; the device is live inside the gate.
+            unsafe { Self::from_path(dev, core::ptr::from_ref(path).cast_mut(), sgid.as_ptr()) }
+        })
+        .ok_or(EINVAL)?
+    }
+
+    /// The sender of the received MAD `wc` (see [`Av::from_wc`]).
+    pub(crate) fn from_recv(dev: &CmDevice, port_num: u32, wc: &RecvWc) -> Result<Self> {
+        // SAFETY: `wc` owns a valid completion and GRH, and exists only in `dev`'s receive
+        // path (see `CmDevice::port_is_roce`).
+        unsafe { Self::from_wc(dev, port_num, wc.wc(), wc.grh()) }
+    }
+
+    /// The sender of a received MAD (`cm_init_av_for_response`): a copy of the device's cached
+    /// address of that sender (`reply_ah.rs`), or resolved here. May sleep. Returned by value:
+    /// a REQ's sender address lives only while the passive id's own address is built (cm.c
+    /// builds both in the id's embedded `cm_av`); [`Av::boxed`] keeps one.
+    ///
+    /// # Safety
+    ///
+    /// `wc` and `grh` must be valid for the call, which must run in `dev`'s receive work.
+    pub(crate) unsafe fn from_wc(
+        dev: &CmDevice,
+        port_num: u32,
+        wc: *const bindings::ib_wc,
+        grh: *const bindings::ib_grh,
+    ) -> Result<Self> {
+        let agent = dev
+            .port(port_num)
+            .map_or(core::ptr::null_mut(), |p| p.agent());
+        let cached = if agent.is_null() {
+            None
+        } else {
+            // SAFETY: The agent is registered while receive work runs (caller).
+            unsafe { dev.reply_addr(agent, wc, grh) }?
+        };
+        let mut attr = core::mem::MaybeUninit::<bindings::rdma_ah_attr>::uninit();
+        if let Some(cached) = cached {
+            // SAFETY: `attr` is ours and holds nothing yet.
+            unsafe { cached.copy_attr_to(attr.as_mut_ptr()) };
+        } else {
+            // SAFETY: Live device, valid completion and GRH; `attr` is ours to initialise.
+            let ret = unsafe {
+                bindings::ib_init_ah_attr_from_wc(
+                    dev.ib_dev(),
+                    port_num,
+                    wc,
+                    grh,
+                    attr.as_mut_ptr(),
+                )
+            };
+            if ret != 0 {
+                return Err(Error::from_errno(ret));
+            }
+        }
+        // SAFETY: `wc` is valid (caller contract).
+        let pkey_index = unsafe { (*wc).pkey_index };
+        // INVARIANT: initialised just above; an `rdma_ah_attr` holds no pointer to itself.
+        // SAFETY: Initialised above.
+        let attr = unsafe { attr.assume_init() };
+        Ok(Self::new(port_num, pkey_index, 0, attr))
+    }
+
+    /// The address a path record describes (`cm_init_av_by_path`): the port of `sgid_attr`
+    /// (or of the path's source GID), the P_Key's index, `packet_life_time + 1`. May sleep.
+    ///
+    /// # Safety
+    ///
+    /// `path` must be valid; `sgid_attr` NULL or a live attribute of `dev`'s device.
+    pub(crate) unsafe fn from_path(
+        dev: &CmDevice,
+        path: *mut bindings::sa_path_rec,
+        sgid_attr: *const bindings::ib_gid_attr,
+    ) -> Result<CmBox<Self>> {
+        let mut attr = core::mem::MaybeUninit::<bindings::rdma_ah_attr>::uninit();
+        let (mut port_num, mut pkey_index) = (0u32, 0u16);
+        // SAFETY: Valid device, path and attribute (caller); outputs are ours.
+        let ret = unsafe {
+            bindings::ibcm_glue_av_by_path(
+                dev.ib_dev(),
+                path,
+                sgid_attr,
+                attr.as_mut_ptr(),
+                &mut port_num,
+                &mut pkey_index,
+            )
+        };
+        if ret != 0 {
+            return Err(Error::from_errno(ret));
+        }
+        if dev.port(port_num).is_none() {
+            // SAFETY: Initialised above; released once.
+            unsafe { bindings::rdma_destroy_ah_attr(attr.as_mut_ptr()) };
+            return Err(EINVAL);
+        }
+        // SAFETY: `path` is valid (caller).
+        let life = unsafe { (*path).packet_life_time };
+        // SAFETY: Initialised above.
+        Self::new(port_num, pkey_index, timeout::av_timeout(life), unsafe {
+            attr.assume_init()
+        })
+        .boxed()
+    }
 }

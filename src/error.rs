@@ -1,12 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! errno and `ERR_PTR` conversions shared by everything below the exported edge.
 
-use crate::{
-    bindings,
-    listen::InsertError,
-    logic::service_id::{Collision, ServiceIdError},
-};
-use kernel::error::code::{EBUSY, EINVAL, ENOSPC};
+use crate::bindings;
 use kernel::prelude::*;
 
 /// `-EOPNOTSUPP`, which 6.12's `kernel::error::code` does not name.
@@ -19,16 +14,6 @@ pub(crate) fn eopnotsupp() -> Error {
 pub(crate) fn eisconn() -> Error {
     // CAST: as above.
     Error::from_errno(-(bindings::EISCONN as i32))
-}
-
-/// The errno of a failed listen insert, as cm.c gives it (allocator exhaustion is ours).
-pub(crate) fn listen_errno(e: InsertError) -> Error {
-    match e {
-        InsertError::Collision(Collision::Busy) => EBUSY,
-        InsertError::Collision(_) => EINVAL,
-        InsertError::ServiceId(ServiceIdError::Reserved) => EINVAL,
-        InsertError::ServiceId(ServiceIdError::Exhausted) => ENOSPC,
-    }
 }
 
 /// Whether a pointer a C caller passed (or a C function returned) is NULL or an `ERR_PTR`:

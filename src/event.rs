@@ -1,29 +1,34 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-//! Events of one id, delivered one at a time, in arrival order, in process context.
+//! An id's events and their queue (delivery, one at a time in arrival order, is
+//! `conn/deliver.rs`).
 //!
-//! Stands for `struct cm_work`, `cm_queue_work_unlock()`, `cm_process_work()` and
+//! Stands for the event half of `struct cm_work`, `cm_queue_work_unlock()` and
 //! `cm_dequeue_work()` in cm.c. An [`Event`] of a received MAD points into that MAD where the
 //! MAD layer put it (cm.c's work item keeps the receive completion until the event is done):
 //! the receive work that made it either delivers it itself while the MAD is still alive, or
 //! queues it, and queueing ([`EventQueue::push`]) first copies the MAD into the event and moves
 //! its pointers there, so a queued event owns everything it points to. The copy is the
 //! exception: an id's events queue only while one of its handlers is running. Events are
-//! allocated before the id's lock is taken; queueing only links them in. A received MAD's
-//! event is allocated by the receive callback and carries the MAD's work item to the CM
-//! workqueue (one allocation per MAD, as cm.c's `cm_work`); see `recv.rs`. The thread that finds
+//! allocated before the id's lock is taken; queueing only links them in. A received MAD waits
+//! on the CM workqueue in its own small work item (`recv_work.rs`); the handler that reports
+//! it allocates the event. The thread that finds
 //! the id idle becomes its deliverer (see `CmId::deliver`), calls the handler with no lock held
 //! and drains what others queued meanwhile; everyone else only queues. cm.c does the same with
 //! `work_count`.
 
 use crate::alloc::CmBox;
-use crate::recv::{Origin, RecvWc};
 use crate::{
     bindings,
-    cm_id::CmId,
     logic::wire::{MAD_HDR_LEN, MAD_LEN},
+    recv_wc::RecvWc,
 };
 use core::mem::MaybeUninit;
-use kernel::{ffi, prelude::*, sync::Arc, types::Opaque};
+use kernel::{ffi, prelude::*};
+
+/// Test builds: every event allocation that may fail fails while set (`entry/kunit.rs`).
+#[cfg(ibcm_kunit)]
+pub(crate) static FAIL_ALLOCS: core::sync::atomic::AtomicBool =
+    core::sync::atomic::AtomicBool::new(false);
 
 /// One event for a handler.
 ///
@@ -47,12 +52,10 @@ pub(crate) struct Event {
     src_len: usize,
     /// The MAD's copy once queued.
     mad: MaybeUninit<[u8; MAD_LEN]>,
-    /// The CM workqueue's item, while the event's allocation carries a received MAD to the
-    /// receive work (initialised by [`Event::for_work`] only).
-    work: Opaque<bindings::work_struct>,
-    /// That MAD, until the receive work takes it.
-    origin: Option<Origin>,
 }
+
+// A `CmBox` takes kmalloc's alignment (`alloc::MIN_ALIGN`).
+const _: () = assert!(core::mem::align_of::<Event>() <= crate::alloc::MIN_ALIGN);
 
 // SAFETY: The raw pointers inside point into the event itself, into a received MAD owned by
 // the receive work that holds the event (the event leaves that thread only through a queue,
@@ -61,8 +64,7 @@ pub(crate) struct Event {
 unsafe impl Send for Event {}
 
 impl Event {
-    /// The event of type `kind` about the received MAD `wc`, pointing into it: the allocation
-    /// the MAD's work item came in if it is still unused (cm.c's `cm_work`), else a new one.
+    /// The event of type `kind` about the received MAD `wc`, pointing into it.
     ///
     /// # Safety
     ///
@@ -71,10 +73,7 @@ impl Event {
         kind: bindings::ib_cm_event_type,
         wc: &RecvWc,
     ) -> Result<CmBox<Event>> {
-        let e = match wc.take_event() {
-            Some(e) => e,
-            None => Self::zeroed(GFP_KERNEL)?,
-        };
+        let e = Self::zeroed(GFP_KERNEL)?;
         // SAFETY: The caller's contract.
         unsafe { Self::attach(e, kind, wc.mad()) }
     }
@@ -97,42 +96,6 @@ impl Event {
         Ok(e)
     }
 
-    /// An event allocation carrying the received MAD `origin` to the CM workqueue, its work
-    /// item initialised (`cm_recv_handler`'s `cm_work`).
-    pub(crate) fn for_work(origin: Origin) -> Result<CmBox<Event>> {
-        let mut e = Self::zeroed(GFP_KERNEL)?;
-        e.origin = Some(origin);
-        // SAFETY: The work item is ours; the glue initialises it in place.
-        unsafe { bindings::ibcm_glue_init_recv_work(e.work.get()) };
-        Ok(e)
-    }
-
-    /// Gives up the box to the workqueue: its work item, for queueing.
-    pub(crate) fn into_work(e: CmBox<Event>) -> *mut bindings::work_struct {
-        let raw = CmBox::into_raw(e);
-        // SAFETY: `raw` is live (just leaked); the field's address does not move.
-        unsafe { (*raw).work.get() }
-    }
-
-    /// Takes the box back from its work item.
-    ///
-    /// # Safety
-    ///
-    /// `work` must come from [`Event::into_work`] and be taken back once.
-    pub(crate) unsafe fn from_work(work: *mut bindings::work_struct) -> CmBox<Event> {
-        // SAFETY: `work` is the `work` field of an event leaked by `into_work` (caller).
-        let e = unsafe {
-            kernel::container_of!(work.cast::<Opaque<bindings::work_struct>>(), Event, work)
-        };
-        // SAFETY: Leaked with `CmBox::into_raw`, taken back once (caller).
-        unsafe { CmBox::from_raw(e.cast_mut()) }
-    }
-
-    /// The received MAD the allocation carried (once).
-    pub(crate) fn take_origin(&mut self) -> Option<Origin> {
-        self.origin.take()
-    }
-
     /// A zeroed event of type `kind` about the received MAD `mad`, pointing into it. A
     /// received MAD that reached a handler is whole (`decode_header` checks its length), so
     /// every fixed-size field an event points at lies inside it; a shorter one is refused.
@@ -150,7 +113,8 @@ impl Event {
         unsafe { Self::attach(e, kind, mad) }
     }
 
-    /// A zeroed event about no MAD (timers, completions, API calls).
+    /// A zeroed event about no MAD.
+    #[cfg_attr(not(ibcm_kunit), allow(dead_code))]
     pub(crate) fn empty() -> Result<CmBox<Event>> {
         Self::zeroed(GFP_KERNEL)
     }
@@ -161,17 +125,33 @@ impl Event {
         Self::zeroed(GFP_ATOMIC)
     }
 
+    /// An empty event the CM makes itself (REQ_ERROR, REP_ERROR, DREQ_ERROR, SIDR_REQ_ERROR,
+    /// TIMEWAIT_EXIT, USER_ESTABLISHED), allocated so that it cannot fail: cm.c delivers these
+    /// from memory it already holds, so a failed allocation must not leave the id in a state
+    /// no input ends. Sleeps: the send completion, timewait and establish work only.
+    pub(crate) fn own() -> CmBox<Event> {
+        Self::init(crate::alloc::new_uninit_nofail::<Event>())
+    }
+
     /// An event whose fields are all zero but for the MAD buffer and the path records, which
     /// stay uninitialised until a queue copies into the former and [`Event::paths`] zeroes
     /// the latter.
     fn zeroed(flags: kernel::alloc::Flags) -> Result<CmBox<Event>> {
-        let mut e = CmBox::<Event>::new_uninit(flags)?;
+        #[cfg(ibcm_kunit)]
+        if FAIL_ALLOCS.load(core::sync::atomic::Ordering::Relaxed) {
+            // The white-box tests fail every allocation that may fail, as failslab would
+            // (which leaves `__GFP_NOFAIL` ones alone).
+            return Err(ENOMEM);
+        }
+        Ok(Self::init(CmBox::<Event>::new_uninit(flags)?))
+    }
+
+    fn init(mut e: CmBox<MaybeUninit<Event>>) -> CmBox<Event> {
         let p = e.as_mut_ptr();
         // SAFETY: `p` is valid for writes of an `Event`. All-zero is a valid value of every
         // field written: `next` is `None` (a box is a non-null pointer, so `None` is the null
         // niche), `ev` is plain C data whose pointers may be NULL, `src` is NULL and `src_len`
-        // 0; `paths`, `mad` (both `MaybeUninit`) and `work` (`Opaque`) need nothing;
-        // `origin` is `None`.
+        // 0; `paths` and `mad` (both `MaybeUninit`) need nothing.
         // INVARIANT: `paths_init` is false, so `paths` need not be initialised.
         unsafe {
             core::ptr::addr_of_mut!((*p).next).write(None);
@@ -179,10 +159,67 @@ impl Event {
             core::ptr::addr_of_mut!((*p).paths_init).write(false);
             core::ptr::addr_of_mut!((*p).src).write(core::ptr::null());
             core::ptr::addr_of_mut!((*p).src_len).write(0);
-            core::ptr::addr_of_mut!((*p).work).write(Opaque::uninit());
-            core::ptr::addr_of_mut!((*p).origin).write(None);
-            Ok(e.assume_init())
+            e.assume_init()
         }
+    }
+
+    // The parameters of each event type: the members of `ib_cm_event.param`. Each member is
+    // plain C data (integers, raw pointers, C enums as integers), valid for every bit pattern
+    // and zeroed with the event, so a mutable view of any member is sound; the CM writes the
+    // member of the event's type, the only one its handler reads.
+
+    /// The parameters of REQ_RECEIVED.
+    pub(crate) fn req_rcvd(&mut self) -> &mut bindings::ib_cm_req_event_param {
+        // SAFETY: A member of a union of plain C data (see above).
+        unsafe { self.ev.param.req_rcvd.as_mut() }
+    }
+
+    /// The parameters of REP_RECEIVED.
+    pub(crate) fn rep_rcvd(&mut self) -> &mut bindings::ib_cm_rep_event_param {
+        // SAFETY: A member of a union of plain C data (see above).
+        unsafe { self.ev.param.rep_rcvd.as_mut() }
+    }
+
+    /// The parameters of REJ_RECEIVED.
+    pub(crate) fn rej_rcvd(&mut self) -> &mut bindings::ib_cm_rej_event_param {
+        // SAFETY: A member of a union of plain C data (see above).
+        unsafe { self.ev.param.rej_rcvd.as_mut() }
+    }
+
+    /// The parameters of MRA_RECEIVED.
+    pub(crate) fn mra_rcvd(&mut self) -> &mut bindings::ib_cm_mra_event_param {
+        // SAFETY: A member of a union of plain C data (see above).
+        unsafe { self.ev.param.mra_rcvd.as_mut() }
+    }
+
+    /// The parameters of LAP_RECEIVED.
+    pub(crate) fn lap_rcvd(&mut self) -> &mut bindings::ib_cm_lap_event_param {
+        // SAFETY: A member of a union of plain C data (see above).
+        unsafe { self.ev.param.lap_rcvd.as_mut() }
+    }
+
+    /// The parameters of APR_RECEIVED.
+    pub(crate) fn apr_rcvd(&mut self) -> &mut bindings::ib_cm_apr_event_param {
+        // SAFETY: A member of a union of plain C data (see above).
+        unsafe { self.ev.param.apr_rcvd.as_mut() }
+    }
+
+    /// The parameters of SIDR_REQ_RECEIVED.
+    pub(crate) fn sidr_req_rcvd(&mut self) -> &mut bindings::ib_cm_sidr_req_event_param {
+        // SAFETY: A member of a union of plain C data (see above).
+        unsafe { self.ev.param.sidr_req_rcvd.as_mut() }
+    }
+
+    /// The parameters of SIDR_REP_RECEIVED.
+    pub(crate) fn sidr_rep_rcvd(&mut self) -> &mut bindings::ib_cm_sidr_rep_event_param {
+        // SAFETY: A member of a union of plain C data (see above).
+        unsafe { self.ev.param.sidr_rep_rcvd.as_mut() }
+    }
+
+    /// The parameters of the *_ERROR events.
+    pub(crate) fn send_status(&mut self) -> &mut bindings::ib_wc_status {
+        // SAFETY: A member of a union of plain C data (see above).
+        unsafe { self.ev.param.send_status.as_mut() }
     }
 
     /// The event's two path records (REQ primary and alternate, LAP alternate), zeroed on
@@ -312,56 +349,49 @@ impl Drop for EventQueue {
     }
 }
 
-/// Delivery: an id's events reach its handler one at a time, in order.
-impl CmId {
-    /// Delivers `first` and then whatever is queued meanwhile, one at a time, with no lock
-    /// held (`cm_process_work`). The caller became the deliverer under the lock and hands over
-    /// its use of the id; a non-zero handler return destroys the id (and consumes the caller's
-    /// handle, which the CM then owns, as in cm.c).
-    pub(crate) fn deliver(self: &Arc<Self>, first: CmBox<Event>) {
-        let mut next = Some(first);
-        while let Some(ev) = next {
-            let handler = self.handler();
-            let raw = CmId::raw(self);
-            let ret = match handler {
-                // SAFETY: A handler of the `<rdma/ib_cm.h>` type, called with a live id and an
-                // event whose pointers are valid for the duration of the call.
-                Some(h) => unsafe { h(raw, &ev.ev) },
-                None => -(bindings::EINVAL as i32),
-            };
-            drop(ev);
-            if ret != 0 {
-                // No other thread may become the deliverer now (cm.c never lets `work_count`
-                // drop after a refusal): the id is dead to every input but the destroy below.
-                let leftover = {
-                    let mut g = self.inner.lock();
-                    g.destroyed = true;
-                    g.events.take()
-                };
-                drop(leftover);
-                // As cm.c: the use goes first, or destroy would wait for ourselves.
-                self.put_user();
-                self.destroy_with(ret);
-                // SAFETY: The handler refused the id: the handle it held is the CM's now.
-                drop(unsafe { CmId::from_raw(raw) });
-                return;
-            }
-            let leftover = {
-                let mut g = self.inner.lock();
-                if g.destroyed {
-                    g.delivering = false;
-                    next = None;
-                    Some(g.events.take())
-                } else {
-                    next = g.events.pop();
-                    if next.is_none() {
-                        g.delivering = false;
-                    }
-                    None
-                }
-            };
-            drop(leftover);
-        }
-        self.put_user();
+/// Sets the bit fields of a REQ_RECEIVED event's parameters (the C compiler lays them out:
+/// bindgen misplaces two of them, see `glue.c`).
+pub(crate) fn set_req_bits(
+    p: &mut bindings::ib_cm_req_event_param,
+    local_cm_response_timeout: u8,
+    flow_control: u8,
+    remote_cm_response_timeout: u8,
+    retry_count: u8,
+    rnr_retry_count: u8,
+    srq: u8,
+) {
+    // SAFETY: `p` is a valid, exclusive parameter block.
+    unsafe {
+        bindings::ibcm_glue_req_event_bits(
+            p,
+            local_cm_response_timeout,
+            flow_control,
+            remote_cm_response_timeout,
+            retry_count,
+            rnr_retry_count,
+            srq,
+        )
+    }
+}
+
+/// Sets the bit fields of a REP_RECEIVED event's parameters (as [`set_req_bits`]).
+pub(crate) fn set_rep_bits(
+    p: &mut bindings::ib_cm_rep_event_param,
+    target_ack_delay: u8,
+    failover_accepted: u8,
+    flow_control: u8,
+    rnr_retry_count: u8,
+    srq: u8,
+) {
+    // SAFETY: `p` is a valid, exclusive parameter block.
+    unsafe {
+        bindings::ibcm_glue_rep_event_bits(
+            p,
+            target_ack_delay,
+            failover_accepted,
+            flow_control,
+            rnr_retry_count,
+            srq,
+        )
     }
 }

@@ -264,6 +264,12 @@ void *ibcm_glue_kmalloc(size_t size, gfp_t flags)
 	return kmalloc(size, flags);
 }
 
+/* An allocation that cannot fail (process context; small sizes only). */
+void *ibcm_glue_kmalloc_nofail(size_t size)
+{
+	return kmalloc(size, GFP_KERNEL | __GFP_NOFAIL);
+}
+
 struct workqueue_struct *ibcm_glue_alloc_wq(void)
 {
 	/* As cm.c: per-CPU, max_active 1, not WQ_MEM_RECLAIM. */

@@ -3,31 +3,33 @@
 //! `drivers/infiniband/core/cm.c`.
 //!
 //! The module exports the 16 symbols of the in-tree `ib_cm.ko` with the C ABI of
-//! `<rdma/ib_cm.h>` (`abi.rs`, exported from `glue.c`), registers the ib_client "cm" that keeps
-//! per-device state (`device.rs`), and keeps each device's listeners in its own tree
-//! (`listen.rs`). `Documentation/design.rst` maps the files; `Documentation/locking.rst`
+//! `<rdma/ib_cm.h>` (`entry/abi.rs`, exported from `glue.c`), registers the ib_client "cm"
+//! that keeps per-device state (`entry/client.rs`, `device.rs`), and keeps each device's
+//! listeners in its own tree (`listen.rs`). `Documentation/design.rst` maps the files; `Documentation/locking.rst`
 //! describes the locks.
 
 use kernel::prelude::*;
 
-mod abi;
+mod ah;
 mod alloc;
 mod av;
 mod bindings;
 mod cm_id;
 mod comm_id;
+mod comm_index;
 mod conn;
-mod debugfs;
 mod device;
+mod entry;
 mod error;
 mod event;
-#[cfg(ibcm_kunit)]
-mod kunit;
 mod listen;
 mod lock;
 mod logic;
+mod path;
 mod port;
 mod recv;
+mod recv_wc;
+mod recv_work;
 mod remote;
 mod reply_ah;
 mod send;
@@ -35,6 +37,7 @@ mod slot;
 mod timewait;
 mod trace;
 mod use_count;
+mod wq;
 
 module! {
     type: IbCm,
@@ -50,16 +53,16 @@ struct IbCm;
 impl kernel::Module for IbCm {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         comm_id::init();
-        cm_id::log_footprint();
+        remote::log_footprint();
         remote::init()?;
-        if let Err(e) = recv::init_wq() {
+        if let Err(e) = wq::init() {
             remote::exit();
             return Err(e);
         }
-        debugfs::init();
-        if let Err(e) = device::register_client() {
-            debugfs::exit();
-            recv::destroy_wq();
+        entry::debugfs::init();
+        if let Err(e) = entry::client::register_client() {
+            entry::debugfs::exit();
+            wq::destroy();
             remote::exit();
             return Err(e);
         }
@@ -69,9 +72,9 @@ impl kernel::Module for IbCm {
 
 impl Drop for IbCm {
     fn drop(&mut self) {
-        device::unregister_client();
-        debugfs::exit();
-        recv::destroy_wq();
+        entry::client::unregister_client();
+        entry::debugfs::exit();
+        wq::destroy();
         // Deferred comm-table references hold device state: let them go before the module.
         comm_id::barrier();
         if !comm_id::empty() {

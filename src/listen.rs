@@ -9,11 +9,16 @@
 //! share-and-increment and decrement-and-erase is atomic with respect to lookups.
 
 use crate::{
+    bindings,
     cm_id::CmId,
     logic::service_id::{on_collision, AssignAllocator, Collision, ServiceId, ServiceIdError},
 };
 use kernel::{
     alloc::{flags::GFP_ATOMIC, KVec},
+    error::{
+        code::{EBUSY, EINVAL, ENODEV, ENOSPC},
+        Error, Result,
+    },
     rbtree::{self, RBTree, RBTreeNode, RBTreeNodeReservation},
     sync::Arc,
 };
@@ -45,6 +50,16 @@ pub(crate) enum InsertError {
     Collision(Collision),
     /// The requested ID was invalid or the allocator is used up.
     ServiceId(ServiceIdError),
+}
+
+/// The errno of a failed listen insert, as cm.c gives it (allocator exhaustion is ours).
+pub(crate) fn listen_errno(e: InsertError) -> Error {
+    match e {
+        InsertError::Collision(Collision::Busy) => EBUSY,
+        InsertError::Collision(_) => EINVAL,
+        InsertError::ServiceId(ServiceIdError::Reserved) => EINVAL,
+        InsertError::ServiceId(ServiceIdError::Exhausted) => ENOSPC,
+    }
 }
 
 /// What dropping one share did.
@@ -177,5 +192,52 @@ impl ListenTable {
             }
         }
         left
+    }
+}
+
+impl CmId {
+    /// Makes `self`, fresh from [`CmId::new`], listen on `requested` (or an assigned ID), or
+    /// shares an existing listener when `handler` allows it.
+    ///
+    /// Returns the listener the caller now holds a reference to: `self` or the shared one.
+    pub(crate) fn listen(
+        self: &Arc<Self>,
+        requested: ServiceId,
+        assign: bool,
+        handler: Option<usize>,
+        reservation: ListenReservation,
+    ) -> Result<Arc<CmId>> {
+        let guard = self.inner.lock();
+        if guard.destroyed || self.state() != bindings::ib_cm_state_IB_CM_IDLE {
+            return Err(EINVAL);
+        }
+        let mut dev = self.dev.inner.lock();
+        if dev.going_down {
+            return Err(ENODEV);
+        }
+        // The new id is not yet visible to sharers, so its state may be set ahead of the
+        // insert; on failure it is put back.
+        self.set_state(bindings::ib_cm_state_IB_CM_LISTEN);
+        let outcome = dev
+            .listen
+            .insert(self, requested, assign, handler, reservation);
+        match outcome {
+            Ok(Inserted::New(sid)) => {
+                self.set_service_id(sid);
+                Ok(self.clone())
+            }
+            Ok(Inserted::Shared(existing)) => {
+                self.set_state(bindings::ib_cm_state_IB_CM_IDLE);
+                Ok(existing)
+            }
+            Err((e, reservation)) => {
+                self.set_state(bindings::ib_cm_state_IB_CM_IDLE);
+                drop(dev);
+                drop(guard);
+                // Freed outside the locks.
+                drop(reservation);
+                Err(listen_errno(e))
+            }
+        }
     }
 }

@@ -54,3 +54,23 @@ unsafe impl Backend for IrqSaveSpinLockBackend {
         unsafe { bindings::ibcm_glue_spin_unlock_irqrestore(ptr, *guard_state) }
     }
 }
+
+/// An RCU read-side critical section (`rcu_read_lock()`), ended when dropped; 6.12's kernel
+/// crate has no RCU guard. Not `Send`: the section belongs to its thread.
+pub(crate) struct RcuGuard(core::marker::PhantomData<*mut ()>);
+
+impl RcuGuard {
+    /// Enters a read-side critical section.
+    pub(crate) fn new() -> Self {
+        // SAFETY: Plain RCU read lock, released by `drop` on the same thread.
+        unsafe { bindings::ibcm_glue_rcu_read_lock() };
+        Self(core::marker::PhantomData)
+    }
+}
+
+impl Drop for RcuGuard {
+    fn drop(&mut self) {
+        // SAFETY: Ends the section `new` began.
+        unsafe { bindings::ibcm_glue_rcu_read_unlock() };
+    }
+}

@@ -3,11 +3,10 @@
 //!
 //! Stands for `struct cm_port` and the counter half of cm.c (`cm_show_counter`, the four
 //! `cm_*_group`s). The sysfs files themselves are declared in `glue.c`; their `show` reads the
-//! counters through [`ibcm_rs_counter`].
+//! counters through `ibcm_rs_counter` (`entry/client.rs`).
 
-use crate::{bindings, device::CmDevice, logic::wire::ATTR_COUNT};
+use crate::{bindings, logic::wire::ATTR_COUNT};
 use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
-use kernel::{ffi, sync::ArcBorrow};
 
 /// Counter groups, in the order of `enum ibcm_counter_group` (`include/ib_cm_glue.h`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -87,42 +86,4 @@ impl CmPort {
             .and_then(|g| g.get(index))
             .map_or(0, |c| c.load(Ordering::Relaxed))
     }
-}
-
-/// `show` of every counter file in sysfs.
-///
-/// # Safety
-///
-/// Called by sysfs (through `glue.c`) with a registered device and one of its port numbers.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn ibcm_rs_counter(
-    ib_dev: *mut bindings::ib_device,
-    port_num: u32,
-    group: ffi::c_uint,
-    index: ffi::c_uint,
-) -> i64 {
-    // SAFETY: The device is live while its sysfs files exist; the groups are removed before
-    // the client data is cleared, so the slot holds our reference here.
-    let Ok(dev) = (unsafe { CmDevice::get_any(ib_dev) }) else {
-        return 0;
-    };
-    let value = dev.port(port_num).map_or(0, |p| {
-        p.read(
-            usize::try_from(group).unwrap_or(usize::MAX),
-            usize::try_from(index).unwrap_or(usize::MAX),
-        )
-    });
-    i64::try_from(value).unwrap_or(i64::MAX)
-}
-
-/// The `CmDevice` behind a MAD agent's context pointer.
-///
-/// # Safety
-///
-/// `context` must be the context the agent was registered with (a `CmDevice` kept alive by
-/// its owner, `ibcm_rs_add_one`'s reference and then the client data's, until after the agent
-/// is unregistered), and the borrow must not outlive the agent callback.
-pub(crate) unsafe fn device_of_agent<'a>(context: *mut ffi::c_void) -> ArcBorrow<'a, CmDevice> {
-    // SAFETY: See the function's safety contract.
-    unsafe { ArcBorrow::from_raw(context.cast::<CmDevice>()) }
 }

@@ -41,62 +41,8 @@ use kernel::{
     sync::Arc,
 };
 
-/// How the peer names a connection request: its CA GUID and its local comm ID.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-pub(crate) struct ReqKey {
-    /// The REQ's local CA GUID.
-    pub(crate) ca_guid: u64,
-    /// The REQ's local comm ID.
-    pub(crate) comm_id: u32,
-}
-
-/// The peer's queue pair: its CA GUID and the REQ's local QPN.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-pub(crate) struct QpKey {
-    /// The REQ's local CA GUID.
-    pub(crate) ca_guid: u64,
-    /// The REQ's local QPN.
-    pub(crate) qpn: u32,
-}
-
-/// How the peer names a SIDR request: request ID and source LID (always 0 on RoCE, so two
-/// hosts with the same request ID collide, as in cm.c, quirk 4).
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-pub(crate) struct SidrKey {
-    /// The SIDR_REQ's request ID.
-    pub(crate) request_id: u32,
-    /// The work completion's source LID.
-    pub(crate) slid: u32,
-}
-
-/// The key a passive id was registered under.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum RemoteKey {
-    /// Created by a REQ: its [`ReqKey`] and [`QpKey`], which share the CA GUID (stored once:
-    /// this sits in every id).
-    Req {
-        /// The REQ's local CA GUID.
-        ca_guid: u64,
-        /// The REQ's local comm ID.
-        comm_id: u32,
-        /// The REQ's local QPN.
-        qpn: u32,
-    },
-    /// Created by a SIDR_REQ.
-    Sidr(SidrKey),
-}
-
-impl RemoteKey {
-    /// The keys of one REQ (both from the same REQ, so with the same CA GUID).
-    pub(crate) fn req(key: ReqKey, qp: QpKey) -> Self {
-        debug_assert_eq!(key.ca_guid, qp.ca_guid);
-        RemoteKey::Req {
-            ca_guid: key.ca_guid,
-            comm_id: key.comm_id,
-            qpn: qp.qpn,
-        }
-    }
-}
+// The keys are pure values, shared with the id that records them (`cm_id.rs`).
+pub(crate) use crate::logic::remote::{QpKey, RemoteKey, ReqKey, SidrKey};
 
 /// A reserved tree node, allocated before the tables' lock is taken.
 pub(crate) type RemoteReservation<K> = RBTreeNodeReservation<K, Arc<CmId>>;
@@ -156,6 +102,9 @@ pub(crate) struct ConnEntry {
     qpn: u32,
     id: Arc<CmId>,
 }
+
+// A `CmBox` takes kmalloc's alignment (`alloc::MIN_ALIGN`).
+const _: () = assert!(core::mem::align_of::<ConnEntry>() <= crate::alloc::MIN_ALIGN);
 
 /// An entry allocated before the tables' lock is taken.
 pub(crate) struct ConnReservation(CmBox<MaybeUninit<ConnEntry>>);
@@ -508,4 +457,28 @@ pub(crate) fn exit() {
         // SAFETY: Stored by `init` from `Arc::into_raw`; swapped out once.
         drop(unsafe { Arc::from_raw(t) });
     }
+}
+
+/// Prints what one connection end costs in memory (a figure for the README's table, at module
+/// load): the id (`ArcInner<CmId>`: a refcount, then the id), its primary address and its
+/// remote-table entry (two `rb_node`s, the keys, an `Arc`), each rounded up to its kmalloc
+/// slab. cm.c's counterpart is `cm_id_private` plus `cm_timewait_info`.
+pub(crate) fn log_footprint() {
+    use core::mem::size_of;
+    let id = size_of::<kb::refcount_t>().next_multiple_of(8) + size_of::<CmId>();
+    let av = size_of::<crate::av::Av>();
+    let entry = size_of::<ConnEntry>();
+    // SAFETY: Pure size computations.
+    let slab = |n: usize| unsafe { kb::kmalloc_size_roundup(n) };
+    let total = slab(id) + slab(av) + slab(entry);
+    pr_info!(
+        "connection end: id {} B (slab {}), address {} B (slab {}), remote entry {} B (slab {}): {} B\n",
+        id,
+        slab(id),
+        av,
+        slab(av),
+        entry,
+        slab(entry),
+        total
+    );
 }

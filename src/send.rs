@@ -9,6 +9,7 @@
 //! those in flight before it unregisters the agents.
 
 use crate::{
+    ah::HandshakeAh,
     av::Av,
     bindings,
     cm_id::CmId,
@@ -18,7 +19,8 @@ use crate::{
         trace::IdTrace,
         wire::{encode_zeroed_mad, AttrId, CmMessage, MAD_HDR_LEN, MAD_LEN, PAYLOAD_LEN},
     },
-    port::{device_of_agent, Counter},
+    port::Counter,
+    recv_wc::RecvWc,
     reply_ah::ReplyAh,
 };
 use core::mem::ManuallyDrop;
@@ -70,53 +72,6 @@ static HANDSHAKE_TAG: u8 = 0;
 
 fn handshake_tag() -> *mut ffi::c_void {
     core::ptr::addr_of!(HANDSHAKE_TAG).cast_mut().cast()
-}
-
-/// The address handle an active id's handshake sends share. cm.c creates a handle per MAD;
-/// the REQ's serves the RTU (and an MRA or REJ before it) too, since they go along the same
-/// address, which saves creating and destroying one per connection. The handle lives while
-/// the id is in a handshake state or a send on it is in flight, and no longer: an established
-/// connection holds no handle (the memory per connection stays what it was).
-///
-/// # Invariants
-///
-/// `ah` is NULL or a handle of the id's MAD agent PD, created from the id's `av`, that no
-/// one else destroys.
-#[derive(Default)]
-pub(crate) struct HandshakeAh(Option<core::ptr::NonNull<bindings::ib_ah>>);
-
-// SAFETY: An address handle may be used and destroyed from any thread.
-unsafe impl Send for HandshakeAh {}
-// SAFETY: Shared access only reads the pointer.
-unsafe impl Sync for HandshakeAh {}
-
-impl HandshakeAh {
-    /// In the id's count of sends on the handle: the handle is out of use (the id left the
-    /// handshake while sends on it were in flight): no send takes it any more, the last
-    /// completion destroys it.
-    pub(crate) const RETIRED: u8 = 0x80;
-
-    /// Takes the handle out, leaving none.
-    pub(crate) fn take(&mut self) -> Self {
-        Self(self.0.take())
-    }
-
-    /// Whether there is a handle.
-    pub(crate) fn is_some(&self) -> bool {
-        self.0.is_some()
-    }
-}
-
-impl Drop for HandshakeAh {
-    fn drop(&mut self) {
-        if let Some(ah) = self.0.take() {
-            // SAFETY: Ours alone (type invariant), and no send uses it any more: the holder
-            // drops it only with no handshake send in flight (or as the id is freed, after
-            // every buffer gave its reference back). Non-sleeping, so it may run under the id
-            // lock, as cm.c's `cm_free_priv_msg`.
-            unsafe { bindings::ibcm_glue_destroy_ah(ah.as_ptr()) };
-        }
-    }
 }
 
 impl SendAh {
@@ -195,8 +150,41 @@ unsafe fn encode_into(
     // with it and not aliased while we own it (caller); the borrow ends with this function.
     let mad = unsafe { &mut *(*buf).mad.cast::<[u8; MAD_LEN]>() };
     encode_zeroed_mad(msg, tid, attr_mod, mad);
+    // Records the MAD for the white-box receive-path tests.
     #[cfg(ibcm_kunit)]
-    crate::kunit::capture(mad);
+    // SAFETY: `mad` is 256 readable bytes.
+    unsafe {
+        bindings::ibcm_glue_capture_put(mad.as_ptr())
+    };
+}
+
+/// Sends `msg` back to the sender of the received `wc`, with TID `tid` (cm.c's response
+/// MADs: QP1, the completion's address and P_Key index, no id attached). May sleep.
+pub(crate) fn send_response(
+    dev: &CmDevice,
+    port_num: u32,
+    wc: &RecvWc,
+    tid: u64,
+    msg: &CmMessage<'_>,
+) -> Result {
+    let dest = Dest::Response {
+        wc: wc.wc(),
+        grh: wc.grh(),
+    };
+    // SAFETY: `wc` owns a valid completion and GRH for the call, which runs in `dev`'s
+    // receive work (a `RecvWc` exists only there).
+    unsafe { send(dev, port_num, dest, msg, tid, 0, false) }
+}
+
+/// Sends `msg` along the address `av` (to QP1, `GFP_KERNEL`), with no id attached.
+pub(crate) fn send_along(dev: &CmDevice, av: &Av, msg: &CmMessage<'_>, tid: u64) -> Result {
+    let dest = Dest::Av {
+        attr: av.attr(),
+        remote_qpn: QP1,
+        pkey_index: av.pkey_index,
+    };
+    // SAFETY: `av`'s attribute is initialised (its invariant) and outlives the call.
+    unsafe { send(dev, av.port_num(), dest, msg, tid, 0, false) }
 }
 
 /// Sends `msg` from port `port_num` of `dev`, with `tid` and `attr_mod` in the MAD header.
@@ -338,7 +326,7 @@ pub(crate) fn send_for_id(
         let hi = unsafe { bindings::ibcm_glue_mad_agent_hi_tid(agent) };
         (u64::from(hi) << 32) | u64::from(id.local_id().to_be())
     });
-    let ah = match hs.as_mut().and_then(|(h, _)| h.0) {
+    let ah = match hs.as_mut().and_then(|(h, _)| h.get()) {
         Some(ah) => SendAh::Handshake(ah.as_ptr()),
         None => {
             // SAFETY: `agent` is registered (gate held); `av.attr()` is initialised.
@@ -348,8 +336,9 @@ pub(crate) fn send_for_id(
             }
             match (hs.as_mut(), core::ptr::NonNull::new(ah)) {
                 (Some((h, _)), Some(nn)) => {
-                    // INVARIANT: created from the id's address, for this id alone.
-                    h.0 = Some(nn);
+                    // SAFETY: Created just above on the agent's PD from the id's address, for
+                    // this id alone.
+                    unsafe { h.set(nn) };
                     SendAh::Handshake(ah)
                 }
                 _ => SendAh::Own(ah),
@@ -415,63 +404,88 @@ pub(crate) fn send_for_id(
     Ok((buf, tid))
 }
 
-/// Send completion (`cm_send_handler`): counts the message and its retries, then frees the
-/// address handle and the buffer.
+/// A completed send, taken back from the MAD layer (the first half of `cm_send_handler`):
+/// counted, with the id reference the buffer carried; dropping it frees the buffer and its
+/// address handle.
 ///
-/// # Safety
+/// # Invariants
 ///
-/// Called by the MAD layer (through `glue.c`) for a buffer posted by [`send`], with the
-/// agent's context.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn ibcm_rs_send_done(
-    context: *mut ffi::c_void,
-    port_num: u32,
-    send_wc: *mut bindings::ib_mad_send_wc,
-) {
-    // SAFETY: The agent's context is its device, alive while the agent is registered.
-    let dev = unsafe { device_of_agent(context) };
-    // SAFETY: The MAD layer passes a valid completion for one of our buffers.
-    let buf = unsafe { (*send_wc).send_buf };
-    // SAFETY: `buf` is ours until freed below; its `mad` holds the MAD we built.
-    let (attr, retries, owner, status) = unsafe {
-        let mad = core::slice::from_raw_parts((*buf).mad.cast::<u8>(), MAD_LEN);
-        (
-            u16::from_be_bytes([mad[16], mad[17]]),
-            (*buf).retries,
-            (*buf).context[1],
-            (*send_wc).status,
-        )
-    };
-    let attr = AttrId::from_wire(attr);
-    if let (Some(port), Some(attr)) = (dev.port(port_num), attr) {
-        let mut retries = u64::try_from(retries).unwrap_or(0);
-        // cm.c counts an id-less answer other than a REJ (a retransmission's answer, a DREP
-        // for an unknown DREQ) as sent twice with one retry.
-        if owner.is_null() && matches!(attr, AttrId::Mra | AttrId::Rtu | AttrId::Drep) {
-            retries = 1;
+/// `buf` is a buffer posted by [`send`] whose send has completed: it is ours, its address
+/// handle or handshake tag is still in `context[0]`, and it is freed once, by `drop`.
+pub(crate) struct Completed {
+    buf: *mut bindings::ib_mad_send_buf,
+    /// The id the buffer held a reference to (`context[1]`), taken back.
+    pub(crate) id: Option<Arc<CmId>>,
+    /// The send used the id's handshake address handle.
+    pub(crate) on_hs: bool,
+    /// The completion's status.
+    pub(crate) status: bindings::ib_wc_status,
+}
+
+impl Completed {
+    /// Takes a completed send back and counts the message and its retries on its port.
+    ///
+    /// # Safety
+    ///
+    /// `send_wc` is the MAD layer's completion of a buffer posted by [`send`] through an agent
+    /// of `dev`, passed to the agent's send handler; this is called once for it.
+    pub(crate) unsafe fn take(
+        dev: &CmDevice,
+        port_num: u32,
+        send_wc: *mut bindings::ib_mad_send_wc,
+    ) -> Self {
+        // SAFETY: The MAD layer passes a valid completion for one of our buffers (caller).
+        let buf = unsafe { (*send_wc).send_buf };
+        // SAFETY: `buf` is ours until freed; its `mad` holds the MAD we built.
+        let (attr, retries, owner, status, ctx) = unsafe {
+            let mad = core::slice::from_raw_parts((*buf).mad.cast::<u8>(), MAD_LEN);
+            (
+                u16::from_be_bytes([mad[16], mad[17]]),
+                (*buf).retries,
+                (*buf).context[1],
+                (*send_wc).status,
+                (*buf).context[0],
+            )
+        };
+        let attr = AttrId::from_wire(attr);
+        if let (Some(port), Some(attr)) = (dev.port(port_num), attr) {
+            let mut retries = u64::try_from(retries).unwrap_or(0);
+            // cm.c counts an id-less answer other than a REJ (a retransmission's answer, a DREP
+            // for an unknown DREQ) as sent twice with one retry.
+            if owner.is_null() && matches!(attr, AttrId::Mra | AttrId::Rtu | AttrId::Drep) {
+                retries = 1;
+            }
+            port.count(Counter::TxMsgs, attr.counter_index(), 1 + retries);
+            port.count(Counter::TxRetries, attr.counter_index(), retries);
         }
-        port.count(Counter::TxMsgs, attr.counter_index(), 1 + retries);
-        port.count(Counter::TxRetries, attr.counter_index(), retries);
+        let id = if owner.is_null() {
+            None
+        } else {
+            // SAFETY: `context[1]` holds the reference `send` moved in; taken back once.
+            Some(unsafe { Arc::<CmId>::from_raw(owner.cast::<CmId>()) })
+        };
+        // INVARIANT: the completed buffer, freed only by `drop`.
+        Self {
+            buf,
+            id,
+            on_hs: ctx == handshake_tag(),
+            status,
+        }
     }
-    let id = if owner.is_null() {
-        None
-    } else {
-        // SAFETY: `context[1]` holds the reference `send_for_id` moved in; taken back once.
-        Some(unsafe { Arc::<CmId>::from_raw(owner.cast::<CmId>()) })
-    };
-    // SAFETY: `buf` is ours until freed below.
-    let on_hs = unsafe { (*buf).context[0] } == handshake_tag();
-    // The id forgets the buffer (if it is its tracked one) before the buffer is freed, and
-    // gives back its use of the handshake handle (the last one destroys it).
-    let failed_in = id
-        .as_ref()
-        .and_then(|id| crate::conn::untrack(id, buf, on_hs));
-    // SAFETY: The send is complete; the buffer and its handle are ours to release.
-    unsafe {
-        release(buf);
-        bindings::ib_free_send_mad(buf);
+
+    /// The buffer, as an identity (the id's tracked MAD is compared with it).
+    pub(crate) fn buf(&self) -> *mut bindings::ib_mad_send_buf {
+        self.buf
     }
-    if let Some(id) = id {
-        crate::conn::send_done(&id, failed_in, status);
+}
+
+impl Drop for Completed {
+    fn drop(&mut self) {
+        // SAFETY: The send is complete; the buffer and its handle are ours to release, once
+        // (type invariants).
+        unsafe {
+            release(self.buf);
+            bindings::ib_free_send_mad(self.buf);
+        }
     }
 }

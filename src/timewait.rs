@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-//! The timewait queue of a device, and the USER_ESTABLISHED work of `ib_cm_notify()`.
+//! The timewait queue of a device, and the USER_ESTABLISHED work item of `ib_cm_notify()`
+//! (the work functions that end a timewait and deliver USER_ESTABLISHED are in
+//! `entry/work.rs`).
 //!
 //! Stands for `cm_create_timewait_info()`, the timer half of `cm_enter_timewait()`,
 //! `cm_timewait_handler()`, `cm_establish()` and `cm_establish_handler()` in cm.c. cm.c
@@ -13,51 +15,21 @@
 
 use crate::{
     bindings,
-    cm_id::{CmId, CmIdInner},
-    conn,
+    cm_id::{CmId, CmIdInner, TwNode},
     device::{jiffies, CmDevice},
-    event::Event,
     logic::{
         deadline_list::{self, DeadlineList, Links},
-        state::Input,
         timeout,
     },
-    recv,
+    wq,
 };
-use core::{cell::UnsafeCell, ptr::NonNull};
+use core::ptr::NonNull;
 use kernel::{
     new_work,
     prelude::*,
     sync::Arc,
-    types::Opaque,
-    workqueue::{impl_has_work, Work, WorkItem},
+    workqueue::{impl_has_work, Work},
 };
-
-/// An id's place in its device's timewait queue.
-///
-/// # Invariants
-///
-/// Only read or written by a holder of the lock of the id's device (`CmDevice::inner`, proved
-/// by `&mut TimewaitQueue`). Both links are `None` while the id is not queued.
-pub(crate) struct TwLink(UnsafeCell<TwNode>);
-
-#[derive(Clone, Copy)]
-struct TwNode {
-    prev: Option<NonNull<CmId>>,
-    next: Option<NonNull<CmId>>,
-    deadline: usize,
-}
-
-impl TwLink {
-    /// Not queued.
-    pub(crate) const fn new() -> Self {
-        Self(UnsafeCell::new(TwNode {
-            prev: None,
-            next: None,
-            deadline: 0,
-        }))
-    }
-}
 
 /// Timeout exponents (`av.timeout`, 5 bits): one list each.
 const CLASSES: usize = 32;
@@ -238,14 +210,13 @@ pub(crate) fn arm(id: &Arc<CmId>, g: &mut CmIdInner) {
     if dev.going_down {
         return;
     }
-    let wq = recv::wq();
+    let wq = wq::wq();
     if wq.is_null() {
         return;
     }
     let class = g.av.as_ref().map_or(0, |av| av.timeout);
     let ms = timeout::conv_ms(class);
-    // SAFETY: A pure conversion.
-    let delay = unsafe { bindings::__msecs_to_jiffies(ms) };
+    let delay = kernel::time::msecs_to_jiffies(ms);
     let first = dev
         .timewait
         .insert(id.clone(), class, jiffies().wrapping_add(delay));
@@ -275,7 +246,7 @@ pub(crate) fn leave(id: &CmId, class: u8) {
 /// Removal: ends every timewait still queued on a device marked `going_down` and waits until
 /// that is done; nothing is queued on it afterwards.
 pub(crate) fn end_all(dev: &CmDevice) {
-    let wq = recv::wq();
+    let wq = wq::wq();
     if wq.is_null() {
         return;
     }
@@ -290,72 +261,6 @@ pub(crate) fn end_all(dev: &CmDevice) {
     }
 }
 
-/// The device's timewait timer fired (`cm_timewait_handler`, for every due id): TIMEWAIT ->
-/// IDLE and TIMEWAIT_EXIT, then the timer is armed for the next deadline.
-///
-/// # Safety
-///
-/// Called by the workqueue (through `glue.c`) for the `timewait` work of a live [`CmDevice`]:
-/// removal runs it a last time before it drops the device's last reference from ib_core.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn ibcm_rs_timewait(dw: *mut bindings::delayed_work) {
-    // SAFETY: `dw` is the `timewait` field of a live `CmDevice` (caller contract); `Opaque<T>`
-    // has `T`'s layout.
-    let dev = unsafe {
-        &*kernel::container_of!(
-            dw.cast::<Opaque<bindings::delayed_work>>(),
-            CmDevice,
-            timewait
-        )
-    };
-    loop {
-        let id = {
-            let mut inner = dev.inner.lock();
-            let now = jiffies();
-            let all = inner.going_down;
-            match inner.timewait.pop_due(now, all) {
-                Some(id) => id,
-                None => {
-                    let wq = recv::wq();
-                    match inner.timewait.next_delay(now) {
-                        Some(delay) if !all && !wq.is_null() => {
-                            // A sooner arming by `arm` stays: queueing a pending
-                            // work is a no-op.
-                            // SAFETY: As in `arm`.
-                            unsafe {
-                                bindings::ibcm_glue_queue_delayed_work_jiffies(wq, dw, delay)
-                            };
-                        }
-                        _ => {}
-                    }
-                    return;
-                }
-            }
-        };
-        expire(id);
-        // A batch of expiries (removal ends them all at once) must not hog the CPU: each one
-        // runs a handler.
-        // SAFETY: Plain scheduling point; the work runs in process context, no lock held.
-        unsafe { bindings::ibcm_glue_cond_resched() };
-    }
-}
-
-/// Ends one id's timewait, unless destroy took it out first.
-fn expire(id: Arc<CmId>) {
-    {
-        let mut g = id.inner.lock();
-        if !g.timewait_armed {
-            // Destroy got here first.
-            return;
-        }
-        g.timewait_armed = false;
-    }
-    if !id.get_user() {
-        return;
-    }
-    conn::input_with_event(&id, Input::TimewaitExpired, Event::empty().ok());
-}
-
 /// The USER_ESTABLISHED work queued by `ib_cm_notify(IB_EVENT_COMM_EST)`. It holds only
 /// memory (an `Arc`), not a use: a destroy that runs first makes it find nothing, as cm.c's
 /// lookup by comm ID does.
@@ -363,7 +268,8 @@ fn expire(id: Arc<CmId>) {
 pub(crate) struct EstablishWork {
     #[pin]
     work: Work<EstablishWork>,
-    id: Arc<CmId>,
+    /// The id to deliver USER_ESTABLISHED to.
+    pub(crate) id: Arc<CmId>,
 }
 
 impl_has_work! {
@@ -380,15 +286,34 @@ impl EstablishWork {
     }
 }
 
-impl WorkItem for EstablishWork {
-    type Pointer = Pin<KBox<EstablishWork>>;
-
-    fn run(this: Pin<KBox<EstablishWork>>) {
-        let id = this.id.clone();
-        drop(this);
-        if !id.get_user() {
-            return;
-        }
-        conn::input_with_event(&id, Input::UserEstablished, Event::empty().ok());
+/// The next id of `dev` whose timewait is due (all of them once the device is going down),
+/// taken off the queue; or, when none is, `None` after arming the device's timewait work
+/// (`dw`) for the next deadline.
+pub(crate) fn next_due(dev: &CmDevice, dw: *mut bindings::delayed_work) -> Option<Arc<CmId>> {
+    let mut inner = dev.inner.lock();
+    let now = jiffies();
+    let all = inner.going_down;
+    if let Some(id) = inner.timewait.pop_due(now, all) {
+        return Some(id);
     }
+    let wq = wq::wq();
+    match inner.timewait.next_delay(now) {
+        Some(delay) if !all && !wq.is_null() => {
+            // A sooner arming by `arm` stays: queueing a pending work is a no-op.
+            // SAFETY: As in `arm`; `dw` is the device's timewait work (caller).
+            unsafe { bindings::ibcm_glue_queue_delayed_work_jiffies(wq, dw, delay) };
+        }
+        _ => {}
+    }
+    None
+}
+
+/// Claims the expiry of an id [`next_due`] returned: false if destroy got there first.
+pub(crate) fn claim_expiry(id: &CmId) -> bool {
+    let mut g = id.inner.lock();
+    if !g.timewait_armed {
+        return false;
+    }
+    g.timewait_armed = false;
+    true
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# Host layer: `cargo test` of the pure-logic files, plus `rustfmt --check` of every Rust file
-# (the module's crate and the host crate) with the kernel's .rustfmt.toml. Prints
-# `HOST <passed> <failed>` last.
+# Host layer: `cargo test` of the pure-logic files, `rustfmt --check` of every Rust file
+# (the module's crate and the host crate) with the kernel's .rustfmt.toml, and the layer check
+# of src/ (scripts/layers.py). Prints `HOST <passed> <failed>` last.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 source "$top/scripts/lib.sh"
@@ -26,6 +26,15 @@ if rustfmt "${cfg[@]}" --edition 2021 --check "$top/src/ib_cm_rs.rs" "$top/tests
 	passed=$((passed + 1))
 else
 	echo "test rustfmt_check ... FAILED (see $top/out/rustfmt.log)" >&2
+	failed=$((failed + 1))
+fi
+# Layers: imports in src/ run downward (scripts/layers.py, Documentation/design.rst "Layers").
+if python3 "$top/scripts/layers.py" >"$top/out/layers.log" 2>&1; then
+	echo "test layers_check ... ok" >&2
+	passed=$((passed + 1))
+else
+	echo "test layers_check ... FAILED (see $top/out/layers.log)" >&2
+	cat "$top/out/layers.log" >&2
 	failed=$((failed + 1))
 fi
 echo "HOST $passed $failed"

@@ -15,7 +15,7 @@ use crate::{
         },
     },
     port::Counter,
-    recv::RecvWc,
+    recv_wc::RecvWc,
     trace::{self, Local},
 };
 use kernel::{prelude::*, sync::Arc};

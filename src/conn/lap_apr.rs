@@ -12,7 +12,7 @@
 
 use super::{deliver_recv, finish, run, Ctx, Recv};
 use crate::{
-    av::Av,
+    av::{Av, SgidAttr},
     bindings, comm_id,
     device::CmDevice,
     event::Event,
@@ -24,7 +24,8 @@ use crate::{
             AttrId, MadHeader,
         },
     },
-    recv::{fill_typed_path, RecvWc},
+    path::fill_typed_path,
+    recv_wc::RecvWc,
 };
 
 /// Payload offset of a LAP's private data.
@@ -35,9 +36,8 @@ const APR_INFO_OFFSET: usize = 12;
 const APR_PD_OFFSET: usize = 84;
 
 /// Whether cm.c handles alternate-path messages on this port (not on RoCE).
-fn takes_alternate_paths(dev: &CmDevice, port_num: u32) -> bool {
-    // SAFETY: The device is live while its receive work runs.
-    !unsafe { bindings::ibcm_glue_protocol_roce(dev.ib_dev(), port_num) }
+fn takes_alternate_paths(dev: &CmDevice, port_num: u32, wc: &RecvWc) -> bool {
+    !dev.port_is_roce(port_num, wc)
 }
 
 /// A LAP (`cm_lap_handler`). The event's path record is built from the LAP and the id's
@@ -45,7 +45,7 @@ fn takes_alternate_paths(dev: &CmDevice, port_num: u32) -> bool {
 /// are resolved before the id's lock is taken and replace the id's in whatever state it is;
 /// the step decides the rest. A LAP whose addresses cannot be resolved is dropped.
 pub(crate) fn on_lap(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, lap: &Lap<'_>) {
-    if !takes_alternate_paths(dev, port_num) {
+    if !takes_alternate_paths(dev, port_num, wc) {
         return;
     }
     let Some(id) = comm_id::acquire(lap.remote_comm_id, lap.local_comm_id) else {
@@ -62,28 +62,22 @@ pub(crate) fn on_lap(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
         let g = id.inner.lock();
         (g.conn.pkey, g.conn.path_mtu)
     };
-    // SAFETY: The device is live while its receive work runs.
-    let port_opa = unsafe { bindings::ibcm_glue_cap_opa_ah(dev.ib_dev(), port_num) };
+    let port_opa = dev.port_opa_ah(port_num, wc);
     let path = lap_path(&lap.alternate, pkey, mtu, port_opa);
     let prepared = (|| {
         // SAFETY: The receive work owns `wc` until this event is delivered or dropped here;
         // queueing it copies the MAD first.
         let mut ev = unsafe { Event::for_wc(0, wc) }.ok()?;
-        // SAFETY: `wc` is valid for the call, which runs in the device's receive work.
-        let wc_av = unsafe { Av::from_wc(dev, port_num, wc.wc(), wc.grh()) }
-            .and_then(Av::boxed)
-            .ok()?;
+        let wc_av = Av::from_recv(dev, port_num, wc).and_then(Av::boxed).ok()?;
         // The address is IB or OPA here (not RoCE), so the record is too.
         fill_typed_path(&mut ev.paths()[0], &path, &wc_av);
         // The alternate address: the port of the path's source GID (`cm_init_av_by_path`
         // with no GID attribute).
-        // SAFETY: Our own path record.
-        let alt_av = unsafe { Av::from_path(dev, &mut ev.paths()[0], core::ptr::null()) }.ok()?;
+        let alt_av = Av::from_path_rec(dev, &ev.paths()[0], SgidAttr::NONE).ok()?;
         ev.set_private_data(LAP_PD_OFFSET);
         let alt_path: *mut bindings::sa_path_rec = &mut ev.paths()[0];
-        // SAFETY: `lap_rcvd` is the union member of LAP_RECEIVED; the record lives in the
-        // event, which does not move (it is boxed).
-        unsafe { ev.ev.param.lap_rcvd.as_mut().alternate_path = alt_path };
+        // The record lives in the event, which does not move (it is boxed).
+        ev.lap_rcvd().alternate_path = alt_path;
         Some((ev, wc_av, alt_av))
     })();
     let Some((ev, wc_av, alt_av)) = prepared else {
@@ -104,7 +98,7 @@ pub(crate) fn on_lap(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
 /// An APR (`cm_apr_handler`): taken only while our LAP is outstanding, which nothing in 6.12
 /// can make so; kept so that the table of inputs is cm.c's whole.
 pub(crate) fn on_apr(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, apr: &Apr<'_>) {
-    if !takes_alternate_paths(dev, port_num) {
+    if !takes_alternate_paths(dev, port_num, wc) {
         return;
     }
     let Some(id) = comm_id::acquire(apr.remote_comm_id, apr.local_comm_id) else {
@@ -113,8 +107,7 @@ pub(crate) fn on_apr(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
     let recv = Recv::new(dev, port_num, AttrId::Apr, hdr, wc);
     deliver_recv(&id, Input::RecvApr, recv, APR_PD_OFFSET, |ev| {
         let info = ev.payload_ptr(APR_INFO_OFFSET);
-        // SAFETY: `apr_rcvd` is the union member of APR_RECEIVED.
-        let p = unsafe { ev.ev.param.apr_rcvd.as_mut() };
+        let p = ev.apr_rcvd();
         p.ap_status = apr.ap_status.into();
         p.apr_info = info;
         p.info_len = apr.info_length;

@@ -11,13 +11,19 @@
 //! The files next to this one own one message family each: `req.rs` (REQ out and in),
 //! `rep_rtu.rs`, `dreq_drep.rs`, `rej_mra.rs`, `lap_apr.rs`, `sidr.rs`, and `qp_attr.rs`.
 
+pub(crate) mod deliver;
+pub(crate) mod destroy;
 pub(crate) mod dreq_drep;
+mod handshake;
 pub(crate) mod lap_apr;
 pub(crate) mod qp_attr;
 pub(crate) mod rej_mra;
 pub(crate) mod rep_rtu;
 pub(crate) mod req;
 pub(crate) mod sidr;
+
+use handshake::{end_handshake_ah, on_handshake_ah, retire_handshake_ah};
+pub(crate) use handshake::{handshake_ah_status, retire_handshake_ahs, send_done, untrack};
 
 use crate::alloc::CmBox;
 use crate::{
@@ -37,7 +43,7 @@ use crate::{
     },
     port::Counter,
     remote::{self, ConnReservation, QpKey, RemoteKey, ReqKey, Unlinked},
-    send::{self, HandshakeAh},
+    send,
     slot::Slot,
     timewait::{self, EstablishWork},
     trace,
@@ -85,7 +91,7 @@ pub(crate) struct Recv<'a> {
     /// Its TID.
     pub(crate) tid: u64,
     /// The completion, for answers to its sender.
-    pub(crate) wc: &'a crate::recv::RecvWc,
+    pub(crate) wc: &'a crate::recv_wc::RecvWc,
 }
 
 impl<'a> Recv<'a> {
@@ -95,7 +101,7 @@ impl<'a> Recv<'a> {
         port_num: u32,
         attr: AttrId,
         hdr: &MadHeader,
-        wc: &'a crate::recv::RecvWc,
+        wc: &'a crate::recv_wc::RecvWc,
     ) -> Self {
         Recv {
             dev,
@@ -346,28 +352,6 @@ pub(crate) fn deliver_recv_ctx(
     let _ = finish(id, out, ctx.recv.as_ref());
 }
 
-/// Borrows `len` bytes at `ptr` from a C caller; `max` is the field's size. As cm.c, the size
-/// is checked only when the pointer is not NULL, and a NULL pointer means no data.
-///
-/// # Safety
-///
-/// If `ptr` is not NULL, it must be valid for `len` bytes for `'a`.
-pub(crate) unsafe fn c_bytes<'a>(
-    ptr: *const kernel::ffi::c_void,
-    len: u8,
-    max: usize,
-) -> Result<&'a [u8]> {
-    if ptr.is_null() {
-        return Ok(&[]);
-    }
-    let len = usize::from(len);
-    if len > max {
-        return Err(EINVAL);
-    }
-    // SAFETY: Caller contract.
-    Ok(unsafe { core::slice::from_raw_parts(ptr.cast::<u8>(), len) })
-}
-
 /// An API call (no use held, nothing delivered): the errno.
 pub(crate) fn api(
     id: &Arc<CmId>,
@@ -455,21 +439,11 @@ fn act(
     out: &mut Outcome,
 ) -> Result {
     match a {
-        Action::Cancel => {
-            if !g.msg.is_null() {
-                // SAFETY: `msg` is our posted buffer; its completion clears the field under
-                // this lock before freeing it, so it is live.
-                unsafe { bindings::ibcm_glue_cancel_mad(g.msg) };
-            }
-        }
+        Action::Cancel => g.cancel_tracked(),
         Action::ModifyTimeout => {
             let av_timeout = g.av.as_ref().map_or(0, |av| av.timeout);
-            if g.msg.is_null() {
-                return Err(EINVAL);
-            }
             let ms = timeout::mra_wait_ms(ctx.mra_timeout, av_timeout);
-            // SAFETY: As for `Cancel`.
-            kernel::error::to_result(unsafe { bindings::ib_modify_mad(g.msg, ms) })?;
+            g.modify_tracked(ms)?;
             g.msg_state = next;
         }
         Action::ResetRemote => leave_remote(id, g, out),
@@ -496,22 +470,18 @@ fn act(
             };
             ev.ev.event = e.raw();
             if let Some(status) = ctx.send_status {
-                // SAFETY: `send_status` is the union member of the *_ERROR events.
-                unsafe { *ev.ev.param.send_status.as_mut() = status };
+                *ev.send_status() = status;
             }
             out.deliver = Slot::some(ev);
         }
         Action::CountDuplicate => count_duplicate(ctx),
         Action::QueueEstablished => {
             let work = ctx.est_work.take().ok_or(ENOMEM)?;
-            let wq = crate::recv::wq();
             // Queued under the device lock, ordered with removal (cm.c: under `cm.lock`).
             let dev = id.dev.inner.lock();
-            if wq.is_null() || dev.going_down {
+            let Some(queue) = crate::wq::queue().filter(|_| !dev.going_down) else {
                 return Err(ENODEV);
-            }
-            // SAFETY: The CM workqueue lives until module exit.
-            let queue = unsafe { kernel::workqueue::Queue::from_raw(wq) };
+            };
             // Queueing neither allocates nor sleeps.
             queue.enqueue(work);
             drop(dev);
@@ -528,8 +498,9 @@ fn act(
 /// The REJ an id sends by default (destroy): TIMEOUT with the node GUID as ARI from the
 /// active side's REQ states, CONSUMER_DEFINED otherwise.
 fn default_rej(id: &CmId) -> Rej<'static> {
-    // SAFETY: The device is live while the id is.
-    let guid = unsafe { (*id.dev.ib_dev()).node_guid };
+    // Read inside the device's send gate: once removal began (the id outlives its
+    // `ib_device`), no REJ can be sent anyway and the ARI stays zero.
+    let guid = id.dev.node_guid().unwrap_or(0);
     let mut rej = Rej {
         local_comm_id: 0,
         remote_comm_id: 0,
@@ -690,6 +661,7 @@ fn send_out(
         g.conn.tid = tid;
     }
     if o.tracked() {
+        // INVARIANT: posted just above; its completion clears it (`untrack`).
         g.msg = buf;
         g.msg_state = next;
     }
@@ -774,188 +746,6 @@ fn resend(id: &CmId, g: &CmIdInner, o: Out) -> Option<CmBox<Resend>> {
     .ok()?;
     r.pd.set(stored);
     Some(r)
-}
-
-/// What destroy's last locked step took from the id, for the rest of `CmId::destroy_with`.
-#[must_use = "the id must still leave timewait and the comm-ID table"]
-pub(crate) struct Farewell {
-    /// The id was in timewait, on the device's list of this class: it must leave it.
-    pub(crate) timewait_class: Option<u8>,
-    /// The comm-ID table held the id.
-    pub(crate) published: bool,
-}
-
-/// `cm_destroy_id()`'s per-state part: the farewell actions, then IDLE; queued events are
-/// dropped undelivered. The same locked section that ends the id also takes it out of
-/// timewait and unpublishes it (three lock round trips fewer than a section each).
-pub(crate) fn destroy_actions(id: &Arc<CmId>, err: i32) -> Farewell {
-    let xrc_tgt = {
-        let mut g = id.inner.lock();
-        g.destroyed = true;
-        g.conn.qp_type() == bindings::ib_qp_type_IB_QPT_XRC_TGT
-    };
-    let enomem = err == -(bindings::ENOMEM as i32);
-    let mut ctx = Ctx {
-        destroying: true,
-        ..Ctx::default()
-    };
-    let mut out = run(
-        id,
-        Input::Destroy { enomem, xrc_tgt },
-        &mut ctx,
-        |_, _| {},
-        |_, _| {},
-    );
-    let (leftover, farewell) = {
-        let mut g = id.inner.lock();
-        id.set_state(State::Idle.raw());
-        // The destroy step leaves the remote tables in every state that holds keys except an
-        // established XRC target, whose step is empty (no DREQ): it leaves them here.
-        let mut o = Outcome::default();
-        leave_remote(id, &mut g, &mut o);
-        let u = core::mem::take(&mut o.unlinked);
-        // An expiry already running finds `timewait_armed` cleared and does nothing (see
-        // `timewait::leave`).
-        let timewait_class =
-            core::mem::replace(&mut g.timewait_armed, false).then_some(g.timewait_class);
-        let published = core::mem::replace(&mut g.published, false);
-        (
-            (g.events.take(), u),
-            Farewell {
-                timewait_class,
-                published,
-            },
-        )
-    };
-    drop(leftover);
-    out.unlinked.free();
-    drop(out.deliver.take());
-    farewell
-}
-
-/// The completion of `buf`: if it is `id`'s tracked MAD, the id forgets it and the state it
-/// was sent in is returned (`cm_process_send_error`'s check).
-pub(crate) fn untrack(
-    id: &CmId,
-    buf: *mut bindings::ib_mad_send_buf,
-    on_hs: bool,
-) -> Option<State> {
-    let mut g = id.inner.lock();
-    if on_hs && hs_in_flight(g.hs_sends) != 0 {
-        g.hs_sends -= 1;
-    }
-    end_handshake_ah(id, &mut g);
-    if g.msg != buf {
-        return None;
-    }
-    g.msg = core::ptr::null_mut();
-    Some(g.msg_state)
-}
-
-/// The sends in flight on the handshake handle, from `CmIdInner::hs_sends`.
-fn hs_in_flight(hs_sends: u8) -> u8 {
-    hs_sends & !HandshakeAh::RETIRED
-}
-
-/// Whether the handshake handle is retired, from `CmIdInner::hs_sends`.
-fn hs_retired(hs_sends: u8) -> bool {
-    hs_sends & HandshakeAh::RETIRED != 0
-}
-
-/// Ends the use of the id's handshake handle once the id is out of the handshake states (or
-/// the handle was retired): see [`retire_handshake_ah`].
-fn end_handshake_ah(id: &CmId, g: &mut CmIdInner) {
-    if !hs_retired(g.hs_sends) && state::keeps_handshake_ah(id.cm_state()) {
-        return;
-    }
-    retire_handshake_ah(g);
-}
-
-/// Ends the use of the id's handshake handle whatever the state. With no send on it in flight
-/// it is destroyed here, under the id lock, as cm.c's `cm_free_priv_msg()` destroys a MAD's
-/// handle (`rdma_destroy_ah(ah, 0)` does not sleep), so no one can see the id without a handle
-/// while the handle still exists (device removal relies on that). With sends in flight it is
-/// retired: no later send takes it (a new handshake of the same id gets a handle of its own),
-/// and the last completion destroys it.
-fn retire_handshake_ah(g: &mut CmIdInner) {
-    if !g.hs_ah.is_some() {
-        return;
-    }
-    if hs_in_flight(g.hs_sends) == 0 {
-        g.hs_sends = 0;
-        drop(g.hs_ah.take());
-    } else {
-        g.hs_sends |= HandshakeAh::RETIRED;
-    }
-}
-
-/// What the id's handshake handle is, for debugfs: `-` (none), `held` or `retired`.
-pub(crate) fn handshake_ah_status(id: &CmId) -> &'static str {
-    let g = id.inner.lock();
-    if !g.hs_ah.is_some() {
-        "-"
-    } else if hs_retired(g.hs_sends) {
-        "retired"
-    } else {
-        "held"
-    }
-}
-
-/// Device removal, once no send can start: every id of `dev` gives up its handshake handle
-/// before the CM's removal returns (after which ib_mad frees the port's protection domain the
-/// handles were made on). An idle one (an id waiting in REP_RCVD for its RTU) is destroyed
-/// now; one with sends in flight (a REQ still queued at the agent counts) is retired, and the
-/// completions that the agents' unregistration flushes destroy it.
-pub(crate) fn retire_handshake_ahs(dev: &crate::device::CmDevice) {
-    let mut index = 0u32;
-    while let Some((id, at)) = crate::comm_id::next_of_device(index, dev) {
-        retire_handshake_ah(&mut id.inner.lock());
-        drop(id);
-        match at.checked_add(1) {
-            Some(i) => index = i,
-            None => break,
-        }
-    }
-}
-
-/// Whether a send `o` of `id` in its current state goes on the id's handshake handle (or, the
-/// REQ, creates it): see [`HandshakeAh`].
-fn on_handshake_ah(id: &CmId, g: &CmIdInner, o: Out) -> bool {
-    // The count stays below the retired bit: a handshake sends a few MADs.
-    let room = hs_in_flight(g.hs_sends) < HandshakeAh::RETIRED - 1;
-    if g.hs_ah.is_some() {
-        !hs_retired(g.hs_sends) && room && state::keeps_handshake_ah(id.cm_state())
-    } else {
-        o == Out::Req && g.hs_sends == 0
-    }
-}
-
-/// After a send of `id` completed: a tracked MAD that timed out (or failed) delivers the
-/// `*_ERROR` event of the state it was sent in, unless the id is past its destroy. The buffer
-/// held no use of the id (cm.c's `cm_free_msg` drops a reference that `cm_destroy_id` waits
-/// for; here destroy waits only for callbacks), so the delivery takes its own.
-pub(crate) fn send_done(id: &Arc<CmId>, tracked_in: Option<State>, status: bindings::ib_wc_status) {
-    let failed = status != bindings::ib_wc_status_IB_WC_SUCCESS
-        && status != bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR;
-    let Some(sent_in) = tracked_in.filter(|_| failed) else {
-        return;
-    };
-    if !id.get_user() {
-        return;
-    }
-    let mut ctx = Ctx {
-        event: Slot::from_option(Event::empty().ok()),
-        send_status: Some(status),
-        ..Ctx::default()
-    };
-    let out = run(
-        id,
-        Input::SendFailed { sent_in },
-        &mut ctx,
-        |_, _| {},
-        |_, _| {},
-    );
-    let _ = finish(id, out, None);
 }
 
 /// `ib_cm_notify()` (`cm_establish`, `cm_migrate`).

@@ -3,7 +3,7 @@
 //! (cm.c's `cm_init_qp_init_attr()`, `cm_init_qp_rtr_attr()`, `cm_init_qp_rts_attr()`).
 
 use crate::{
-    bindings,
+    av, bindings,
     cm_id::CmId,
     logic::{
         qp_attr::{self, mask, Facts, QpType, Target},
@@ -70,8 +70,8 @@ pub(crate) fn init_qp_attr(
             if c.responder_resources != 0 {
                 access |= bindings::ib_access_flags_IB_ACCESS_REMOTE_READ
                     | bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
-                // SAFETY: The device is live while the id is.
-                if unsafe { bindings::ibcm_glue_flush_capable(id.dev.ib_dev()) } {
+                // False once the device is being removed (its `ib_device` may be gone).
+                if id.dev.flush_capable() {
                     access |= bindings::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL
                         | bindings::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT;
                 }
@@ -86,14 +86,12 @@ pub(crate) fn init_qp_attr(
         Target::Rtr => {
             if let Some(av) = g.av.as_ref() {
                 // A shallow copy, as cm.c makes: the QP takes its own references.
-                // SAFETY: `av.attr()` is initialised.
-                attr.ah_attr = unsafe { core::ptr::read(av.attr()) };
+                attr.ah_attr = av.attr_copy();
                 if attr.ah_attr.type_ == bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB
                     && av.dlid_datapath != 0
                     && av.dlid_datapath != 0xffff
                 {
-                    // SAFETY: `ib` is the member of an IB address.
-                    unsafe { attr.ah_attr.__bindgen_anon_1.ib.as_mut().dlid = av.dlid_datapath };
+                    av::set_ib_dlid(&mut attr.ah_attr, av.dlid_datapath);
                 }
             }
             attr.path_mtu = c.path_mtu.into();
@@ -108,8 +106,7 @@ pub(crate) fn init_qp_attr(
                     attr.alt_port_num = alt.port_num();
                     attr.alt_pkey_index = alt.pkey_index;
                     attr.alt_timeout = alt.timeout;
-                    // SAFETY: As above.
-                    attr.alt_ah_attr = unsafe { core::ptr::read(alt.attr()) };
+                    attr.alt_ah_attr = alt.attr_copy();
                 }
             }
         }
@@ -133,14 +130,12 @@ pub(crate) fn init_qp_attr(
                 attr.alt_port_num = 0;
                 attr.alt_pkey_index = 0;
                 attr.alt_timeout = 0;
-                // SAFETY: All-zero is a valid `rdma_ah_attr` (no sgid attribute).
-                attr.alt_ah_attr = unsafe { core::mem::zeroed() };
+                attr.alt_ah_attr = bindings::rdma_ah_attr::default();
                 if let Some(alt) = g.alt_av.as_ref() {
                     attr.alt_port_num = alt.port_num();
                     attr.alt_pkey_index = alt.pkey_index;
                     attr.alt_timeout = alt.timeout;
-                    // SAFETY: As above.
-                    attr.alt_ah_attr = unsafe { core::ptr::read(alt.attr()) };
+                    attr.alt_ah_attr = alt.attr_copy();
                 }
                 attr.path_mig_state = bindings::ib_mig_state_IB_MIG_REARM;
             }

@@ -15,7 +15,7 @@ use crate::{
             AttrId, CmMessage, MadHeader,
         },
     },
-    recv::RecvWc,
+    recv_wc::RecvWc,
     remote::ReqKey,
 };
 use kernel::{prelude::*, sync::Arc};
@@ -111,8 +111,7 @@ pub(crate) fn on_rej(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
         84,
         |ev| {
             let ari = ev.payload_ptr(12);
-            // SAFETY: `rej_rcvd` is the union member of REJ_RECEIVED.
-            let p = unsafe { ev.ev.param.rej_rcvd.as_mut() };
+            let p = ev.rej_rcvd();
             p.reason = reason.into();
             p.ari = ari;
             // Clamped to the ARI field's 72 bytes (cm.c passes the 7-bit length unclamped).
@@ -134,7 +133,6 @@ pub(crate) fn on_mra(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
     let t = mra.service_timeout;
     let recv = Recv::new(dev, port_num, AttrId::Mra, hdr, wc);
     super::deliver_recv_ctx(&id, Input::RecvMra { mraed: kind }, recv, 10, t, |ev| {
-        // SAFETY: `mra_rcvd` is the union member of MRA_RECEIVED.
-        unsafe { ev.ev.param.mra_rcvd.as_mut() }.service_timeout = t;
+        ev.mra_rcvd().service_timeout = t;
     });
 }

@@ -8,39 +8,31 @@ use crate::{
     bindings,
     cm_id::{CmId, CmIdInner, StoredPd},
     comm_id,
-    event::Event,
+    event::{self, Event},
     logic::{
         remote::Held,
         state::{Input, MsgKind},
         timeout,
         wire::{
-            conn::{CommIdsAndData, Rep, REP_PRIVATE_DATA, RTU_PRIVATE_DATA},
+            conn::{CommIdsAndData, Rep, RTU_PRIVATE_DATA},
             field::Bytes,
             AttrId, CmMessage, MadHeader,
         },
     },
-    recv::RecvWc,
+    recv_wc::RecvWc,
     remote::{self, ConnReservation, QpKey, RemoteKey, ReqKey},
     trace::{self, Local, Remote},
 };
 use kernel::{prelude::*, sync::Arc};
 
-/// `ib_send_cm_rep()`.
-///
-/// # Safety
-///
-/// `param` must be valid, with its private data.
-pub(crate) unsafe fn send_rep(id: &Arc<CmId>, param: &bindings::ib_cm_rep_param) -> Result {
-    // SAFETY: Caller contract.
-    let pd =
-        unsafe { super::c_bytes(param.private_data, param.private_data_len, REP_PRIVATE_DATA) }?;
+/// `ib_send_cm_rep()`: `param`'s scalars and its private data `pd` (borrowed by the entry
+/// layer).
+pub(crate) fn send_rep(id: &Arc<CmId>, param: &bindings::ib_cm_rep_param, pd: &[u8]) -> Result {
     let xrc_tgt = id.inner.lock().conn.qp_type() == bindings::ib_qp_type_IB_QPT_XRC_TGT;
-    // SAFETY: The device is live while the id is.
-    let (guid, ack_delay) = unsafe {
-        (
-            (*id.dev.ib_dev()).node_guid,
-            bindings::ibcm_glue_ack_delay(id.dev.ib_dev()),
-        )
+    // Read inside the device's send gate: once removal began, EINVAL (as cm.c, whose port
+    // has no MAD agent any more then).
+    let (Some(guid), Some(ack_delay)) = (id.dev.node_guid(), id.dev.ack_delay()) else {
+        return Err(EINVAL);
     };
     let qpn = param.qp_num & 0x00FF_FFFF;
     let mut msg = CmMessage::Rep(Rep {
@@ -170,25 +162,21 @@ unsafe fn rep_event(
 ) -> Result<CmBox<Event>> {
     // SAFETY: The caller keeps `wc` alive as long as the event needs it.
     let mut ev = unsafe { Event::for_wc(0, wc) }?;
-    // SAFETY: `rep_rcvd` is the union member of REP_RECEIVED.
-    let p = unsafe { ev.ev.param.rep_rcvd.as_mut() };
+    let p = ev.rep_rcvd();
     p.remote_ca_guid = rep.local_ca_guid.to_be();
     p.remote_qkey = rep.local_qkey;
     p.remote_qpn = rep_qpn(rep, qp_type);
     p.starting_psn = rep.starting_psn;
     p.responder_resources = rep.initiator_depth;
     p.initiator_depth = rep.responder_resources;
-    // SAFETY: `p` is our event's parameter block; the C compiler sets the bit fields.
-    unsafe {
-        bindings::ibcm_glue_rep_event_bits(
-            p,
-            rep.target_ack_delay,
-            rep.failover_accepted,
-            rep.end_to_end_flow_control.into(),
-            rep.rnr_retry_count,
-            rep.srq.into(),
-        )
-    };
+    event::set_rep_bits(
+        p,
+        rep.target_ack_delay,
+        rep.failover_accepted,
+        rep.end_to_end_flow_control.into(),
+        rep.rnr_retry_count,
+        rep.srq.into(),
+    );
     p.ece.vendor_id = rep.vendor_id;
     p.ece.attr_mod = attr_mod;
     ev.set_private_data(36);

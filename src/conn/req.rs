@@ -5,12 +5,12 @@
 
 use super::{api, Ctx};
 use crate::{
-    av::Av,
+    av::{Av, SgidAttr},
     bindings,
     cm_id::{CmId, Conn, Init},
     comm_id, conn,
     device::CmDevice,
-    event::Event,
+    event::{self, Event},
     logic::{
         self,
         remote::{Held, Verdict},
@@ -19,40 +19,31 @@ use crate::{
         state::{Input, MsgKind, State},
         timeout,
         wire::{
-            conn::{Path, Req, MSG_REQ, REQ_PRIVATE_DATA},
+            conn::{Path, Req, MSG_REQ},
             field::Bytes,
             AttrId, CmMessage, MadHeader,
         },
     },
-    recv::{
-        bth_pkey, fill_path, fill_typed_path, hand_over, issue_rej, respond, ListenerPin, RecvWc,
-    },
+    path::{self, fill_path, fill_typed_path},
+    recv::{bth_pkey, hand_over, issue_rej, respond, ListenerPin},
+    recv_wc::RecvWc,
     remote::{self, ConnReservation, QpKey, RemoteKey, ReqKey},
-    send::{self, Dest},
-    trace,
+    send, trace,
 };
 use kernel::{prelude::*, sync::Arc};
 
 /// `IB_LID_PERMISSIVE`.
 const LID_PERMISSIVE: u16 = 0xFFFF;
 
-/// The REQ's view of one path record (`cm_format_req`).
-///
-/// # Safety
-///
-/// `path` must be valid; `inbound` NULL or valid.
-unsafe fn req_path(
-    path: *mut bindings::sa_path_rec,
-    inbound: *mut bindings::sa_path_rec,
+/// The REQ's view of one path record (`cm_format_req`); `inbound` is the primary path's
+/// inbound record, if the caller gave one.
+fn req_path(
+    p: &bindings::sa_path_rec,
+    inbound: Option<&bindings::sa_path_rec>,
     ack_delay: u8,
 ) -> Path {
-    // SAFETY: `path` is valid (caller).
-    let p = unsafe { &*path };
-    let (mut slid, mut dlid, mut ext) = (0u32, 0u32, false);
-    // SAFETY: As above; outputs are ours.
-    unsafe { bindings::ibcm_glue_path_lids(path, &mut slid, &mut dlid, &mut ext) };
-    // SAFETY: `raw` is the byte view of the GID union.
-    let (mut sgid, mut dgid) = unsafe { (*p.sgid.raw.as_ref(), *p.dgid.raw.as_ref()) };
+    let (slid, dlid, ext) = path::lids(p);
+    let (mut sgid, mut dgid) = path::gids(p);
     if ext {
         // OPA_MAKE_ID: the OPA GID prefix with the 32-bit LID as interface ID.
         sgid[8..].copy_from_slice(&(0x0006_6A00_0000_0000u64 | u64::from(slid)).to_be_bytes());
@@ -65,10 +56,8 @@ unsafe fn req_path(
         } else {
             (slid as u16, dlid as u16)
         }
-    } else if !inbound.is_null() {
-        let mut il = (0u32, 0u32, false);
-        // SAFETY: `inbound` is valid (caller).
-        unsafe { bindings::ibcm_glue_path_lids(inbound, &mut il.0, &mut il.1, &mut il.2) };
+    } else if let Some(inbound) = inbound {
+        let il = path::lids(inbound);
         // CAST: as above.
         (il.1 as u16, LID_PERMISSIVE)
     } else {
@@ -89,25 +78,35 @@ unsafe fn req_path(
     }
 }
 
+/// What `ib_send_cm_req()` passes, borrowed by the entry layer (`entry/abi.rs`), which
+/// checked the pointers.
+pub(crate) struct ReqArgs<'a> {
+    /// The scalar parameters; its pointers are read only through the fields below.
+    pub(crate) param: &'a bindings::ib_cm_req_param,
+    /// `primary_path`.
+    pub(crate) primary: &'a bindings::sa_path_rec,
+    /// `primary_path_inbound`.
+    pub(crate) primary_inbound: Option<&'a bindings::sa_path_rec>,
+    /// `alternate_path`.
+    pub(crate) alternate: Option<&'a bindings::sa_path_rec>,
+    /// `ppath_sgid_attr`.
+    pub(crate) primary_sgid: SgidAttr<'a>,
+    /// The private data (at most the REQ's field).
+    pub(crate) private_data: &'a [u8],
+}
+
 /// `ib_send_cm_req()`.
-///
-/// # Safety
-///
-/// `param` must be valid, with its paths and private data.
-pub(crate) unsafe fn send_req(id: &Arc<CmId>, param: &bindings::ib_cm_req_param) -> Result {
+pub(crate) fn send_req(id: &Arc<CmId>, args: &ReqArgs<'_>) -> Result {
+    let param = args.param;
     let qpt = param.qp_type;
-    if param.primary_path.is_null()
-        || !(qpt == bindings::ib_qp_type_IB_QPT_RC
-            || qpt == bindings::ib_qp_type_IB_QPT_UC
-            || qpt == bindings::ib_qp_type_IB_QPT_XRC_INI)
+    if !(qpt == bindings::ib_qp_type_IB_QPT_RC
+        || qpt == bindings::ib_qp_type_IB_QPT_UC
+        || qpt == bindings::ib_qp_type_IB_QPT_XRC_INI)
     {
         return Err(EINVAL);
     }
-    // SAFETY: Caller contract.
-    let pd =
-        unsafe { super::c_bytes(param.private_data, param.private_data_len, REQ_PRIVATE_DATA) }?;
-    // SAFETY: Non-NULL paths are valid (caller).
-    let (pri, alt) = unsafe { (&*param.primary_path, param.alternate_path.as_ref()) };
+    let pd = args.private_data;
+    let (pri, alt) = (args.primary, args.alternate);
     if let Some(alt) = alt {
         if alt.pkey != pri.pkey || alt.mtu != pri.mtu {
             return Err(EINVAL);
@@ -117,19 +116,14 @@ pub(crate) unsafe fn send_req(id: &Arc<CmId>, param: &bindings::ib_cm_req_param)
         return Err(EINVAL);
     }
     let dev = &id.dev;
-    // SAFETY: Valid path and attribute (caller).
-    let av = unsafe { Av::from_path(dev, param.primary_path, param.ppath_sgid_attr) }?;
+    let av = Av::from_path_rec(dev, pri, args.primary_sgid)?;
     let alt_av = match alt {
-        // SAFETY: As above.
-        Some(_) => Some(unsafe { Av::from_path(dev, param.alternate_path, core::ptr::null()) }?),
+        Some(alt) => Some(Av::from_path_rec(dev, alt, SgidAttr::NONE)?),
         None => None,
     };
-    // SAFETY: The device is live while the id is.
-    let (guid, ack_delay) = unsafe {
-        (
-            (*dev.ib_dev()).node_guid,
-            bindings::ibcm_glue_ack_delay(dev.ib_dev()),
-        )
+    // Read inside the device's send gate: once removal began, EINVAL (see `Av::from_path_rec`).
+    let (Some(guid), Some(ack_delay)) = (dev.node_guid(), dev.ack_delay()) else {
+        return Err(EINVAL);
     };
     let xrc = qpt == bindings::ib_qp_type_IB_QPT_XRC_INI;
     let mut msg = CmMessage::Req(Req {
@@ -162,11 +156,9 @@ pub(crate) unsafe fn send_req(id: &Arc<CmId>, param: &bindings::ib_cm_req_param)
         max_cm_retries: param.max_cm_retries & 0xF,
         srq: !xrc && param.srq != 0,
         extended_transport_type: if xrc { 1 } else { 0 },
-        // SAFETY: Valid paths (caller).
-        primary: unsafe { req_path(param.primary_path, param.primary_path_inbound, ack_delay) },
+        primary: req_path(pri, args.primary_inbound, ack_delay),
         alternate: match alt {
-            // SAFETY: As above.
-            Some(_) => unsafe { req_path(param.alternate_path, core::ptr::null_mut(), ack_delay) },
+            Some(alt) => req_path(alt, None, ack_delay),
             None => Path::default(),
         },
         sap_supported: false,
@@ -322,8 +314,7 @@ pub(crate) fn on_req(
         return trace::no_listener(req.local_comm_id);
     };
     let listener = ListenerPin(listener);
-    // SAFETY: `wc` outlives the call, which runs in the device's receive work.
-    let Ok(wc_av) = (unsafe { Av::from_wc(dev, port_num, wc.wc(), wc.grh()) }) else {
+    let Ok(wc_av) = Av::from_recv(dev, port_num, wc) else {
         return;
     };
     // SAFETY: The receive work owns `wc` until this event is delivered (by `hand_over`, in
@@ -333,51 +324,38 @@ pub(crate) fn on_req(
         return;
     };
 
-    // SAFETY: `wc` is valid while it lives; `wc_av` was initialised for this REQ.
-    let port = unsafe {
-        let w = &*wc.wc();
-        RecvPort {
-            roce: (*wc_av.attr()).type_ == bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE,
-            opa: bindings::ibcm_glue_cap_opa_ah(dev.ib_dev(), port_num),
-            wc_slid: w.slid,
-            wc_sl: w.sl,
-            wc_dlid_path_bits: w.dlid_path_bits,
-        }
+    let port = RecvPort {
+        roce: wc_av.is_roce(),
+        opa: dev.port_opa_ah(port_num, wc),
+        wc_slid: wc.slid(),
+        wc_sl: wc.sl(),
+        wc_dlid_path_bits: wc.dlid_path_bits(),
     };
     let (primary, alternate) = req_event::req_paths(req, &port);
     fill_typed_path(&mut ev.paths()[0], &primary, &wc_av);
-    // SAFETY: The AV was initialised from this completion.
-    ev.paths()[0].hop_limit = unsafe { bindings::ibcm_glue_ah_attr_hop_limit(wc_av.attr()) };
+    ev.paths()[0].hop_limit = wc_av.hop_limit();
     if let Some(alt) = &alternate {
         fill_path(&mut ev.paths()[1], alt);
         ev.paths()[1].rec_type = ev.paths()[0].rec_type;
-        // SAFETY: Our own path record.
-        unsafe { bindings::ibcm_glue_path_set_lids(&mut ev.paths()[1], alt.dlid, alt.slid) };
+        path::set_lids(&mut ev.paths()[1], alt.dlid, alt.slid);
     }
     // The id's address comes from the primary path (`cm_init_av_by_path`); if that fails,
     // REJ INVALID_GID with our port's GID 0 as ARI.
-    // SAFETY: Our own path record; the sgid attribute is held by `wc_av`.
-    let mut av = match unsafe { Av::from_path(dev, &mut ev.paths()[0], wc_av.sgid_attr()) } {
+    let mut av = match Av::from_path_rec(dev, &ev.paths()[0], wc_av.sgid()) {
         Ok(av) => av,
         Err(_) => {
-            // SAFETY: Live device; `gid` is a valid output.
-            let (have, ari) = unsafe {
-                let mut gid: bindings::ib_gid = core::mem::zeroed();
-                let ok = bindings::rdma_query_gid(dev.ib_dev(), port_num, 0, &mut gid) == 0;
-                (ok, *gid.raw.as_ref())
-            };
+            let ari = dev.port_gid0(port_num, wc).map(|g| path::gid_bytes(&g));
             let rej = req_event::rej_of_req(
                 0,
                 req.local_comm_id,
                 REJ_INVALID_GID,
-                if have { &ari } else { &[] },
+                ari.as_ref().map_or(&[][..], |a| &a[..]),
                 &[],
             );
             return respond(dev, port_num, wc, hdr.tid, &CmMessage::Rej(rej));
         }
     };
-    // SAFETY: `av` holds an initialised attribute.
-    if unsafe { (*av.attr()).type_ } == bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB {
+    if av.is_ib() {
         // The REQ's primary local LID (after the routed-REQ rule), programmed into the QP by
         // `ib_cm_init_qp_attr(RTR)`.
         av.dlid_datapath = req_event::datapath_dlid(req, &port);
@@ -386,34 +364,16 @@ pub(crate) fn on_req(
     // none, REJ INVALID_ALT_GID with the primary path's source GID as ARI (as cm.c, which
     // resolves it with no sgid attribute).
     let alt_av = if alternate.is_some() {
-        // SAFETY: Our own path record.
-        match unsafe { Av::from_path(dev, &mut ev.paths()[1], core::ptr::null()) } {
+        match Av::from_path_rec(dev, &ev.paths()[1], SgidAttr::NONE) {
             Ok(alt) => Some(alt),
             Err(_) => {
-                // SAFETY: `raw` is the byte view of the GID union.
-                let ari = unsafe { *ev.paths()[0].sgid.raw.as_ref() };
+                let ari = path::gids(&ev.paths()[0]).0;
                 let rej =
                     req_event::rej_of_req(0, req.local_comm_id, REJ_INVALID_ALT_GID, &ari, &[]);
                 // cm.c sends this one from the id, on the primary path's address it has just
                 // built (`cm_alloc_msg`), not back along the REQ's packet as the INVALID_GID
                 // REJ above; without a handle nothing is sent, as there.
-                let dest = Dest::Av {
-                    attr: av.attr(),
-                    remote_qpn: send::QP1,
-                    pkey_index: av.pkey_index,
-                };
-                // SAFETY: `av`'s attribute is initialised and outlives the call.
-                let _ = unsafe {
-                    send::send(
-                        dev,
-                        av.port_num(),
-                        dest,
-                        &CmMessage::Rej(rej),
-                        hdr.tid,
-                        0,
-                        false,
-                    )
-                };
+                let _ = send::send_along(dev, &av, &CmMessage::Rej(rej), hdr.tid);
                 return;
             }
         }
@@ -423,12 +383,9 @@ pub(crate) fn on_req(
     // An OPA source GID is shown as the port's GID 0, on both paths (`cm_opa_to_ib_sgid`).
     let rewrite = req_event::ib_sgid_rewrites(&primary, alternate.as_ref(), &port);
     for (path, _) in ev.paths().iter_mut().zip(rewrite).filter(|(_, r)| *r) {
-        // SAFETY: Live device; `sgid` is a valid output. On failure the OPA GID stays, as in C.
-        unsafe {
-            let mut gid: bindings::ib_gid = core::mem::zeroed();
-            if bindings::rdma_query_gid(dev.ib_dev(), port_num, 0, &mut gid) == 0 {
-                path.sgid = gid;
-            }
+        // On failure the OPA GID stays, as in C.
+        if let Some(gid) = dev.port_gid0(port_num, wc) {
+            path.sgid = gid;
         }
     }
     let Ok(reservation) = ConnReservation::new(GFP_KERNEL) else {
@@ -476,8 +433,7 @@ pub(crate) fn on_req(
         (a.as_mut_ptr(), b.as_mut_ptr())
     };
     ev.ev.private_data = pd;
-    // SAFETY: `req_rcvd` is the union member this event type uses.
-    let p = unsafe { ev.ev.param.req_rcvd.as_mut() };
+    let p = ev.req_rcvd();
     p.listen_id = CmId::raw(&listener.0);
     p.bth_pkey = bth_pkey(dev, port_num, wc);
     p.port = u8::try_from(port_num).unwrap_or(0);
@@ -498,19 +454,15 @@ pub(crate) fn on_req(
     p.starting_psn = params.starting_psn;
     p.responder_resources = params.responder_resources;
     p.initiator_depth = params.initiator_depth;
-    // The bit fields are set by the C compiler (bindgen misplaces two of them, see glue.c).
-    // SAFETY: `p` is our event's parameter block.
-    unsafe {
-        bindings::ibcm_glue_req_event_bits(
-            p,
-            params.local_cm_response_timeout,
-            params.flow_control.into(),
-            params.remote_cm_response_timeout,
-            params.retry_count,
-            params.rnr_retry_count,
-            params.srq.into(),
-        )
-    };
+    event::set_req_bits(
+        p,
+        params.local_cm_response_timeout,
+        params.flow_control.into(),
+        params.remote_cm_response_timeout,
+        params.retry_count,
+        params.rnr_retry_count,
+        params.srq.into(),
+    );
     p.ece.vendor_id = params.ece_vendor_id;
     p.ece.attr_mod = params.ece_attr_mod;
     hand_over(id, ev, true);

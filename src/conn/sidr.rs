@@ -4,7 +4,7 @@
 
 use super::{api, deliver_recv, Ctx, Recv};
 use crate::{
-    av::Av,
+    av::{Av, SgidAttr},
     bindings,
     cm_id::{CmId, Conn, Init},
     comm_id,
@@ -16,11 +16,12 @@ use crate::{
         state::{Input, State},
         wire::{
             field::Bytes,
-            sidr::{SidrRep, SidrReq, SIDR_REQ_PRIVATE_DATA},
+            sidr::{SidrRep, SidrReq},
             AttrId, CmMessage, MadHeader,
         },
     },
-    recv::{bth_pkey, count_duplicate, hand_over, respond, ListenerPin, RecvWc},
+    recv::{bth_pkey, count_duplicate, hand_over, respond, ListenerPin},
+    recv_wc::RecvWc,
     remote::{self, RemoteKey, RemoteReservation, SidrKey},
 };
 use kernel::{prelude::*, sync::Arc};
@@ -51,30 +52,17 @@ pub(crate) fn send_sidr_rep(id: &Arc<CmId>, r: &SidrReply<'_>, attr_mod: u32) ->
     api(id, Input::SendSidrRep, ctx, |_, _| {}, |_, _| {})
 }
 
-/// `ib_send_cm_sidr_req()`.
-///
-/// # Safety
-///
-/// `param` must be valid, with its path and private data.
-pub(crate) unsafe fn send_sidr_req(
+/// `ib_send_cm_sidr_req()`: `param`'s scalars, its `path`, `sgid_attr` and private data
+/// (borrowed by the entry layer).
+pub(crate) fn send_sidr_req(
     id: &Arc<CmId>,
     param: &bindings::ib_cm_sidr_req_param,
+    path: &bindings::sa_path_rec,
+    sgid: SgidAttr<'_>,
+    pd: &[u8],
 ) -> Result {
-    if param.path.is_null() {
-        return Err(EINVAL);
-    }
-    // SAFETY: Caller contract.
-    let pd = unsafe {
-        super::c_bytes(
-            param.private_data,
-            param.private_data_len,
-            SIDR_REQ_PRIVATE_DATA,
-        )
-    }?;
-    // SAFETY: Valid path and attribute (caller).
-    let av = unsafe { Av::from_path(&id.dev, param.path, param.sgid_attr) }?;
-    // SAFETY: `param.path` is valid (caller).
-    let pkey = u16::from_be(unsafe { (*param.path).pkey });
+    let av = Av::from_path_rec(&id.dev, path, sgid)?;
+    let pkey = u16::from_be(path.pkey);
     let mut msg = CmMessage::SidrReq(SidrReq {
         request_id: 0,
         pkey,
@@ -128,8 +116,7 @@ pub(crate) fn on_sidr_rep(
         96,
         |ev| {
             let info = ev.payload_ptr(24);
-            // SAFETY: `sidr_rep_rcvd` is the union member of SIDR_REP_RECEIVED.
-            let p = unsafe { ev.ev.param.sidr_rep_rcvd.as_mut() };
+            let p = ev.sidr_rep_rcvd();
             p.status = status.into();
             p.qkey = qkey;
             p.qpn = qpn;
@@ -150,8 +137,7 @@ pub(crate) fn on_sidr_req(
     sidr: &SidrReq<'_>,
 ) {
     let sid = ServiceId::new(sidr.service_id);
-    // SAFETY: `wc` is valid while it lives.
-    let slid = unsafe { (*wc.wc()).slid };
+    let slid = wc.slid();
     let key = SidrKey {
         request_id: sidr.request_id,
         slid,
@@ -174,9 +160,7 @@ pub(crate) fn on_sidr_req(
         return respond(dev, port_num, wc, hdr.tid, &CmMessage::SidrRep(rep));
     };
     let listener = ListenerPin(listener);
-    // SAFETY: `wc` outlives the call, which runs in the device's receive work.
-    let Ok(av) = (unsafe { Av::from_wc(dev, port_num, wc.wc(), wc.grh()) }).and_then(Av::boxed)
-    else {
+    let Ok(av) = Av::from_recv(dev, port_num, wc).and_then(Av::boxed) else {
         return;
     };
     let (Ok(reservation), Ok(mut ev)) = (
@@ -220,8 +204,7 @@ pub(crate) fn on_sidr_req(
         return count_duplicate(dev, port_num, AttrId::SidrReq);
     }
     ev.set_private_data(16);
-    // SAFETY: `sidr_req_rcvd` is the union member this event type uses.
-    let p = unsafe { ev.ev.param.sidr_req_rcvd.as_mut() };
+    let p = ev.sidr_req_rcvd();
     p.listen_id = CmId::raw(&listener.0);
     p.service_id = sidr.service_id.to_be();
     p.sgid_attr = sgid_attr;

@@ -65,6 +65,63 @@ pub(crate) fn verdict(kind: MsgKind, held: Held) -> Verdict {
     }
 }
 
+/// How the peer names a connection request: its CA GUID and its local comm ID.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub(crate) struct ReqKey {
+    /// The REQ's local CA GUID.
+    pub(crate) ca_guid: u64,
+    /// The REQ's local comm ID.
+    pub(crate) comm_id: u32,
+}
+
+/// The peer's queue pair: its CA GUID and the REQ's local QPN.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub(crate) struct QpKey {
+    /// The REQ's local CA GUID.
+    pub(crate) ca_guid: u64,
+    /// The REQ's local QPN.
+    pub(crate) qpn: u32,
+}
+
+/// How the peer names a SIDR request: request ID and source LID (always 0 on RoCE, so two
+/// hosts with the same request ID collide, as in cm.c, quirk 4).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub(crate) struct SidrKey {
+    /// The SIDR_REQ's request ID.
+    pub(crate) request_id: u32,
+    /// The work completion's source LID.
+    pub(crate) slid: u32,
+}
+
+/// The key a passive id was registered under.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum RemoteKey {
+    /// Created by a REQ: its [`ReqKey`] and [`QpKey`], which share the CA GUID (stored once:
+    /// this sits in every id).
+    Req {
+        /// The REQ's local CA GUID.
+        ca_guid: u64,
+        /// The REQ's local comm ID.
+        comm_id: u32,
+        /// The REQ's local QPN.
+        qpn: u32,
+    },
+    /// Created by a SIDR_REQ.
+    Sidr(SidrKey),
+}
+
+impl RemoteKey {
+    /// The keys of one REQ (both from the same REQ, so with the same CA GUID).
+    pub(crate) fn req(key: ReqKey, qp: QpKey) -> Self {
+        debug_assert_eq!(key.ca_guid, qp.ca_guid);
+        RemoteKey::Req {
+            ca_guid: key.ca_guid,
+            comm_id: key.comm_id,
+            qpn: qp.qpn,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,18 +8,19 @@
 //! errno or `ERR_PTR` cm.c gives. Nothing here decides anything.
 
 use crate::{
+    av::SgidAttr,
     bindings,
     cm_id::CmId,
-    conn::{self, c_bytes},
+    conn,
     device::CmDevice,
-    error::{is_err_or_null, listen_errno},
-    listen::{InsertError, ListenReservation},
+    error::is_err_or_null,
+    listen::{listen_errno, InsertError, ListenReservation},
     logic::{
         reject,
         req_event::SidrReply,
         service_id::{listen_target, ListenTarget, ServiceId},
-        wire::conn::{REJ_ARI, REJ_PRIVATE_DATA},
-        wire::sidr::{SIDR_REP_INFO, SIDR_REP_PRIVATE_DATA},
+        wire::conn::{REJ_ARI, REJ_PRIVATE_DATA, REP_PRIVATE_DATA, REQ_PRIVATE_DATA},
+        wire::sidr::{SIDR_REP_INFO, SIDR_REP_PRIVATE_DATA, SIDR_REQ_PRIVATE_DATA},
     },
 };
 use core::mem::ManuallyDrop;
@@ -40,6 +41,24 @@ fn to_err_ptr(result: Result<*mut bindings::ib_cm_id>) -> *mut bindings::ib_cm_i
         // CAST: ERR_PTR(): a negative errno stored in a pointer, as the C API returns it.
         Err(e) => e.to_errno() as isize as *mut bindings::ib_cm_id,
     }
+}
+
+/// Borrows `len` bytes at `ptr` from a C caller; `max` is the field's size. As cm.c, the size
+/// is checked only when the pointer is not NULL, and a NULL pointer means no data.
+///
+/// # Safety
+///
+/// If `ptr` is not NULL, it must be valid for `len` bytes for `'a`.
+unsafe fn c_bytes<'a>(ptr: *const kernel::ffi::c_void, len: u8, max: usize) -> Result<&'a [u8]> {
+    if ptr.is_null() {
+        return Ok(&[]);
+    }
+    let len = usize::from(len);
+    if len > max {
+        return Err(EINVAL);
+    }
+    // SAFETY: Caller contract.
+    Ok(unsafe { core::slice::from_raw_parts(ptr.cast::<u8>(), len) })
 }
 
 /// Validates a listen request's service ID (`cm_init_listen`).
@@ -183,8 +202,31 @@ pub(crate) unsafe extern "C" fn ibcm_rs_send_cm_req(
     if is_err_or_null(cm_id) || is_err_or_null(param) {
         return EINVAL.to_errno();
     }
+    // SAFETY: `param` is valid (caller contract).
+    let param = unsafe { &*param };
+    if param.primary_path.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: The caller's buffer, valid for its length if not NULL.
+    let Ok(private_data) =
+        (unsafe { c_bytes(param.private_data, param.private_data_len, REQ_PRIVATE_DATA) })
+    else {
+        return EINVAL.to_errno();
+    };
+    // SAFETY: Non-NULL paths and the sgid attribute are valid for the call (caller contract).
+    let args = unsafe {
+        conn::req::ReqArgs {
+            param,
+            primary: &*param.primary_path,
+            primary_inbound: param.primary_path_inbound.as_ref(),
+            alternate: param.alternate_path.as_ref(),
+            primary_sgid: SgidAttr::from_raw(param.ppath_sgid_attr),
+            private_data,
+        }
+    };
     // SAFETY: Caller contract.
-    errno(unsafe { conn::req::send_req(&id_of(cm_id), &*param) })
+    let id = unsafe { id_of(cm_id) };
+    errno(conn::req::send_req(&id, &args))
 }
 
 /// `ib_send_cm_rep()`.
@@ -200,8 +242,17 @@ pub(crate) unsafe extern "C" fn ibcm_rs_send_cm_rep(
     if is_err_or_null(cm_id) || is_err_or_null(param) {
         return EINVAL.to_errno();
     }
+    // SAFETY: `param` is valid (caller contract).
+    let param = unsafe { &*param };
+    // SAFETY: The caller's buffer, valid for its length if not NULL.
+    let Ok(private_data) =
+        (unsafe { c_bytes(param.private_data, param.private_data_len, REP_PRIVATE_DATA) })
+    else {
+        return EINVAL.to_errno();
+    };
     // SAFETY: Caller contract.
-    errno(unsafe { conn::rep_rtu::send_rep(&id_of(cm_id), &*param) })
+    let id = unsafe { id_of(cm_id) };
+    errno(conn::rep_rtu::send_rep(&id, param, private_data))
 }
 
 macro_rules! pd_call {
@@ -316,8 +367,32 @@ pub(crate) unsafe extern "C" fn ibcm_rs_send_cm_sidr_req(
     if is_err_or_null(cm_id) || is_err_or_null(param) {
         return EINVAL.to_errno();
     }
+    // SAFETY: `param` is valid (caller contract).
+    let param = unsafe { &*param };
+    if param.path.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: The caller's buffer, valid for its length if not NULL.
+    let Ok(private_data) = (unsafe {
+        c_bytes(
+            param.private_data,
+            param.private_data_len,
+            SIDR_REQ_PRIVATE_DATA,
+        )
+    }) else {
+        return EINVAL.to_errno();
+    };
+    // SAFETY: The path and the sgid attribute are valid for the call (caller contract).
+    let (path, sgid) = unsafe { (&*param.path, SgidAttr::from_raw(param.sgid_attr)) };
     // SAFETY: Caller contract.
-    errno(unsafe { conn::sidr::send_sidr_req(&id_of(cm_id), &*param) })
+    let id = unsafe { id_of(cm_id) };
+    errno(conn::sidr::send_sidr_req(
+        &id,
+        param,
+        path,
+        sgid,
+        private_data,
+    ))
 }
 
 /// `ib_send_cm_sidr_rep()`: answers the SIDR_REQ a passive id holds; the id goes to IDLE

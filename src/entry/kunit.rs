@@ -67,12 +67,6 @@ extern "C" fn handler_b(_: *mut bindings::ib_cm_id, _: *const bindings::ib_cm_ev
     1
 }
 
-/// Records a MAD the CM sends, for the receive-path tests.
-pub(crate) fn capture(mad: &[u8; crate::logic::wire::MAD_LEN]) {
-    // SAFETY: `mad` is 256 readable bytes.
-    unsafe { bindings::ibcm_glue_capture_put(mad.as_ptr()) };
-}
-
 /// A device-less CM state: the listener tree and allocator without an HCA.
 fn fake_device() -> Result<Arc<CmDevice>> {
     CmDevice::new(core::ptr::null_mut(), kernel::alloc::KVec::new())
@@ -285,6 +279,69 @@ extern "C" fn timewait_expiry_races_destroy(_test: *mut bindings::kunit) {
     expect!(dev.inner.lock().timewait.is_empty());
 }
 
+// --- the CM's own events when allocations fail ---
+
+static OWN_KIND: AtomicU32 = AtomicU32::new(u32::MAX);
+static OWN_COUNT: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn own_event_handler(
+    _cm_id: *mut bindings::ib_cm_id,
+    event: *const bindings::ib_cm_event,
+) -> ffi::c_int {
+    // SAFETY: The CM passes a live event for the call.
+    OWN_KIND.store(unsafe { (*event).event }, Ordering::SeqCst);
+    OWN_COUNT.fetch_add(1, Ordering::SeqCst);
+    0
+}
+
+/// A REQ timeout (`cm_process_send_error`: REQ_ERROR, the id back to IDLE) and a timewait
+/// expiry (`cm_timewait_handler`: TIMEWAIT_EXIT, IDLE) reach the ULP while every event
+/// allocation that may fail does, as under failslab: cm.c cannot fail there, so neither may
+/// ours (before, the id stayed in REQ_SENT or TIMEWAIT with no timer left to end it).
+extern "C" fn own_events_survive_alloc_failure(_test: *mut bindings::kunit) {
+    use crate::logic::state::State;
+    let dev = require!(fake_device());
+    for (state, expected) in [
+        (
+            State::Timewait,
+            bindings::ib_cm_event_type_IB_CM_TIMEWAIT_EXIT,
+        ),
+        (State::ReqSent, bindings::ib_cm_event_type_IB_CM_REQ_ERROR),
+    ] {
+        let id = require!(CmId::new(
+            dev.clone(),
+            Some(own_event_handler),
+            core::ptr::null_mut(),
+            false
+        ));
+        OWN_KIND.store(u32::MAX, Ordering::SeqCst);
+        OWN_COUNT.store(0, Ordering::SeqCst);
+        {
+            let mut g = id.inner.lock();
+            id.set_state(state.raw());
+            // Due now: the expiry below ends it as the device's timewait work would.
+            g.timewait_armed = state == State::Timewait;
+        }
+        crate::event::FAIL_ALLOCS.store(true, Ordering::SeqCst);
+        if state == State::Timewait {
+            crate::entry::work::expire(id.clone());
+        } else {
+            // The REQ's MAD timed out (`ib_mad` ran out of retries).
+            crate::conn::send_done(
+                &id,
+                Some(State::ReqSent),
+                bindings::ib_wc_status_IB_WC_RESP_TIMEOUT_ERR,
+            );
+        }
+        crate::event::FAIL_ALLOCS.store(false, Ordering::SeqCst);
+        expect!(OWN_COUNT.load(Ordering::SeqCst) == 1);
+        expect!(OWN_KIND.load(Ordering::SeqCst) == expected);
+        expect!(id.cm_state() == State::Idle);
+        expect!(destroy(&id));
+        expect!(id.users() == 0);
+    }
+}
+
 /// Memory one listener costs: the `Arc<CmId>` allocation plus its tree node, each rounded up to
 /// its kmalloc bucket. Printed for the comparison with C's `cm_id_private` (measured with
 /// `ksize()` by the conformance suite); the bound keeps the tree node from growing into a
@@ -489,7 +546,7 @@ extern "C" fn mra_handler(
         return 0;
     }
     // SAFETY: `id` is live; no private data.
-    if unsafe { crate::abi::ibcm_rs_send_cm_mra(id, 20, core::ptr::null(), 0) } != 0 {
+    if unsafe { crate::entry::abi::ibcm_rs_send_cm_mra(id, 20, core::ptr::null(), 0) } != 0 {
         return -(bindings::EINVAL as i32);
     }
     MRA_ID.store(id, Ordering::SeqCst);
@@ -530,7 +587,7 @@ extern "C" fn dup_req_gets_mra_with_the_ids_tid(_test: *mut bindings::kunit) {
     }
     if !id.is_null() {
         // SAFETY: The handler's handle, destroyed once.
-        unsafe { crate::abi::ibcm_rs_destroy_cm_id(id) };
+        unsafe { crate::entry::abi::ibcm_rs_destroy_cm_id(id) };
     }
     expect!(destroy(&listener));
 }
@@ -987,7 +1044,7 @@ const fn suite(name: &[u8], cases: *mut bindings::kunit_case) -> bindings::kunit
 
 // KUnit writes run status into the cases and the suite, hence `static mut`; nothing in Rust
 // touches them after initialisation.
-static mut CASES: [bindings::kunit_case; 15] = [
+static mut CASES: [bindings::kunit_case; 16] = [
     case(c"tree_share_and_release", tree_share_and_release),
     case(c"listen_never_shares", listen_never_shares),
     case(c"assign_allocator", assign_allocator),
@@ -1020,6 +1077,10 @@ static mut CASES: [bindings::kunit_case; 15] = [
     ),
     case(c"is_err_or_null_as_c", is_err_or_null_as_c),
     case(c"cm_box_is_kmalloc_memory", cm_box_is_kmalloc_memory),
+    case(
+        c"own_events_survive_alloc_failure",
+        own_events_survive_alloc_failure,
+    ),
     // SAFETY: The zeroed terminator KUnit looks for.
     unsafe { core::mem::zeroed() },
 ];

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! Delivery of an id's events to its handler (`cm_process_work()` in cm.c): one at a time, in
+//! arrival order, with no lock held; a handler's refusal destroys the id.
+
+use crate::{alloc::CmBox, cm_id::CmId, event::Event};
+use kernel::sync::Arc;
+
+impl CmId {
+    /// Delivers `first` and then whatever is queued meanwhile, one at a time, with no lock
+    /// held (`cm_process_work`). The caller became the deliverer under the lock and hands over
+    /// its use of the id; a non-zero handler return destroys the id (and consumes the caller's
+    /// handle, which the CM then owns, as in cm.c).
+    pub(crate) fn deliver(self: &Arc<Self>, first: CmBox<Event>) {
+        let mut next = Some(first);
+        while let Some(ev) = next {
+            let refused = self.call_handler(&ev);
+            drop(ev);
+            if let Err((ret, handle)) = refused {
+                // No other thread may become the deliverer now (cm.c never lets `work_count`
+                // drop after a refusal): the id is dead to every input but the destroy below.
+                let leftover = {
+                    let mut g = self.inner.lock();
+                    g.destroyed = true;
+                    g.events.take()
+                };
+                drop(leftover);
+                // As cm.c: the use goes first, or destroy would wait for ourselves.
+                self.put_user();
+                self.destroy_with(ret);
+                // The handler refused the id: the handle it held was the CM's to release.
+                drop(handle);
+                return;
+            }
+            let leftover = {
+                let mut g = self.inner.lock();
+                if g.destroyed {
+                    g.delivering = false;
+                    next = None;
+                    Some(g.events.take())
+                } else {
+                    next = g.events.pop();
+                    if next.is_none() {
+                        g.delivering = false;
+                    }
+                    None
+                }
+            };
+            drop(leftover);
+        }
+        self.put_user();
+    }
+}

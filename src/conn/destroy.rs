@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! `ib_destroy_cm_id()`'s protocol half (`cm_destroy_id()` in cm.c): a shared listener loses
+//! a share; any other id says the farewell its state requires (REJ, DREQ, DREP, SIDR_REP
+//! REJECT, cancel), leaves every table and waits until no use of it is in flight.
+
+use super::{leave_remote, run, Ctx, Outcome};
+use crate::{
+    bindings,
+    cm_id::CmId,
+    listen::Released,
+    logic::state::{Input, State},
+    timewait,
+};
+use kernel::{prelude::*, sync::Arc};
+
+/// How long `ib_destroy_cm_id()` waits between diagnostics (`CM_DESTROY_ID_WAIT_TIMEOUT`).
+const DESTROY_WAIT_MS: u32 = 10_000;
+
+impl CmId {
+    /// `cm_destroy_id(id, err)` for one handle reference of `self`.
+    ///
+    /// A shared listener loses one share and returns at once. Otherwise the id says its
+    /// farewell as its state requires (the state machine's destroy actions: REJ, DREQ, DREP,
+    /// SIDR_REP REJECT, cancel), leaves every table, and then waits, without a lock held,
+    /// until every use in flight has ended, printing a diagnostic every 10 s as cm.c does.
+    ///
+    /// A second destroy of the same handle is a caller bug, as in cm.c; it is not detected.
+    pub(crate) fn destroy_with(self: &Arc<Self>, err: i32) {
+        if self.state() == bindings::ib_cm_state_IB_CM_LISTEN && self.release_share() {
+            return;
+        }
+        let old_state = self.state();
+        let farewell = destroy_actions(self, err);
+        if let Some(class) = farewell.timewait_class {
+            timewait::leave(self, class);
+        }
+        if let Some(comm) = self.take_comm_id() {
+            comm.release(self, farewell.published);
+        }
+        self.put_user();
+        let mut waited = 0u32;
+        while !self.wait_unused_ms(DESTROY_WAIT_MS) {
+            waited += DESTROY_WAIT_MS / 1000;
+            pr_warn!(
+                "destroy of id {:#010x} (state {} -> {}) still waiting for {} use(s) after {}s\n",
+                self.local_id(),
+                old_state,
+                self.state(),
+                self.users(),
+                waited
+            );
+        }
+        // The addresses hold sgid attribute references of the device's GID table: release
+        // them now, as cm.c's `cm_destroy_av()` does, not when the last memory reference
+        // goes (that may be the comm table's, dropped after an RCU grace period).
+        let leftovers = {
+            let mut g = self.inner.lock();
+            (
+                g.av.take(),
+                g.alt_av.take(),
+                g.stored_pd.take(),
+                g.events.take(),
+            )
+        };
+        drop(leftovers);
+    }
+
+    /// Drops one share of a listener; returns `true` if others remain (the caller is done).
+    /// The last share takes the listener out of its tree and marks it destroyed.
+    fn release_share(&self) -> bool {
+        let mut guard = self.inner.lock();
+        let mut dev = self.dev.inner.lock();
+        let node = match dev.listen.release(self.service_id(), self) {
+            Released::StillShared => return true,
+            Released::NotListening => None,
+            Released::Removed(node) => Some(node),
+        };
+        guard.destroyed = true;
+        self.set_state(bindings::ib_cm_state_IB_CM_IDLE);
+        drop(dev);
+        drop(guard);
+        // The tree's reference goes with the node, freed outside the locks.
+        drop(node);
+        false
+    }
+}
+
+/// What destroy's last locked step took from the id, for the rest of `CmId::destroy_with`.
+#[must_use = "the id must still leave timewait and the comm-ID table"]
+struct Farewell {
+    /// The id was in timewait, on the device's list of this class: it must leave it.
+    timewait_class: Option<u8>,
+    /// The comm-ID table held the id.
+    published: bool,
+}
+
+/// `cm_destroy_id()`'s per-state part: the farewell actions, then IDLE; queued events are
+/// dropped undelivered. The same locked section that ends the id also takes it out of
+/// timewait and unpublishes it (three lock round trips fewer than a section each).
+fn destroy_actions(id: &Arc<CmId>, err: i32) -> Farewell {
+    let xrc_tgt = {
+        let mut g = id.inner.lock();
+        g.destroyed = true;
+        g.conn.qp_type() == bindings::ib_qp_type_IB_QPT_XRC_TGT
+    };
+    let enomem = err == -(bindings::ENOMEM as i32);
+    let mut ctx = Ctx {
+        destroying: true,
+        ..Ctx::default()
+    };
+    let mut out = run(
+        id,
+        Input::Destroy { enomem, xrc_tgt },
+        &mut ctx,
+        |_, _| {},
+        |_, _| {},
+    );
+    let (leftover, farewell) = {
+        let mut g = id.inner.lock();
+        id.set_state(State::Idle.raw());
+        // The destroy step leaves the remote tables in every state that holds keys except an
+        // established XRC target, whose step is empty (no DREQ): it leaves them here.
+        let mut o = Outcome::default();
+        leave_remote(id, &mut g, &mut o);
+        let u = core::mem::take(&mut o.unlinked);
+        // An expiry already running finds `timewait_armed` cleared and does nothing (see
+        // `timewait::leave`).
+        let timewait_class =
+            core::mem::replace(&mut g.timewait_armed, false).then_some(g.timewait_class);
+        let published = core::mem::replace(&mut g.published, false);
+        (
+            (g.events.take(), u),
+            Farewell {
+                timewait_class,
+                published,
+            },
+        )
+    };
+    drop(leftover);
+    out.unlinked.free();
+    drop(out.deliver.take());
+    farewell
+}

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! An active id's handshake address handle (see `ah::HandshakeAh`) and what a send
+//! completion does to the id (`cm_send_handler()` / `cm_process_send_error()` in cm.c): the
+//! id forgets its tracked MAD and gives back its use of the handle, and a tracked MAD that
+//! failed delivers the `*_ERROR` event of the state it was sent in.
+
+use super::{finish, run, Ctx};
+use crate::{
+    ah::HandshakeAh,
+    bindings,
+    cm_id::{CmId, CmIdInner},
+    event::Event,
+    logic::state::{self, Input, Out, State},
+    slot::Slot,
+};
+use kernel::sync::Arc;
+
+/// The completion of `buf`: if it is `id`'s tracked MAD, the id forgets it and the state it
+/// was sent in is returned (`cm_process_send_error`'s check).
+pub(crate) fn untrack(
+    id: &CmId,
+    buf: *mut bindings::ib_mad_send_buf,
+    on_hs: bool,
+) -> Option<State> {
+    let mut g = id.inner.lock();
+    if on_hs && hs_in_flight(g.hs_sends) != 0 {
+        g.hs_sends -= 1;
+    }
+    end_handshake_ah(id, &mut g);
+    if g.msg != buf {
+        return None;
+    }
+    g.msg = core::ptr::null_mut();
+    Some(g.msg_state)
+}
+
+/// The sends in flight on the handshake handle, from `CmIdInner::hs_sends`.
+pub(super) fn hs_in_flight(hs_sends: u8) -> u8 {
+    hs_sends & !HandshakeAh::RETIRED
+}
+
+/// Whether the handshake handle is retired, from `CmIdInner::hs_sends`.
+pub(super) fn hs_retired(hs_sends: u8) -> bool {
+    hs_sends & HandshakeAh::RETIRED != 0
+}
+
+/// Ends the use of the id's handshake handle once the id is out of the handshake states (or
+/// the handle was retired): see [`retire_handshake_ah`].
+pub(super) fn end_handshake_ah(id: &CmId, g: &mut CmIdInner) {
+    if !hs_retired(g.hs_sends) && state::keeps_handshake_ah(id.cm_state()) {
+        return;
+    }
+    retire_handshake_ah(g);
+}
+
+/// Ends the use of the id's handshake handle whatever the state. With no send on it in flight
+/// it is destroyed here, under the id lock, as cm.c's `cm_free_priv_msg()` destroys a MAD's
+/// handle (`rdma_destroy_ah(ah, 0)` does not sleep), so no one can see the id without a handle
+/// while the handle still exists (device removal relies on that). With sends in flight it is
+/// retired: no later send takes it (a new handshake of the same id gets a handle of its own),
+/// and the last completion destroys it.
+pub(super) fn retire_handshake_ah(g: &mut CmIdInner) {
+    if !g.hs_ah.is_some() {
+        return;
+    }
+    if hs_in_flight(g.hs_sends) == 0 {
+        g.hs_sends = 0;
+        drop(g.hs_ah.take());
+    } else {
+        g.hs_sends |= HandshakeAh::RETIRED;
+    }
+}
+
+/// What the id's handshake handle is, for debugfs: `-` (none), `held` or `retired`.
+pub(crate) fn handshake_ah_status(id: &CmId) -> &'static str {
+    let g = id.inner.lock();
+    if !g.hs_ah.is_some() {
+        "-"
+    } else if hs_retired(g.hs_sends) {
+        "retired"
+    } else {
+        "held"
+    }
+}
+
+/// Device removal, once no send can start: every id of `dev` gives up its handshake handle
+/// before the CM's removal returns (after which ib_mad frees the port's protection domain the
+/// handles were made on). An idle one (an id waiting in REP_RCVD for its RTU) is destroyed
+/// now; one with sends in flight (a REQ still queued at the agent counts) is retired, and the
+/// completions that the agents' unregistration flushes destroy it.
+pub(crate) fn retire_handshake_ahs(dev: &crate::device::CmDevice) {
+    let mut index = 0u32;
+    while let Some((id, at)) = crate::comm_id::next_of_device(index, dev) {
+        retire_handshake_ah(&mut id.inner.lock());
+        drop(id);
+        match at.checked_add(1) {
+            Some(i) => index = i,
+            None => break,
+        }
+    }
+}
+
+/// Whether a send `o` of `id` in its current state goes on the id's handshake handle (or, the
+/// REQ, creates it): see [`HandshakeAh`].
+pub(super) fn on_handshake_ah(id: &CmId, g: &CmIdInner, o: Out) -> bool {
+    // The count stays below the retired bit: a handshake sends a few MADs.
+    let room = hs_in_flight(g.hs_sends) < HandshakeAh::RETIRED - 1;
+    if g.hs_ah.is_some() {
+        !hs_retired(g.hs_sends) && room && state::keeps_handshake_ah(id.cm_state())
+    } else {
+        o == Out::Req && g.hs_sends == 0
+    }
+}
+
+/// After a send of `id` completed: a tracked MAD that timed out (or failed) delivers the
+/// `*_ERROR` event of the state it was sent in, unless the id is past its destroy. The buffer
+/// held no use of the id (cm.c's `cm_free_msg` drops a reference that `cm_destroy_id` waits
+/// for; here destroy waits only for callbacks), so the delivery takes its own.
+pub(crate) fn send_done(id: &Arc<CmId>, tracked_in: Option<State>, status: bindings::ib_wc_status) {
+    let failed = status != bindings::ib_wc_status_IB_WC_SUCCESS
+        && status != bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR;
+    let Some(sent_in) = tracked_in.filter(|_| failed) else {
+        return;
+    };
+    if !id.get_user() {
+        return;
+    }
+    let mut ctx = Ctx {
+        event: Slot::some(Event::own()),
+        send_status: Some(status),
+        ..Ctx::default()
+    };
+    let out = run(
+        id,
+        Input::SendFailed { sent_in },
+        &mut ctx,
+        |_, _| {},
+        |_, _| {},
+    );
+    let _ = finish(id, out, None);
+}

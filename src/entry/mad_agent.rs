@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//! The MAD agents' callbacks (`cm_recv_handler`, `cm_work_handler`, `cm_send_handler` in
+//! cm.c): the receive callback counts a MAD and queues it, the receive work dispatches it to
+//! its message's handler in `conn/`, and the send completion gives a buffer back and tells the
+//! id's protocol how its tracked MAD ended.
+
+use crate::{
+    bindings, conn,
+    device::{device_of_agent, CmDevice},
+    logic::wire::{
+        conn::{Drep, Dreq, Mra, Rej, Rep, Req, Rtu},
+        decode_header,
+        lap::{Apr, Lap},
+        sidr::{SidrRep, SidrReq},
+        AttrId, MadHeader, WireError,
+    },
+    port::Counter,
+    recv_wc::RecvWc,
+    recv_work::RecvWork,
+    send::Completed,
+    wq,
+};
+use kernel::{c_str, ffi, sync::Arc};
+
+/// The receive work function (`cm_work_handler`).
+///
+/// # Safety
+///
+/// Called by the workqueue (through `glue.c`) for a work item queued by [`ibcm_rs_recv`],
+/// which gave up its box.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ibcm_rs_recv_work(work: *mut bindings::work_struct) {
+    // SAFETY: `work` is the work item `ibcm_rs_recv` leaked, taken back once.
+    let w = unsafe { RecvWork::from_work(work) };
+    process(&w.dev, w.port_num, &w.wc);
+}
+
+/// The MAD agent's receive callback (`cm_recv_handler`): count, then queue or drop.
+///
+/// # Safety
+///
+/// Called by the MAD layer (through `glue.c`) with the agent's context and a completion we
+/// now own.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ibcm_rs_recv(
+    context: *mut ffi::c_void,
+    port_num: u32,
+    recv_wc: *mut bindings::ib_mad_recv_wc,
+) {
+    // SAFETY: The MAD layer hands the completion over to its receive handler.
+    let wc = unsafe { RecvWc::new(recv_wc) };
+    // SAFETY: The agent's context is its device, alive while the agent is registered.
+    let dev = unsafe { device_of_agent(context) };
+    let Some(port) = dev.port(port_num) else {
+        return;
+    };
+    let attr = MadHeader::decode(wc.mad())
+        .ok()
+        .and_then(|h| AttrId::from_wire(h.attr_id));
+    let Some(attr) = attr else {
+        port.count_malformed();
+        dev.warn_malformed(port_num, c_str!("unknown attribute or short MAD"), &wc);
+        return;
+    };
+    port.count(Counter::RxMsgs, attr.counter_index(), 1);
+    // Inside the receive gate until the work is queued: removal closes the gate and waits for
+    // callbacks inside it before it flushes the CM workqueue, so its flush sees every work
+    // queued here (cm.c queues under `cm.lock` for the same ordering with `going_down`).
+    let Some(_gate) = dev.enter_recv() else {
+        return;
+    };
+    let wq = wq::wq();
+    if wq.is_null() {
+        return;
+    }
+    let Ok(work) = RecvWork::new(dev.into(), port_num, wc) else {
+        return;
+    };
+    // The work item owns itself from here until `ibcm_rs_recv_work` takes it back; it does
+    // not move (it stays in its box).
+    let item = RecvWork::into_work(work);
+    // SAFETY: `wq` is live until module exit, after every device is gone; `item` is live.
+    unsafe { bindings::ibcm_glue_queue_work(wq, item) };
+}
+
+/// Dispatches one received MAD (`cm_work_handler`).
+fn process(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc) {
+    let Some(port) = dev.port(port_num) else {
+        return;
+    };
+    // Each message is decoded straight into the handler's argument: no enum of every message
+    // kind is built and moved around.
+    let (hdr, attr, p) = match decode_header(wc.mad()) {
+        Ok(x) => x,
+        Err(e) => {
+            port.count_malformed();
+            let what = match e {
+                WireError::Truncated => c_str!("truncated"),
+                WireError::WrongClassVersion => c_str!("wrong class version"),
+                WireError::WrongBaseVersion => c_str!("wrong base version"),
+                WireError::WrongClass => c_str!("wrong class"),
+                WireError::WrongMethod => c_str!("wrong method"),
+                WireError::UnknownAttribute => c_str!("unknown attribute"),
+            };
+            dev.warn_malformed(port_num, what, wc);
+            return;
+        }
+    };
+    match attr {
+        AttrId::Req => conn::req::on_req(dev, port_num, wc, &hdr, &Req::decode(p)),
+        AttrId::SidrReq => conn::sidr::on_sidr_req(dev, port_num, wc, &hdr, &SidrReq::decode(p)),
+        AttrId::Rep => conn::rep_rtu::on_rep(dev, port_num, wc, &hdr, &Rep::decode(p)),
+        AttrId::Rtu => conn::rep_rtu::on_rtu(dev, port_num, wc, &hdr, &Rtu::decode(p)),
+        AttrId::Dreq => conn::dreq_drep::on_dreq(dev, port_num, wc, &hdr, &Dreq::decode(p)),
+        AttrId::Drep => conn::dreq_drep::on_drep(dev, port_num, wc, &hdr, &Drep::decode(p)),
+        AttrId::Rej => conn::rej_mra::on_rej(dev, port_num, wc, &hdr, &Rej::decode(p)),
+        AttrId::Mra => conn::rej_mra::on_mra(dev, port_num, wc, &hdr, &Mra::decode(p)),
+        AttrId::SidrRep => conn::sidr::on_sidr_rep(dev, port_num, wc, &hdr, &SidrRep::decode(p)),
+        AttrId::Lap => conn::lap_apr::on_lap(dev, port_num, wc, &hdr, &Lap::decode(p)),
+        AttrId::Apr => conn::lap_apr::on_apr(dev, port_num, wc, &hdr, &Apr::decode(p)),
+    }
+}
+
+/// Send completion (`cm_send_handler`): counts the message and its retries, lets the id's
+/// protocol forget the buffer, frees the buffer and its address handle, then reports a failed
+/// tracked MAD to the protocol.
+///
+/// # Safety
+///
+/// Called by the MAD layer (through `glue.c`) for a buffer posted by `send::send`, with the
+/// agent's context.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ibcm_rs_send_done(
+    context: *mut ffi::c_void,
+    port_num: u32,
+    send_wc: *mut bindings::ib_mad_send_wc,
+) {
+    // SAFETY: The agent's context is its device, alive while the agent is registered.
+    let dev = unsafe { device_of_agent(context) };
+    // SAFETY: The MAD layer's completion of one of our buffers, handed to us once.
+    let mut done = unsafe { Completed::take(&dev, port_num, send_wc) };
+    let id = done.id.take();
+    let status = done.status;
+    // The id forgets the buffer (if it is its tracked one) before the buffer is freed, and
+    // gives back its use of the handshake handle (the last one destroys it).
+    let failed_in = id
+        .as_ref()
+        .and_then(|id| conn::untrack(id, done.buf(), done.on_hs));
+    drop(done);
+    if let Some(id) = id {
+        conn::send_done(&id, failed_in, status);
+    }
+}
