@@ -37,7 +37,6 @@ typedef void (*softib_put_fn)(struct softib_pkt *p, unsigned long delay);
  * as the fault rules say. May run with IRQs off: allocates with GFP_ATOMIC only.
  */
 void softib_fault_send(struct softib_pkt *p, softib_put_fn put);
-void softib_fault_init(struct dentry *dir);
 void softib_fault_exit(void);
 
 #endif

@@ -5,7 +5,8 @@
  * on the Nth to Mth packet it matches, or with a probability drawn from a generator the test
  * seeds.
  *
- * /sys/kernel/debug/softib/faults, one command per write:
+ * /sys/module/softib/parameters/faults (a parameter, not debugfs: a KUnit test writes and reads
+ * it with kernel_write/kernel_read, which debugfs files do not support), one command a write:
  *   clear                       remove every rule (counters too)
  *   seed N                      reseed the generator of `prob=` rules
  *   ACTION [KEY=VALUE ...]      append a rule; ACTION is drop, delay or dup
@@ -18,12 +19,11 @@
  * Reading the file lists the rules with how many packets each matched and acted on; a test
  * checks `acted` to know the fault really happened.
  */
-#include <linux/debugfs.h>
+#include <linux/moduleparam.h>
 #include <linux/jiffies.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/string.h>
-#include <linux/uaccess.h>
 #include <rdma/ib_mad.h>
 
 #include "softib.h"
@@ -237,22 +237,20 @@ static void softib_fault_clear(void)
 		kfree(r);
 }
 
-static ssize_t softib_faults_write(struct file *f, const char __user *ubuf, size_t len, loff_t *pos)
+/* Writing /sys/module/softib/parameters/faults: one command. */
+static int softib_faults_set(const char *val, const struct kernel_param *kp)
 {
 	struct softib_rule *r;
 	unsigned long flags;
 	char buf[256], *line;
 	int ret;
 
-	if (len >= sizeof(buf))
+	if (strscpy(buf, val, sizeof(buf)) < 0)
 		return -EINVAL;
-	if (copy_from_user(buf, ubuf, len))
-		return -EFAULT;
-	buf[len] = 0;
 	line = strim(buf);
 	if (!strcmp(line, "clear")) {
 		softib_fault_clear();
-		return len;
+		return 0;
 	}
 	if (!strncmp(line, "seed ", 5)) {
 		u64 seed;
@@ -262,7 +260,7 @@ static ssize_t softib_faults_write(struct file *f, const char __user *ubuf, size
 		spin_lock_irqsave(&softib_fault_lock, flags);
 		softib_rng = seed ? seed : 1;
 		spin_unlock_irqrestore(&softib_fault_lock, flags);
-		return len;
+		return 0;
 	}
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
 	if (!r)
@@ -275,42 +273,32 @@ static ssize_t softib_faults_write(struct file *f, const char __user *ubuf, size
 	spin_lock_irqsave(&softib_fault_lock, flags);
 	list_add_tail(&r->list, &softib_rules);
 	spin_unlock_irqrestore(&softib_fault_lock, flags);
-	return len;
-}
-
-static int softib_faults_show(struct seq_file *s, void *unused)
-{
-	static const char *const names[] = { "drop", "delay", "dup" };
-	struct softib_rule *r;
-	int i = 0;
-
-	spin_lock_irq(&softib_fault_lock);
-	list_for_each_entry(r, &softib_rules, list)
-		seq_printf(s, "%d %s class=%d attr=%#x from=%d to=%d skip=%u count=%u prob=%u ms=%u copies=%u matched=%u acted=%u\n",
-			   i++, names[r->action], r->mgmt_class, r->attr_id, r->from, r->to, r->skip,
-			   r->count, r->prob, r->ms, r->copies, r->matched, r->acted);
-	spin_unlock_irq(&softib_fault_lock);
 	return 0;
 }
 
-static int softib_faults_open(struct inode *inode, struct file *file)
+/* Reading it: the rules, one a line, with what each matched and acted on. */
+static int softib_faults_get(char *buf, const struct kernel_param *kp)
 {
-	return single_open(file, softib_faults_show, NULL);
+	static const char *const names[] = { "drop", "delay", "dup" };
+	struct softib_rule *r;
+	int i = 0, n = 0;
+
+	spin_lock_irq(&softib_fault_lock);
+	list_for_each_entry(r, &softib_rules, list)
+		n += scnprintf(buf + n, PAGE_SIZE - n,
+			       "%d %s class=%d attr=%#x from=%d to=%d skip=%u count=%u prob=%u ms=%u copies=%u matched=%u acted=%u\n",
+			       i++, names[r->action], r->mgmt_class, r->attr_id, r->from, r->to, r->skip,
+			       r->count, r->prob, r->ms, r->copies, r->matched, r->acted);
+	spin_unlock_irq(&softib_fault_lock);
+	return n;
 }
 
-static const struct file_operations softib_faults_fops = {
-	.owner = THIS_MODULE,
-	.open = softib_faults_open,
-	.read = seq_read,
-	.write = softib_faults_write,
-	.llseek = seq_lseek,
-	.release = single_release,
+static const struct kernel_param_ops softib_faults_ops = {
+	.set = softib_faults_set,
+	.get = softib_faults_get,
 };
-
-void softib_fault_init(struct dentry *dir)
-{
-	debugfs_create_file("faults", 0644, dir, NULL, &softib_faults_fops);
-}
+module_param_cb(faults, &softib_faults_ops, NULL, 0644);
+MODULE_PARM_DESC(faults, "fault rules: write a command, read the rules (see softib_fault.c)");
 
 void softib_fault_exit(void)
 {

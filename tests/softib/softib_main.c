@@ -25,7 +25,7 @@
  *    machine through ib_modify_qp_is_ok() and every address, alternate path, P_Key index
  *    and path-migration attribute checked (an alternate path without a port or a LID is
  *    refused), and ib_query_qp() reports what was set.
- *  - fault injection on the delivered MADs (debugfs softib/faults; see softib_fault.c).
+ *  - fault injection on the delivered MADs (parameter `faults`; see softib_fault.c).
  *
  * Not implemented: SMI (QP0) and a subnet manager (LIDs come from module parameters), the RC
  * data path, SRQ, multicast, user verbs.
@@ -567,7 +567,10 @@ static int softib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 		if (d->port.gsi == qp)
 			d->port.gsi = NULL;
 	} else {
+		/* Interrupts are off: the plain xa_lock nests in the fabric lock. */
+		xa_lock(&softib_qps);
 		__xa_erase(&softib_qps, ibqp->qp_num);
+		xa_unlock(&softib_qps);
 	}
 	qp->linked = false;
 	spin_unlock_irq(&softib_fabric_lock);
@@ -628,7 +631,8 @@ static int softib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mas
 	spin_lock_irq(&qp->lock);
 	cur = mask & IB_QP_CUR_STATE ? attr->cur_qp_state : qp->state;
 	next = mask & IB_QP_STATE ? attr->qp_state : cur;
-	if (cur != qp->state && !(cur == IB_QPS_SQE || cur == IB_QPS_RTS))
+	/* A current state given by the caller must be the QP's (an HCA refuses otherwise). */
+	if (cur != qp->state)
 		goto out;
 	if (!ib_modify_qp_is_ok(cur, next, qp->type, mask))
 		goto out;
@@ -893,6 +897,8 @@ static int softib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		wc.status = IB_WC_SUCCESS;
 		p = softib_make_pkt(d, qp, ud_wr(wr), &wc.status);
 		if (p) {
+			/* The fault rules may free the packet: its length is read first. */
+			wc.byte_len = p->len;
 			p->solicited = wr->send_flags & IB_SEND_SOLICITED;
 			if (wr->opcode == IB_WR_SEND_WITH_IMM) {
 				p->has_imm = true;
@@ -902,7 +908,6 @@ static int softib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		}
 		if (wc.status != IB_WC_SUCCESS || qp->sig == IB_SIGNAL_ALL_WR ||
 		    (wr->send_flags & IB_SEND_SIGNALED)) {
-			wc.byte_len = p ? p->len : 0;
 			softib_cq_add(qp->scq, &wc, false);
 		}
 	}
@@ -950,7 +955,7 @@ static void softib_deliver_one(struct softib_pkt *p)
 	struct softib_rwqe *e;
 	struct softib_qp *qp;
 	struct ib_wc wc = {};
-	u32 need, off, copied, left;
+	u32 need, copied, left;
 	int pkey_index, i;
 
 	if (!d) {
@@ -1010,7 +1015,7 @@ static void softib_deliver_one(struct softib_pkt *p)
 		atomic_inc(&softib_stats.drop_len);
 	} else {
 		/* The first 40 bytes are the GRH's, written only if there is one. */
-		for (i = 0, off = 0, copied = 0; i < e->num_sge && copied < need; i++) {
+		for (i = 0, copied = 0; i < e->num_sge && copied < need; i++) {
 			u8 *dst = (u8 *)(uintptr_t)e->sge[i].addr;
 			u32 n = min(e->sge[i].length, need - copied);
 			u32 j = 0;
@@ -1030,7 +1035,6 @@ static void softib_deliver_one(struct softib_pkt *p)
 			}
 			copied += n;
 		}
-		(void)off;
 		wc.status = IB_WC_SUCCESS;
 		wc.byte_len = need;
 		wc.src_qp = p->src_qpn;
@@ -1141,7 +1145,10 @@ static void softib_remove_all(void)
 			spin_unlock_irq(&softib_fabric_lock);
 			ib_unregister_device(&d->ib);
 		}
+		/* Deliveries look devices up under the lock: none holds `d` after this. */
+		spin_lock_irq(&softib_fabric_lock);
 		softib_devs[i] = NULL;
+		spin_unlock_irq(&softib_fabric_lock);
 		ib_dealloc_device(&d->ib);
 	}
 }
@@ -1157,7 +1164,6 @@ static int __init softib_init(void)
 		return -ENOMEM;
 	softib_debugfs = debugfs_create_dir("softib", NULL);
 	debugfs_create_file("stats", 0444, softib_debugfs, NULL, &softib_stats_fops);
-	softib_fault_init(softib_debugfs);
 	for (i = 0; i < ndev; i++) {
 		struct softib_dev *d = ib_alloc_device(softib_dev, ib);
 		u64 guid = 0x0002c9fe5e000000ULL + ((u64)(i + 1) << 8);
