@@ -194,13 +194,20 @@ softib_check() {
 		e2e "not ok conn_ib_load_$CM # insmod failed"
 	klog "IBCM-KTAP-END conn-conformance-ibonly-$CM"
 	rmmod ib_cm_conn_conformance 2>/dev/null
-	printf '%s' '*.*' >$KF
 	if [ -n "$traced" ]; then
 		echo 0 >$TR/events/ib_cma/enable
 		grep -v '^#' $TR/trace | sed -n 's/.*: \(icm_[a-z_]*\): /\1 /p' | while IFS= read -r l; do
 			klog "IBCM-TRACE: $l"
 		done
 	fi
+	# Injected faults: timing-dependent retransmissions, outside the traced comparison.
+	printf '%s' 'ib_cm_conn_ib_faults.*' >$KF
+	klog "IBCM-KTAP-BEGIN conn-ib-faults-$CM"
+	ins /lib/modules/test/ib_cm_conn_conformance.ko cm=$CM dev0=softib0 dev1=softib1 ||
+		e2e "not ok conn_ib_faults_load_$CM # insmod failed"
+	klog "IBCM-KTAP-END conn-ib-faults-$CM"
+	rmmod ib_cm_conn_conformance 2>/dev/null
+	printf '%s' '*.*' >$KF
 	klog "IBCM-INFO: softib stats: $(tr '\n' ' ' </sys/kernel/debug/softib/stats 2>/dev/null)"
 	if rmmod softib; then
 		e2e "ok softib_removed_under_cm_$CM"
