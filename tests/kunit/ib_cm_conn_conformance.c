@@ -2355,6 +2355,88 @@ static void ib_lap_in_each_state_and_apr_dropped(struct kunit *test)
 	ib_disconnect(test, la.a);
 }
 
+/*
+ * A DREQ lost once, then delivered by its retransmission: DREQ_RECEIVED on the passive side,
+ * DREP back, and one retry in the active port's cm_tx_retries/dreq.
+ */
+static void ib_dreq_lost_once(struct kunit *test)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_id *a;
+	long r0;
+
+	a = req_reaches_passive(test, test->priv);
+	establish(test, a, &rep);
+	KUNIT_ASSERT_EQ(test, softib_fault("drop attr=DREQ from=1"), 0);
+	r0 = ib_counter(dev1, "cm_tx_retries", "dreq");
+	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(a, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 10000));
+	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 1);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_drep(passive.id, NULL, 0), 0);
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_DREP_RECEIVED, 5000));
+	msleep(100);
+	KUNIT_EXPECT_EQ(test, ib_counter(dev1, "cm_tx_retries", "dreq") - r0, 1);
+}
+
+/*
+ * A SIDR_REQ lost once, then delivered: the listener gets one SIDR_REQ_RECEIVED, the answer
+ * reaches the active side, and cm_tx_retries/sidr_req counts the retransmission.
+ */
+static void ib_sidr_req_lost_once(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_sidr_req_param req = {
+		.path = &c->path,
+		.sgid_attr = c->sgid,
+		.service_id = cpu_to_be64(CONN_SID),
+		.timeout_ms = 200,
+		.max_cm_retries = 3,
+	};
+	struct ib_cm_sidr_rep_param rep = { .qp_num = 0x77, .qkey = 0x1234, .status = IB_SIDR_SUCCESS };
+	struct ib_cm_id *a;
+	long r0;
+
+	KUNIT_ASSERT_EQ(test, softib_fault("drop attr=SIDR_REQ from=1"), 0);
+	r0 = ib_counter(dev1, "cm_tx_retries", "sidr_req");
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	active.id = a;
+	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_req(a, &req), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_SIDR_REQ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 1);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_SIDR_REP_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, active.sidr_status, IB_SIDR_SUCCESS);
+	KUNIT_EXPECT_EQ(test, active.sidr_qpn, 0x77);
+	msleep(100);
+	KUNIT_EXPECT_EQ(test, ib_counter(dev1, "cm_tx_retries", "sidr_req") - r0, 1);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 1);
+}
+
+/*
+ * A late MRA: the passive side sends an MRA for the REQ and then its REP, and the wire holds
+ * the MRA back so that it arrives after the REP. The active side, in REP_RCVD, ignores it
+ * (cm_mra_handler): REP_RECEIVED is its only event, and the connection completes.
+ */
+static void ib_late_mra_ignored(struct kunit *test)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_id *a;
+
+	KUNIT_ASSERT_EQ(test, softib_fault("delay attr=MRA ms=300"), 0);
+	a = req_reaches_passive(test, test->priv);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_mra(passive.id, 20, NULL, 0), 0);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
+	msleep(600);
+	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 1);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_REP_RCVD);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
+	ib_disconnect(test, a);
+}
+
 static struct kunit_case ib_cases[] = {
 	KUNIT_CASE(ib_alternate_path_accepted),
 	KUNIT_CASE(ib_path_mig_then_rts_on_rc_qp),
@@ -2381,6 +2463,9 @@ static struct kunit_case ib_fault_cases[] = {
 	KUNIT_CASE_SLOW(ib_rep_lost_until_rep_error),
 	KUNIT_CASE(ib_rtu_lost_comm_est_by_notify),
 	KUNIT_CASE_SLOW(ib_every_message_duplicated),
+	KUNIT_CASE(ib_dreq_lost_once),
+	KUNIT_CASE(ib_sidr_req_lost_once),
+	KUNIT_CASE(ib_late_mra_ignored),
 	{}
 };
 
