@@ -781,7 +781,8 @@ static int softib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	for (; wr; wr = wr->next) {
 		struct softib_rwqe *e;
 
-		if (qp->state == IB_QPS_RESET || wr->num_sge > SOFTIB_MAX_SGE || wr->num_sge < 0) {
+		if (qp->state == IB_QPS_RESET || wr->num_sge > SOFTIB_MAX_SGE || wr->num_sge < 0 ||
+		    (wr->num_sge && !wr->sg_list)) {
 			ret = -EINVAL;
 			break;
 		}
@@ -807,17 +808,26 @@ static int softib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 static struct softib_pkt *softib_make_pkt(struct softib_dev *d, struct softib_qp *qp,
 					  const struct ib_ud_wr *ud, enum ib_wc_status *status)
 {
-	struct softib_ah *ah = to_sah(ud->ah);
+	struct softib_ah *ah;
 	struct softib_pkt *p;
 	u16 pkey_index = qp->type == IB_QPT_GSI ? ud->pkey_index : qp->pkey_index;
 	u32 len = 0, off = 0;
 	int i;
 
-	for (i = 0; i < ud->wr.num_sge; i++)
-		len += ud->wr.sg_list[i].length;
-	if (len > SOFTIB_MAX_PAYLOAD || ud->wr.num_sge > SOFTIB_MAX_SGE) {
-		*status = IB_WC_LOC_LEN_ERR;
+	/* What a consumer passes is checked, not trusted: no AH, another device's AH. */
+	if (!ud->ah || ud->ah->device != &d->ib || ud->wr.num_sge < 0 ||
+	    ud->wr.num_sge > SOFTIB_MAX_SGE || (ud->wr.num_sge && !ud->wr.sg_list)) {
+		*status = IB_WC_LOC_QP_OP_ERR;
 		return NULL;
+	}
+	ah = to_sah(ud->ah);
+	for (i = 0; i < ud->wr.num_sge; i++) {
+		/* Per SGE, so that a sum cannot wrap. */
+		if (ud->wr.sg_list[i].length > SOFTIB_MAX_PAYLOAD - len) {
+			*status = IB_WC_LOC_LEN_ERR;
+			return NULL;
+		}
+		len += ud->wr.sg_list[i].length;
 	}
 	if (pkey_index >= SOFTIB_PKEYS || !d->port.pkey[pkey_index] || ah->port != qp->port) {
 		*status = IB_WC_LOC_QP_OP_ERR;
