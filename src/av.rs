@@ -111,6 +111,25 @@ impl Av {
         unsafe { core::ptr::read(self.attr.get()) }
     }
 
+    /// Makes this address a copy of `other`: cm.c's `cm_migrate()` copies the alternate
+    /// address into the primary one and keeps the alternate. Neither allocates nor sleeps
+    /// (`rdma_destroy_ah_attr` puts the old sgid attribute reference, `rdma_copy_ah_attr`
+    /// takes one for the copy), so it may run under the id's spinlock with interrupts off, as
+    /// `ib_cm_notify()` can be called.
+    pub(crate) fn copy_from(&mut self, other: &Av) {
+        self.pkey_index = other.pkey_index;
+        self.timeout = other.timeout;
+        self.dlid_datapath = other.dlid_datapath;
+        // INVARIANT: the attribute is released once and initialised again at once from
+        // `other`'s, holding references of its own.
+        // SAFETY: `self.attr` is initialised (type invariant) and released exactly once here;
+        // `other`'s is initialised and distinct from it (a shared and an exclusive borrow).
+        unsafe {
+            bindings::rdma_destroy_ah_attr(self.attr.get());
+            bindings::rdma_copy_ah_attr(self.attr.get(), other.attr());
+        }
+    }
+
     /// The destination LID (`rdma_ah_get_dlid`).
     pub(crate) fn dlid(&self) -> u32 {
         // SAFETY: `attr` is initialised.

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Builds what the QEMU layer needs for VARIANT (debug|release) into out/VARIANT/:
 # the test kernel (cached), ib_cm.ko (test build with the white-box KUnit suite), the
-# conformance module and the initramfs.
+# conformance module, the soft IB HCA (tests/softib) and the initramfs.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 source "$top/scripts/lib.sh"
@@ -30,13 +30,18 @@ log "build: conformance suite"
 make -s -C "$kdir" M="$top/tests/kunit" "${ktools[@]}" modules >"$out/conformance-build.log" 2>&1 ||
 	{ cat "$out/conformance-build.log" >&2; die "conformance module build failed"; }
 
+log "build: softib (the soft InfiniBand HCA of the guest)"
+make -s -C "$kdir" M="$top/tests/softib" "${ktools[@]}" modules >"$out/softib-build.log" 2>&1 ||
+	{ cat "$out/softib-build.log" >&2; die "softib build failed"; }
+! grep -E '(warning|error):' "$out/softib-build.log" || die "softib build has warnings"
+
 log "build: cm_umad"
 gcc -O2 -Wall -Wextra -Werror -o "$out/cm_umad" "$top/tests/tools/cm_umad.c" ||
 	die "cm_umad build failed"
 
 log "build: initramfs"
 "$top/tests/qemu/initramfs.sh" "$kdir" "$out/initramfs.cpio.gz" "$out/ib_cm-kunit.ko" \
-	"$top/tests/kunit" "$out/cm_umad" "$out/ib_cm-prod.ko"
+	"$top/tests/kunit" "$out/cm_umad" "$out/ib_cm-prod.ko" "$top/tests/softib/softib.ko"
 cp "$kdir/arch/x86/boot/bzImage" "$out/bzImage"
 cp "$kdir/System.map" "$out/System.map"
 echo "$out"

@@ -487,8 +487,12 @@ fn act(
             drop(dev);
         }
         Action::Migrate => {
-            if let Some(alt) = g.alt_av.take() {
-                g.av = Some(alt);
+            // cm_migrate: the alternate becomes the primary and stays the alternate, which a
+            // later ib_cm_init_qp_attr(RTS) loads into the QP again (IB_QP_ALT_PATH with
+            // REARM). Copied in place, without allocating: ib_cm_notify() may run with
+            // interrupts off.
+            if let (Some(av), Some(alt)) = (g.av.as_mut(), g.alt_av.as_ref()) {
+                av.copy_from(alt);
             }
         }
     }

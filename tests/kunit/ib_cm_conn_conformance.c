@@ -25,6 +25,7 @@
 #include <rdma/ib_cm.h>
 #include <rdma/ib_sa.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/ibta_vol1_c12.h>
 
 static char *dev0 = "rxe0";
 static char *dev1 = "rxe1";
@@ -47,6 +48,11 @@ struct side {
 	struct ib_cm_req_event_param req;
 	struct ib_cm_rep_event_param rep;
 	u8 req_life;			/* primary_path->packet_life_time of the REQ event */
+	/* Of the REQ event's primary path, and whether it had an alternate one. */
+	bool req_has_alt;
+	u32 req_slid, req_dlid;
+	u16 req_pkey;
+	u8 req_hop;
 	int rej_reason;
 	u8 rej_ari[8];
 	u8 rej_ari_length;
@@ -75,7 +81,7 @@ static void record(struct side *s, const struct ib_cm_event *ev)
 		const struct ib_cm_req_event_param *r = &ev->param.req_rcvd;
 
 		/* Printed for the field-by-field comparison of the two CMs (parse.py). */
-		pr_info("IBCM-QPATTR: passive%s REQ_EVENT lcrt=%u fc=%u rcrt=%u retry=%u rnr=%u srq=%u qp_type=%u psn=%#x rr=%u id=%u qkey=%#x bth_pkey=%#x port=%u life=%u mtu=%u pkey=%#x sl=%u hop=%u rec_type=%u vendor=%#x attr_mod=%#x sel=%u/%u/%u\n",
+		pr_info("IBCM-QPATTR: passive%s REQ_EVENT lcrt=%u fc=%u rcrt=%u retry=%u rnr=%u srq=%u qp_type=%u psn=%#x rr=%u id=%u qkey=%#x bth_pkey=%#x port=%u life=%u mtu=%u pkey=%#x sl=%u hop=%u rec_type=%u vendor=%#x attr_mod=%#x sel=%u/%u/%u slid=%#x dlid=%#x alt=%d alt_slid=%#x alt_dlid=%#x alt_hop=%u alt_life=%u\n",
 			qp_tag, r->local_cm_response_timeout, r->flow_control,
 			r->remote_cm_response_timeout,
 			r->retry_count, r->rnr_retry_count, r->srq, r->qp_type, r->starting_psn,
@@ -85,7 +91,18 @@ static void record(struct side *s, const struct ib_cm_event *ev)
 			r->primary_path->hop_limit, r->primary_path->rec_type, r->ece.vendor_id,
 			r->ece.attr_mod, r->primary_path->mtu_selector,
 			r->primary_path->rate_selector,
-			r->primary_path->packet_life_time_selector);
+			r->primary_path->packet_life_time_selector,
+			be32_to_cpu(sa_path_get_slid(r->primary_path)),
+			be32_to_cpu(sa_path_get_dlid(r->primary_path)), r->alternate_path != NULL,
+			r->alternate_path ? be32_to_cpu(sa_path_get_slid(r->alternate_path)) : 0,
+			r->alternate_path ? be32_to_cpu(sa_path_get_dlid(r->alternate_path)) : 0,
+			r->alternate_path ? r->alternate_path->hop_limit : 0,
+			r->alternate_path ? r->alternate_path->packet_life_time : 0);
+		s->req_has_alt = r->alternate_path != NULL;
+		s->req_slid = be32_to_cpu(sa_path_get_slid(r->primary_path));
+		s->req_dlid = be32_to_cpu(sa_path_get_dlid(r->primary_path));
+		s->req_pkey = be16_to_cpu(r->primary_path->pkey);
+		s->req_hop = r->primary_path->hop_limit;
 		s->req = ev->param.req_rcvd;
 		/* The event's pointers are valid only during the callback. */
 		s->req_life = ev->param.req_rcvd.primary_path->packet_life_time;
@@ -114,6 +131,17 @@ static void record(struct side *s, const struct ib_cm_event *ev)
 	case IB_CM_MRA_RECEIVED:
 		s->mra_timeout = ev->param.mra_rcvd.service_timeout;
 		break;
+	case IB_CM_LAP_RECEIVED: {
+		struct sa_path_rec *p = ev->param.lap_rcvd.alternate_path;
+
+		pr_info("IBCM-QPATTR: passive%s LAP_EVENT slid=%#x dlid=%#x sl=%u hop=%u life=%u rate=%u pkey=%#x mtu=%u rec_type=%u\n",
+			qp_tag, be32_to_cpu(sa_path_get_slid(p)), be32_to_cpu(sa_path_get_dlid(p)),
+			p->sl, p->hop_limit, p->packet_life_time, p->rate, be16_to_cpu(p->pkey), p->mtu,
+			p->rec_type);
+		s->req_slid = be32_to_cpu(sa_path_get_slid(p));
+		s->req_dlid = be32_to_cpu(sa_path_get_dlid(p));
+		break;
+	}
 	case IB_CM_SIDR_REP_RECEIVED:
 		s->sidr_qpn = ev->param.sidr_rep_rcvd.qpn;
 		s->sidr_status = ev->param.sidr_rep_rcvd.status;
@@ -304,14 +332,68 @@ static const struct ib_gid_attr *roce_v2_ipv4_gid(struct ib_device *dev)
 	return NULL;
 }
 
-/* The path rdma_cm would resolve from `from` to `to` over RoCE v2 / IPv4. */
+/* The LID of port 1 of an InfiniBand device (0 if it has none). */
+static u32 port_lid(struct ib_device *dev)
+{
+	struct ib_port_attr pa;
+
+	return ib_query_port(dev, 1, &pa) ? 0 : pa.lid;
+}
+
+/*
+ * The path an SA would give from `from` to `to` on InfiniBand: LID-routed between the base
+ * LIDs of port 1 plus `path_bits` (a soft IB port owns 2^LMC LIDs: path_bits 1 is the other
+ * path between the same ports), link-local GIDs (index 0), the default P_Key.
+ */
+static int make_ib_path(struct ib_device *from, struct ib_device *to, struct sa_path_rec *rec,
+			const struct ib_gid_attr **sgid_attr, u8 life, u8 path_bits)
+{
+	const struct ib_gid_attr *src = rdma_get_gid_attr(from, 1, 0);
+	union ib_gid dgid;
+	int ret;
+
+	if (IS_ERR(src))
+		return PTR_ERR(src);
+	ret = rdma_query_gid(to, 1, 0, &dgid);
+	if (ret) {
+		rdma_put_gid_attr(src);
+		return ret;
+	}
+	memset(rec, 0, sizeof(*rec));
+	rec->rec_type = SA_PATH_REC_TYPE_IB;
+	rec->sgid = src->gid;
+	rec->dgid = dgid;
+	sa_path_set_slid(rec, port_lid(from) + path_bits);
+	sa_path_set_dlid(rec, port_lid(to) + path_bits);
+	rec->hop_limit = 0;
+	rec->pkey = cpu_to_be16(0xffff);
+	rec->mtu = IB_MTU_1024;
+	rec->mtu_selector = IB_SA_EQ;
+	rec->rate = IB_RATE_10_GBPS;
+	rec->rate_selector = IB_SA_EQ;
+	rec->packet_life_time = life;
+	rec->packet_life_time_selector = IB_SA_EQ;
+	rec->reversible = 1;
+	rec->sl = path_bits;
+	*sgid_attr = src;
+	return 0;
+}
+
+/*
+ * The path rdma_cm would resolve from `from` to `to`: over RoCE v2 / IPv4 on rxe, LID-routed
+ * on InfiniBand (softib).
+ */
 static int make_path(struct ib_device *from, struct ib_device *to, struct sa_path_rec *rec,
 		     const struct ib_gid_attr **sgid_attr, u8 life)
 {
-	const struct ib_gid_attr *src = roce_v2_ipv4_gid(from);
-	const struct ib_gid_attr *dst = roce_v2_ipv4_gid(to);
+	const struct ib_gid_attr *src;
 	struct net_device *ndev;
+	const struct ib_gid_attr *dst;
 
+	if (rdma_protocol_ib(from, 1))
+		return make_ib_path(from, to, rec, sgid_attr, life, 0);
+	src = roce_v2_ipv4_gid(from);
+	dst = roce_v2_ipv4_gid(to);
 	if (!src || !dst) {
 		if (src)
 			rdma_put_gid_attr(src);
@@ -351,7 +433,7 @@ static void print_qp_attr(const char *side, const char *qps, int ret, struct ib_
 {
 	const struct ib_global_route *grh = rdma_ah_read_grh(&a->ah_attr);
 
-	pr_info("IBCM-QPATTR: %s %s ret=%d mask=%#x access=%#x pkey_index=%u port=%u path_mtu=%u dest_qp=%#x rq_psn=%#x max_dest_rd_atomic=%u min_rnr_timer=%u sq_psn=%#x retry_cnt=%u rnr_retry=%u max_rd_atomic=%u timeout=%u path_mig=%u ah_type=%u ah_port=%u sl=%u hop_limit=%u tclass=%u flow=%#x dgid=%pI6 dmac=%pM rate=%u ah_flags=%#x sgid_index=%u sgid_attr=%d alt_port=%u alt_pkey_index=%u alt_timeout=%u alt_ah_port=%u alt_ah_type=%u\n",
+	pr_info("IBCM-QPATTR: %s %s ret=%d mask=%#x access=%#x pkey_index=%u port=%u path_mtu=%u dest_qp=%#x rq_psn=%#x max_dest_rd_atomic=%u min_rnr_timer=%u sq_psn=%#x retry_cnt=%u rnr_retry=%u max_rd_atomic=%u timeout=%u path_mig=%u ah_type=%u ah_port=%u sl=%u hop_limit=%u tclass=%u flow=%#x dgid=%pI6 dmac=%pM rate=%u ah_flags=%#x sgid_index=%u sgid_attr=%d alt_port=%u alt_pkey_index=%u alt_timeout=%u alt_ah_port=%u alt_ah_type=%u dlid=%#x path_bits=%u alt_dlid=%#x alt_path_bits=%u alt_sl=%u alt_ah_flags=%#x\n",
 		side, qps, ret, mask, a->qp_access_flags, a->pkey_index, a->port_num, a->path_mtu,
 		a->dest_qp_num, a->rq_psn, a->max_dest_rd_atomic, a->min_rnr_timer, a->sq_psn,
 		a->retry_cnt, a->rnr_retry, a->max_rd_atomic, a->timeout, a->path_mig_state,
@@ -360,7 +442,11 @@ static void print_qp_attr(const char *side, const char *qps, int ret, struct ib_
 		a->ah_attr.type == RDMA_AH_ATTR_TYPE_ROCE ? a->ah_attr.roce.dmac : (u8 *)"\0\0\0\0\0\0",
 		a->ah_attr.static_rate, a->ah_attr.ah_flags, grh->sgid_index,
 		grh->sgid_attr ? (int)grh->sgid_attr->index : -1, a->alt_port_num,
-		a->alt_pkey_index, a->alt_timeout, a->alt_ah_attr.port_num, a->alt_ah_attr.type);
+		a->alt_pkey_index, a->alt_timeout, a->alt_ah_attr.port_num, a->alt_ah_attr.type,
+		a->ah_attr.type == RDMA_AH_ATTR_TYPE_IB ? rdma_ah_get_dlid(&a->ah_attr) : 0,
+		rdma_ah_get_path_bits(&a->ah_attr),
+		a->alt_ah_attr.type == RDMA_AH_ATTR_TYPE_IB ? rdma_ah_get_dlid(&a->alt_ah_attr) : 0,
+		rdma_ah_get_path_bits(&a->alt_ah_attr), a->alt_ah_attr.sl, a->alt_ah_attr.ah_flags);
 }
 
 /*
@@ -1524,7 +1610,879 @@ static struct kunit_suite race_suite = {
 	.test_cases = race_cases,
 };
 
-kunit_test_suites(&conn_suite, &race_suite);
+/*
+ * --- InfiniBand only: the soft IB HCA (tests/softib), loaded with dev0=softib0 dev1=softib1 ---
+ *
+ * What RoCE cannot carry: LID-routed paths and alternate paths, path migration applied to a
+ * real RC QP, P_Key indexes other than 0, routed REQs (GRH, permissive LIDs), and the faults
+ * the soft HCA injects on the wire. softib0 has LIDs 0x10-0x11, softib1 0x20-0x21 (LMC 1);
+ * P_Key 0x8001 is index 1 on softib0 and 2 on softib1; 0x8003 only softib1 has.
+ */
+#define SOFTIB_FAULTS "/sys/module/softib/parameters/faults"
+
+/* One command to the soft HCA's fault rules (see tests/softib/softib_fault.c). */
+static int softib_fault(const char *cmd)
+{
+	struct file *f = filp_open(SOFTIB_FAULTS, O_WRONLY, 0);
+	loff_t pos = 0;
+	ssize_t n;
+
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	n = kernel_write(f, cmd, strlen(cmd), &pos);
+	filp_close(f, NULL);
+	return n < 0 ? n : 0;
+}
+
+/* How many packets rule `rule` (0-based, in order of writing) acted on, or a negative errno. */
+static long softib_fault_acted(int rule)
+{
+	struct file *f = filp_open(SOFTIB_FAULTS, O_RDONLY, 0);
+	char *buf, *l, *a;
+	loff_t pos = 0;
+	long v = -ENOENT;
+	ssize_t n;
+
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	buf = kzalloc(4096, GFP_KERNEL);
+	if (!buf) {
+		filp_close(f, NULL);
+		return -ENOMEM;
+	}
+	n = kernel_read(f, buf, 4095, &pos);
+	filp_close(f, NULL);
+	for (l = buf; n > 0 && l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		int idx;
+
+		if (sscanf(l, "%d ", &idx) == 1 && idx == rule) {
+			a = strstr(l, "acted=");
+			if (a && sscanf(a, "acted=%ld", &v) != 1)
+				v = -EINVAL;
+			break;
+		}
+	}
+	kfree(buf);
+	return v;
+}
+
+static int ib_init(struct kunit *test)
+{
+	struct ib_device *d = ib_device_get_by_name(dev0, RDMA_DRIVER_UNKNOWN);
+	bool ib = d && rdma_protocol_ib(d, 1);
+
+	if (d)
+		ib_device_put(d);
+	if (!ib)
+		kunit_skip(test, "%s is not an InfiniBand device: the IB suite runs on softib", dev0);
+	softib_fault("clear");
+	return conn_init(test);
+}
+
+static void ib_exit(struct kunit *test)
+{
+	softib_fault("clear");
+	conn_exit(test);
+}
+
+/* A real RC QP of the soft HCA (it carries no data, but checks every modify as HCAs do). */
+struct rc_qp {
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+};
+
+static void rc_qp_destroy(struct rc_qp *q)
+{
+	if (!IS_ERR_OR_NULL(q->qp))
+		ib_destroy_qp(q->qp);
+	if (!IS_ERR_OR_NULL(q->cq))
+		ib_free_cq(q->cq);
+	if (!IS_ERR_OR_NULL(q->pd))
+		ib_dealloc_pd(q->pd);
+	memset(q, 0, sizeof(*q));
+}
+
+static int rc_qp_create(struct ib_device *dev, struct rc_qp *q)
+{
+	struct ib_qp_init_attr init = {
+		.qp_type = IB_QPT_RC,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+
+	memset(q, 0, sizeof(*q));
+	q->pd = ib_alloc_pd(dev, 0);
+	if (IS_ERR(q->pd))
+		return PTR_ERR(q->pd);
+	q->cq = ib_alloc_cq(dev, NULL, 16, 0, IB_POLL_DIRECT);
+	if (IS_ERR(q->cq))
+		return PTR_ERR(q->cq);
+	init.send_cq = q->cq;
+	init.recv_cq = q->cq;
+	q->qp = ib_create_qp(q->pd, &init);
+	return PTR_ERR_OR_ZERO(q->qp);
+}
+
+/*
+ * ib_cm_init_qp_attr(id, `state`), printed as `side` (compared with C's), then applied to the
+ * real QP with ib_modify_qp(): the CM's attributes must be ones an HCA accepts.
+ */
+static int cm_modify_qp(struct kunit *test, const char *side, const char *name,
+			struct ib_cm_id *id, struct ib_qp *qp, enum ib_qp_state state)
+{
+	struct ib_qp_attr attr = { .qp_state = state };
+	int mask = 0, ret;
+
+	ret = ib_cm_init_qp_attr(id, &attr, &mask);
+	print_qp_attr(side, name, ret, &attr, mask);
+	KUNIT_EXPECT_EQ_MSG(test, ret, 0, "%s: ib_cm_init_qp_attr(%s)", side, name);
+	if (ret)
+		return ret;
+	ret = ib_modify_qp(qp, &attr, mask);
+	KUNIT_EXPECT_EQ_MSG(test, ret, 0, "%s: ib_modify_qp(%s, mask %#x) of the CM's attributes",
+			    side, name, mask);
+	return ret;
+}
+
+/* The QP's path-migration state and alternate DLID, as the HCA reports them. */
+static void expect_qp_alt(struct kunit *test, struct ib_qp *qp, enum ib_mig_state mig, u32 alt_dlid)
+{
+	struct ib_qp_init_attr init;
+	struct ib_qp_attr attr;
+
+	KUNIT_ASSERT_EQ(test, ib_query_qp(qp, &attr, IB_QP_PATH_MIG_STATE | IB_QP_ALT_PATH, &init), 0);
+	KUNIT_EXPECT_EQ(test, attr.path_mig_state, mig);
+	KUNIT_EXPECT_EQ(test, attr.alt_port_num, 1);
+	KUNIT_EXPECT_EQ(test, rdma_ah_get_dlid(&attr.alt_ah_attr), alt_dlid);
+}
+
+/*
+ * An orderly end of an established connection: DREQ from the active side, DREP from the
+ * passive one, both in timewait (conn_exit then destroys them without a message), so the
+ * traced events do not depend on which destroy runs first.
+ */
+static void ib_disconnect(struct kunit *test, struct ib_cm_id *a)
+{
+	if (ib_send_cm_dreq(a, NULL, 0))
+		return;
+	if (wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000) &&
+	    !ib_send_cm_drep(passive.id, NULL, 0))
+		wait_event_is(test, &active, IB_CM_DREP_RECEIVED, 5000);
+}
+
+/*
+ * A REQ with LID-routed primary and alternate paths (the alternate on the ports' second LIDs):
+ * the passive side sees both (cm_format_paths_from_req: the primary DLID is the sender's LID
+ * from the work completion), accepts the alternate (failover accepted in the REP), and both
+ * ends give ib_cm_init_qp_attr() results that carry the alternate (IB_QP_ALT_PATH at RTR,
+ * IB_QP_PATH_MIG_STATE REARM at RTS), compared with C's field by field.
+ */
+static void ib_alternate_path_accepted(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_rep_param rep = {
+		.qp_num = 0x789, .starting_psn = 0xabc, .responder_resources = 2,
+		.initiator_depth = 1, .rnr_retry_count = 5, .failover_accepted = 1,
+	};
+	const struct ib_gid_attr *alt_sgid;
+	struct ib_cm_req_param req;
+	struct sa_path_rec alt;
+	struct ib_cm_id *a;
+
+	KUNIT_ASSERT_EQ(test, make_ib_path(c->d1, c->d0, &alt, &alt_sgid, 14, 1), 0);
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	active.id = a;
+	req_param(&req, &c->path, c->sgid, 20, 15);
+	req.alternate_path = &alt;
+	KUNIT_EXPECT_EQ(test, ib_send_cm_req(a, &req), 0);
+	rdma_put_gid_attr(alt_sgid);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
+	KUNIT_EXPECT_TRUE(test, passive.req_has_alt);
+	KUNIT_EXPECT_EQ(test, passive.req_dlid, port_lid(c->d1));
+	KUNIT_EXPECT_EQ(test, passive.req_slid, port_lid(c->d0));
+	dump_qp_attrs(test, "ib-passive-alt-req-rcvd", passive.id);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, (int)active.rep.failover_accepted, 1);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
+	dump_qp_attrs(test, "ib-active-alt-established", a);
+	dump_qp_attrs(test, "ib-passive-alt-established", passive.id);	ib_disconnect(test, a);
+}
+
+/*
+ * Path migration on a real RC QP of each end: the CM's INIT, RTR (with the alternate path)
+ * and RTS (REARM) are applied with ib_modify_qp(); ib_cm_notify(IB_EVENT_PATH_MIG) then makes
+ * the alternate the primary (cm_migrate, which keeps the alternate), and ib_cm_init_qp_attr()
+ * for RTS gives IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE with the alternate address and REARM,
+ * which the HCA must accept: an alternate without a port or a DLID is refused, as
+ * hardware refuses it.
+ */
+static void ib_path_mig_then_rts_on_rc_qp(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_rep_param rep = {
+		.starting_psn = 0xabc, .responder_resources = 2, .initiator_depth = 1,
+		.rnr_retry_count = 5, .failover_accepted = 1,
+	};
+	struct rc_qp qa = {}, qp = {};
+	const struct ib_gid_attr *alt_sgid;
+	struct ib_cm_req_param req;
+	struct ib_qp_attr attr;
+	struct sa_path_rec alt;
+	struct ib_cm_id *a;
+	u32 alt_dlid_a, alt_dlid_p;
+	int mask;
+
+	KUNIT_ASSERT_EQ(test, make_ib_path(c->d1, c->d0, &alt, &alt_sgid, 14, 1), 0);
+	alt_dlid_a = port_lid(c->d0) + 1;
+	alt_dlid_p = port_lid(c->d1) + 1;
+	if (rc_qp_create(c->d1, &qa) || rc_qp_create(c->d0, &qp)) {
+		rdma_put_gid_attr(alt_sgid);
+		KUNIT_FAIL(test, "cannot create the RC QPs on the soft HCA");
+		goto out;
+	}
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	active.id = a;
+	req_param(&req, &c->path, c->sgid, 20, 15);
+	req.alternate_path = &alt;
+	req.qp_num = qa.qp->qp_num;
+	KUNIT_EXPECT_EQ(test, ib_send_cm_req(a, &req), 0);
+	rdma_put_gid_attr(alt_sgid);
+	if (!wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000))
+		goto out;
+	/* The passive QP goes to RTS before the REP, as ULPs do. */
+	if (cm_modify_qp(test, "ib-passive-mig", "INIT", passive.id, qp.qp, IB_QPS_INIT) ||
+	    cm_modify_qp(test, "ib-passive-mig", "RTR", passive.id, qp.qp, IB_QPS_RTR) ||
+	    cm_modify_qp(test, "ib-passive-mig", "RTS", passive.id, qp.qp, IB_QPS_RTS))
+		goto out;
+	expect_qp_alt(test, qp.qp, IB_MIG_ARMED, alt_dlid_p);
+	rep.qp_num = qp.qp->qp_num;
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	if (!wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000))
+		goto out;
+	if (cm_modify_qp(test, "ib-active-mig", "INIT", a, qa.qp, IB_QPS_INIT) ||
+	    cm_modify_qp(test, "ib-active-mig", "RTR", a, qa.qp, IB_QPS_RTR) ||
+	    cm_modify_qp(test, "ib-active-mig", "RTS", a, qa.qp, IB_QPS_RTS))
+		goto out;
+	expect_qp_alt(test, qa.qp, IB_MIG_ARMED, alt_dlid_a);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
+	if (!wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000))
+		goto out;
+
+	/* The HCA migrated (its async event): the ULP tells the CM, then re-arms the QP. */
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(a, IB_EVENT_PATH_MIG), 0);
+	KUNIT_EXPECT_EQ(test, a->lap_state, IB_CM_LAP_IDLE);
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_RTS;
+	mask = 0;
+	KUNIT_EXPECT_EQ(test, ib_cm_init_qp_attr(a, &attr, &mask), 0);
+	KUNIT_EXPECT_EQ(test, mask, IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE);
+	KUNIT_EXPECT_EQ(test, attr.path_mig_state, IB_MIG_REARM);
+	KUNIT_EXPECT_EQ(test, attr.alt_port_num, 1);
+	KUNIT_EXPECT_EQ(test, rdma_ah_get_dlid(&attr.alt_ah_attr), alt_dlid_a);
+	KUNIT_EXPECT_EQ(test, attr.alt_ah_attr.type, RDMA_AH_ATTR_TYPE_IB);
+	if (!cm_modify_qp(test, "ib-active-migrated", "RTS", a, qa.qp, IB_QPS_RTS))
+		expect_qp_alt(test, qa.qp, IB_MIG_ARMED, alt_dlid_a);
+	/* The same at the passive end. */
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(passive.id, IB_EVENT_PATH_MIG), 0);
+	if (!cm_modify_qp(test, "ib-passive-migrated", "RTS", passive.id, qp.qp, IB_QPS_RTS))
+		expect_qp_alt(test, qp.qp, IB_MIG_ARMED, alt_dlid_p);
+	/* RTR after migration: the primary address is now the alternate's. */
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_RTR;
+	KUNIT_EXPECT_EQ(test, ib_cm_init_qp_attr(a, &attr, &mask), 0);
+	print_qp_attr("ib-active-migrated", "RTR", 0, &attr, mask);
+	KUNIT_EXPECT_EQ(test, rdma_ah_get_dlid(&attr.ah_attr), alt_dlid_a);
+	ib_disconnect(test, a);
+out:
+	rc_qp_destroy(&qa);
+	rc_qp_destroy(&qp);
+}
+
+/*
+ * A P_Key that is not at index 0, at different indexes on the two devices: each end's
+ * INIT attributes carry its own device's index of the key (cm_init_av_by_path and
+ * cm_init_av_for_response: ib_find_cached_pkey / the work completion's pkey_index).
+ */
+static void ib_pkey_index_not_zero(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_qp_attr attr;
+	struct ib_cm_req_param req;
+	struct ib_cm_id *a;
+	u16 want_a, want_p;
+	int mask;
+
+	KUNIT_ASSERT_EQ(test, ib_find_cached_pkey(c->d1, 1, 0x8001, &want_a), 0);
+	KUNIT_ASSERT_EQ(test, ib_find_cached_pkey(c->d0, 1, 0x8001, &want_p), 0);
+	KUNIT_EXPECT_NE(test, want_a, 0);
+	KUNIT_EXPECT_NE(test, want_p, want_a);
+	c->path.pkey = cpu_to_be16(0x8001);
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	active.id = a;
+	req_param(&req, &c->path, c->sgid, 20, 15);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_req(a, &req), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, passive.req_pkey, 0x8001);
+	establish(test, a, &rep);
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_INIT;
+	KUNIT_EXPECT_EQ(test, ib_cm_init_qp_attr(a, &attr, &mask), 0);
+	KUNIT_EXPECT_EQ(test, attr.pkey_index, want_a);
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_INIT;
+	KUNIT_EXPECT_EQ(test, ib_cm_init_qp_attr(passive.id, &attr, &mask), 0);
+	KUNIT_EXPECT_EQ(test, attr.pkey_index, want_p);
+	dump_qp_attrs(test, "ib-active-pkey", a);
+	dump_qp_attrs(test, "ib-passive-pkey", passive.id);	ib_disconnect(test, a);
+}
+
+/*
+ * What the fabric does not deliver: a REQ with a P_Key the passive port does not have, and a
+ * REQ to a LID no port owns. Both are dropped on the wire; the active side retries and ends
+ * in REQ_ERROR (IB_WC_RESP_TIMEOUT_ERR), the passive side sees nothing.
+ */
+static void ib_undeliverable_req_times_out(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_req_param req;
+	struct sa_path_rec bad;
+	const struct ib_gid_attr *sgid;
+	struct ib_cm_id *a;
+	int round;
+
+	for (round = 0; round < 2; round++) {
+		KUNIT_ASSERT_EQ(test, make_ib_path(c->d1, c->d0, &bad, &sgid, 0, 0), 0);
+		if (round == 0)
+			bad.pkey = cpu_to_be16(0x8003);	/* only softib1 has it */
+		else
+			sa_path_set_dlid(&bad, 0x40);	/* nobody's LID */
+		a = ib_create_cm_id(c->d1, active_handler, NULL);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+		active.id = a;
+		req_param(&req, &bad, sgid, 14, 1);
+		KUNIT_EXPECT_EQ(test, ib_send_cm_req(a, &req), 0);
+		rdma_put_gid_attr(sgid);
+		KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_REQ_ERROR, 10000));
+		KUNIT_EXPECT_EQ(test, active.send_status, IB_WC_RESP_TIMEOUT_ERR);
+		KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 0);
+		ib_destroy_cm_id(a);
+		active.id = NULL;
+		reset_sides();
+	}
+}
+
+/*
+ * A routed REQ: a path with hop_limit 2 (through a router, as an SA gives for a remote
+ * subnet) is sent with a GRH and carries permissive LIDs (cm_format_req); the passive side
+ * takes the remote LID from the work completion and answers through the GRH it received
+ * (cm_format_path_lid_from_req, cm_init_av_for_response). The connection completes; both
+ * ends' attributes are compared with C's.
+ */
+static void ib_routed_req_with_grh(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_req_param req;
+	struct ib_cm_id *a;
+
+	c->path.hop_limit = 2;
+	c->path.flow_label = cpu_to_be32(0x1234);
+	c->path.traffic_class = 0x20;
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	active.id = a;
+	req_param(&req, &c->path, c->sgid, 20, 15);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_req(a, &req), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
+	/*
+	 * The REQ's LIDs were permissive: cm_process_routed_req replaced the local one with the
+	 * work completion's SLID and the remote one with its DLID path bits (0), so the event's
+	 * path has SLID 0 and the sender's LID as DLID; its hop limit is the one of the answer's
+	 * address, built from the received GRH (0xff, ib_init_ah_attr_from_wc).
+	 */
+	KUNIT_EXPECT_EQ(test, passive.req_hop, 0xff);
+	KUNIT_EXPECT_EQ(test, passive.req_slid, 0);
+	KUNIT_EXPECT_EQ(test, passive.req_dlid, port_lid(c->d1));
+	establish(test, a, &rep);
+	dump_qp_attrs(test, "ib-active-routed", a);
+	dump_qp_attrs(test, "ib-passive-routed", passive.id);	ib_disconnect(test, a);
+}
+
+/* A CM counter delta helper: the value now of `group/name` on `dev`. */
+static long ib_counter(const char *dev, const char *group, const char *name)
+{
+	return read_port_counter(dev, group, name);
+}
+
+/*
+ * A REQ lost twice on the wire, then delivered: the connection is made by the third copy,
+ * and the active port's cm_tx_retries/req counts the two retransmissions (cm_send_handler
+ * adds the send's retries once it completes). A loaded guest may send one more copy before
+ * the REP arrives: every retransmission beyond the two lost ones must then reach the passive
+ * port as a duplicate (cm_dup_req_handler counts it), no more, no less.
+ */
+static void ib_req_lost_twice(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_req_param req;
+	struct sa_path_rec fast;
+	const struct ib_gid_attr *sgid;
+	struct ib_cm_id *a;
+	long r0, r1, d0, d1;
+
+	KUNIT_ASSERT_EQ(test, softib_fault("drop attr=REQ from=1 count=2"), 0);
+	r0 = ib_counter(dev1, "cm_tx_retries", "req");
+	d0 = ib_counter(dev0, "cm_rx_duplicates", "req");
+	KUNIT_ASSERT_GE(test, r0, 0);
+	KUNIT_ASSERT_EQ(test, make_ib_path(c->d1, c->d0, &fast, &sgid, 0, 0), 0);
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	active.id = a;
+	/* 2 * conv(0) + conv(16): about 270 ms between copies. */
+	req_param(&req, &fast, sgid, 16, 5);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_req(a, &req), 0);
+	rdma_put_gid_attr(sgid);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 10000));
+	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 2);
+	establish(test, a, &rep);
+	msleep(100);
+	r1 = ib_counter(dev1, "cm_tx_retries", "req");
+	d1 = ib_counter(dev0, "cm_rx_duplicates", "req");
+	KUNIT_EXPECT_GE(test, r1 - r0, 2);
+	KUNIT_EXPECT_EQ(test, (r1 - r0) - 2, d1 - d0);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 2);
+	ib_disconnect(test, a);
+}
+
+/*
+ * Every REP lost: the passive side retransmits it until its retries run out and gets
+ * REP_ERROR (IB_WC_RESP_TIMEOUT_ERR), back in IDLE; the active side, whose REQ copies meet an
+ * id in REP_SENT (answered by a REP again, also lost), ends in REQ_ERROR.
+ */
+static void ib_rep_lost_until_rep_error(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_req_param req;
+	struct sa_path_rec fast;
+	const struct ib_gid_attr *sgid;
+	struct ib_cm_id *a;
+
+	KUNIT_ASSERT_EQ(test, softib_fault("drop attr=REP count=0"), 0);
+	KUNIT_ASSERT_EQ(test, make_ib_path(c->d1, c->d0, &fast, &sgid, 0, 0), 0);
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	active.id = a;
+	req_param(&req, &fast, sgid, 14, 2);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_req(a, &req), 0);
+	rdma_put_gid_attr(sgid);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_REP_ERROR, 10000));
+	KUNIT_EXPECT_EQ(test, passive.send_status, IB_WC_RESP_TIMEOUT_ERR);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_IDLE);
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_REQ_ERROR, 10000));
+	KUNIT_EXPECT_GE(test, softib_fault_acted(0), 3);
+}
+
+/*
+ * The RTU lost while the passive QP already receives: the ULP reports the first receive with
+ * ib_cm_notify(IB_EVENT_COMM_EST), the passive id becomes ESTABLISHED with USER_ESTABLISHED
+ * (cm_establish), and nothing more happens (the REP is no longer retransmitted).
+ */
+static void ib_rtu_lost_comm_est_by_notify(struct kunit *test)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_id *a;
+
+	KUNIT_ASSERT_EQ(test, softib_fault("drop attr=RTU"), 0);
+	a = req_reaches_passive(test, test->priv);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
+	msleep(300);
+	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 1);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_REP_SENT);
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(passive.id, IB_EVENT_COMM_EST), 0);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_ESTABLISHED);
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_USER_ESTABLISHED, 5000));
+	msleep(300);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 2);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
+}
+
+/*
+ * Every message of a connection and its teardown delivered twice (REQ, REP, RTU, DREQ, DREP):
+ * no event more than without duplicates, and each copy counted in cm_rx_duplicates where
+ * cm.c counts it. The duplicate counters of both ports are printed and compared with C's.
+ */
+static void ib_every_message_duplicated(struct kunit *test)
+{
+	static const char *const msgs[] = { "req", "rep", "rtu", "dreq", "drep" };
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	long d0[ARRAY_SIZE(msgs)], d1[ARRAY_SIZE(msgs)];
+	struct ib_cm_id *a;
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(msgs); i++) {
+		char cmd[64];
+
+		snprintf(cmd, sizeof(cmd), "dup attr=%s", msgs[i]);
+		KUNIT_ASSERT_EQ(test, softib_fault(cmd), 0);
+		d0[i] = ib_counter(dev0, "cm_rx_duplicates", msgs[i]);
+		d1[i] = ib_counter(dev1, "cm_rx_duplicates", msgs[i]);
+	}
+	a = req_reaches_passive(test, test->priv);
+	establish(test, a, &rep);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(a, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
+	KUNIT_ASSERT_EQ(test, ib_send_cm_drep(passive.id, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_DREP_RECEIVED, 5000));
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_TIMEWAIT_EXIT, 5000));
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_TIMEWAIT_EXIT, 5000));
+	msleep(200);
+	/* REP, DREP, TIMEWAIT_EXIT; REQ, RTU, DREQ, TIMEWAIT_EXIT: as without duplicates. */
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 3);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 4);
+	for (i = 0; i < ARRAY_SIZE(msgs); i++) {
+		KUNIT_EXPECT_EQ_MSG(test, softib_fault_acted(i), 1, "%s not duplicated", msgs[i]);
+		d0[i] = ib_counter(dev0, "cm_rx_duplicates", msgs[i]) - d0[i];
+		d1[i] = ib_counter(dev1, "cm_rx_duplicates", msgs[i]) - d1[i];
+	}
+	/*
+	 * The passive side counts the second REQ, RTU and DREQ, the active the second REP (whose
+	 * copy may also make the active side send its RTU again: at least one RTU).
+	 */
+	KUNIT_EXPECT_EQ(test, d0[0], 1);
+	KUNIT_EXPECT_EQ(test, d1[1], 1);
+	KUNIT_EXPECT_GE(test, d0[2], 1);
+	KUNIT_EXPECT_EQ(test, d0[3], 1);
+	/* Informational: a copy of the REP may or may not meet the id before the RTU. */
+	pr_info("IBCM-INFO: ib-dups COUNTERS passive_req=%ld passive_rep=%ld passive_rtu=%ld passive_dreq=%ld passive_drep=%ld active_req=%ld active_rep=%ld active_rtu=%ld active_dreq=%ld active_drep=%ld\n",
+		d0[0], d0[1], d0[2], d0[3], d0[4], d1[0], d1[1], d1[2], d1[3], d1[4]);
+}
+
+/* A CM message of the kind `attr_id` crafted by the test, sent from port 1 of `from` to `dlid`. */
+struct crafted {
+	struct ib_mad_agent *agent;
+	struct ib_ah *ah;
+	struct completion sent;
+};
+
+static void crafted_send_done(struct ib_mad_agent *agent, struct ib_mad_send_wc *wc)
+{
+	struct crafted *cr = agent->context;
+
+	ib_free_send_mad(wc->send_buf);
+	complete(&cr->sent);
+}
+
+static int crafted_open(struct crafted *cr, struct ib_device *from, u32 dlid)
+{
+	struct rdma_ah_attr ah = {};
+
+	init_completion(&cr->sent);
+	/* A send-only agent: the CM keeps the CM class's receive registration. */
+	cr->agent = ib_register_mad_agent(from, 1, IB_QPT_GSI, NULL, 0, crafted_send_done, NULL,
+					  cr, 0);
+	if (IS_ERR(cr->agent))
+		return PTR_ERR(cr->agent);
+	ah.type = rdma_ah_find_type(from, 1);
+	rdma_ah_set_port_num(&ah, 1);
+	rdma_ah_set_dlid(&ah, dlid);
+	cr->ah = rdma_create_ah(cr->agent->qp->pd, &ah, 0);
+	if (IS_ERR(cr->ah)) {
+		ib_unregister_mad_agent(cr->agent);
+		return PTR_ERR(cr->ah);
+	}
+	return 0;
+}
+
+static void crafted_close(struct crafted *cr)
+{
+	rdma_destroy_ah(cr->ah, 0);
+	ib_unregister_mad_agent(cr->agent);
+}
+
+/* Sends a CM MAD whose payload `fill` writes; waits until it left. */
+static int crafted_send(struct crafted *cr, __be16 attr_id, u64 tid,
+			void (*fill)(void *msg, void *arg), void *arg)
+{
+	struct ib_mad_send_buf *m;
+	struct ib_mad_hdr *h;
+	int ret;
+
+	m = ib_create_send_mad(cr->agent, 1, 0, 0, IB_MGMT_MAD_HDR, IB_MGMT_MAD_DATA, GFP_KERNEL,
+			       IB_MGMT_BASE_VERSION);
+	if (IS_ERR(m))
+		return PTR_ERR(m);
+	h = m->mad;
+	h->base_version = IB_MGMT_BASE_VERSION;
+	h->mgmt_class = IB_MGMT_CLASS_CM;
+	h->class_version = 2;
+	h->method = IB_MGMT_METHOD_SEND;
+	h->attr_id = attr_id;
+	h->tid = cpu_to_be64(tid);
+	fill(m->mad, arg);
+	m->ah = cr->ah;
+	reinit_completion(&cr->sent);
+	ret = ib_post_send_mad(m, NULL);
+	if (ret) {
+		ib_free_send_mad(m);
+		return ret;
+	}
+	wait_for_completion_timeout(&cr->sent, msecs_to_jiffies(5000));
+	return 0;
+}
+
+/* The LAP an active end would send: an alternate path on the ports' second LIDs. */
+struct lap_args {
+	struct ib_cm_id *a, *p;
+	struct ib_device *d0, *d1;
+};
+
+static void fill_lap(void *mad, void *arg)
+{
+	struct cm_lap_msg *lap = mad;
+	struct lap_args *la = arg;
+	union ib_gid g0, g1;
+
+	rdma_query_gid(la->d0, 1, 0, &g0);
+	rdma_query_gid(la->d1, 1, 0, &g1);
+	IBA_SET(CM_LAP_LOCAL_COMM_ID, lap, be32_to_cpu(la->a->local_id));
+	IBA_SET(CM_LAP_REMOTE_COMM_ID, lap, be32_to_cpu(la->p->local_id));
+	IBA_SET(CM_LAP_REMOTE_QPN_EECN, lap, 0x99);
+	IBA_SET(CM_LAP_REMOTE_CM_RESPONSE_TIMEOUT, lap, 20);
+	IBA_SET(CM_LAP_ALTERNATE_LOCAL_PORT_LID, lap, port_lid(la->d1) + 1);
+	IBA_SET(CM_LAP_ALTERNATE_REMOTE_PORT_LID, lap, port_lid(la->d0) + 1);
+	*IBA_GET_MEM_PTR(CM_LAP_ALTERNATE_LOCAL_PORT_GID, lap) = g1;
+	*IBA_GET_MEM_PTR(CM_LAP_ALTERNATE_REMOTE_PORT_GID, lap) = g0;
+	IBA_SET(CM_LAP_ALTERNATE_PACKET_RATE, lap, IB_RATE_10_GBPS);
+	IBA_SET(CM_LAP_ALTERNATE_SL, lap, 1);
+	IBA_SET(CM_LAP_ALTERNATE_SUBNET_LOCAL, lap, 1);
+	IBA_SET(CM_LAP_ALTERNATE_LOCAL_ACK_TIMEOUT, lap, 15);
+}
+
+static void fill_apr(void *mad, void *arg)
+{
+	struct cm_apr_msg *apr = mad;
+	struct lap_args *la = arg;
+
+	IBA_SET(CM_APR_LOCAL_COMM_ID, apr, be32_to_cpu(la->a->local_id));
+	IBA_SET(CM_APR_REMOTE_COMM_ID, apr, be32_to_cpu(la->p->local_id));
+	IBA_SET(CM_APR_AR_STATUS, apr, 0);
+}
+
+/*
+ * A LAP received in each LAP state (cm_lap_handler), from a MAD the test crafts (no CM sends
+ * LAPs any more): on a connection not yet established it is dropped; established (LAP_UNINIT)
+ * it is delivered as LAP_RECEIVED with the alternate path and the id enters LAP_RCVD, where
+ * ib_cm_init_qp_attr(RTS) loads that alternate; a copy in LAP_RCVD is counted as a duplicate,
+ * with no event; after ib_send_cm_mra() (MRA_LAP_SENT) a copy is counted and answered by the
+ * MRA again. An APR is dropped in every state (nothing sent a LAP). The counters of the
+ * passive port are printed and compared with C's.
+ */
+static void ib_lap_in_each_state_and_apr_dropped(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct lap_args la = { .d0 = c->d0, .d1 = c->d1 };
+	struct crafted cr;
+	struct ib_qp_attr attr;
+	long dup0, mra0, apr0, dup1, mra1, apr1;
+	int mask, n;
+
+	KUNIT_ASSERT_EQ(test, crafted_open(&cr, c->d1, port_lid(c->d0)), 0);
+	la.a = req_reaches_passive(test, c);
+	la.p = passive.id;
+	/* REQ_RCVD: dropped. */
+	KUNIT_EXPECT_EQ(test, crafted_send(&cr, CM_LAP_ATTR_ID, 1, fill_lap, &la), 0);
+	msleep(200);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 1);
+	KUNIT_EXPECT_EQ(test, passive.id->lap_state, IB_CM_LAP_UNINIT);
+	establish(test, la.a, &rep);
+	n = READ_ONCE(passive.n_events);
+	dup0 = ib_counter(dev0, "cm_rx_duplicates", "lap");
+	mra0 = ib_counter(dev0, "cm_tx_msgs", "mra");
+	apr0 = ib_counter(dev0, "cm_rx_msgs", "apr");
+	/* ESTABLISHED, LAP_UNINIT: delivered. */
+	KUNIT_EXPECT_EQ(test, crafted_send(&cr, CM_LAP_ATTR_ID, 2, fill_lap, &la), 0);
+	if (wait_event_is(test, &passive, IB_CM_LAP_RECEIVED, 5000)) {
+		KUNIT_EXPECT_EQ(test, passive.id->lap_state, IB_CM_LAP_RCVD);
+		KUNIT_EXPECT_EQ(test, passive.req_dlid, port_lid(c->d1) + 1);
+		KUNIT_EXPECT_EQ(test, passive.req_slid, port_lid(c->d0) + 1);
+		memset(&attr, 0, sizeof(attr));
+		attr.qp_state = IB_QPS_RTS;
+		KUNIT_EXPECT_EQ(test, ib_cm_init_qp_attr(passive.id, &attr, &mask), 0);
+		print_qp_attr("ib-passive-lap-rcvd", "RTS", 0, &attr, mask);
+		KUNIT_EXPECT_EQ(test, mask, IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE);
+		KUNIT_EXPECT_EQ(test, rdma_ah_get_dlid(&attr.alt_ah_attr), port_lid(c->d1) + 1);
+	}
+	/* LAP_RCVD: a copy is a duplicate. */
+	KUNIT_EXPECT_EQ(test, crafted_send(&cr, CM_LAP_ATTR_ID, 2, fill_lap, &la), 0);
+	msleep(200);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), n + 1);
+	dup1 = ib_counter(dev0, "cm_rx_duplicates", "lap");
+	KUNIT_EXPECT_EQ(test, dup1 - dup0, 1);
+	/* MRA_LAP_SENT: a copy is a duplicate and the MRA goes out again. */
+	KUNIT_EXPECT_EQ(test, ib_send_cm_mra(passive.id, 20, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, passive.id->lap_state, IB_CM_MRA_LAP_SENT);
+	msleep(200);
+	mra1 = ib_counter(dev0, "cm_tx_msgs", "mra");
+	KUNIT_EXPECT_EQ(test, mra1 - mra0, 1);
+	KUNIT_EXPECT_EQ(test, crafted_send(&cr, CM_LAP_ATTR_ID, 2, fill_lap, &la), 0);
+	msleep(200);
+	KUNIT_EXPECT_EQ(test, ib_counter(dev0, "cm_rx_duplicates", "lap") - dup1, 1);
+	/*
+	 * The MRA sent again answers a received message (no id owns the send): cm_send_handler
+	 * counts such a send as "manually retried", two transmissions, one of them a retry.
+	 */
+	KUNIT_EXPECT_EQ(test, ib_counter(dev0, "cm_tx_msgs", "mra") - mra1, 2);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), n + 1);
+	/* An APR: dropped, no event, the LAP state unchanged. */
+	KUNIT_EXPECT_EQ(test, crafted_send(&cr, CM_APR_ATTR_ID, 3, fill_apr, &la), 0);
+	msleep(200);
+	apr1 = ib_counter(dev0, "cm_rx_msgs", "apr");
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), n + 1);
+	KUNIT_EXPECT_EQ(test, passive.id->lap_state, IB_CM_MRA_LAP_SENT);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_ESTABLISHED);
+	pr_info("IBCM-QPATTR: ib-lap COUNTERS passive_lap_dups=%ld passive_mra_sent=%ld passive_apr_rcvd=%ld active_events=%d\n",
+		ib_counter(dev0, "cm_rx_duplicates", "lap") - dup0,
+		ib_counter(dev0, "cm_tx_msgs", "mra") - mra0, apr1 - apr0, READ_ONCE(active.n_events));
+	crafted_close(&cr);
+	ib_disconnect(test, la.a);
+}
+
+/*
+ * A DREQ lost once, then delivered by its retransmission: DREQ_RECEIVED on the passive side,
+ * DREP back, and one retry in the active port's cm_tx_retries/dreq.
+ */
+static void ib_dreq_lost_once(struct kunit *test)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_id *a;
+	long r0;
+
+	a = req_reaches_passive(test, test->priv);
+	establish(test, a, &rep);
+	KUNIT_ASSERT_EQ(test, softib_fault("drop attr=DREQ from=1"), 0);
+	r0 = ib_counter(dev1, "cm_tx_retries", "dreq");
+	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(a, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 10000));
+	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 1);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_drep(passive.id, NULL, 0), 0);
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_DREP_RECEIVED, 5000));
+	msleep(100);
+	KUNIT_EXPECT_EQ(test, ib_counter(dev1, "cm_tx_retries", "dreq") - r0, 1);
+}
+
+/*
+ * A SIDR_REQ lost once, then delivered: the listener gets one SIDR_REQ_RECEIVED, the answer
+ * reaches the active side, and cm_tx_retries/sidr_req counts the retransmission.
+ */
+static void ib_sidr_req_lost_once(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_sidr_req_param req = {
+		.path = &c->path,
+		.sgid_attr = c->sgid,
+		.service_id = cpu_to_be64(CONN_SID),
+		.timeout_ms = 200,
+		.max_cm_retries = 3,
+	};
+	struct ib_cm_sidr_rep_param rep = { .qp_num = 0x77, .qkey = 0x1234, .status = IB_SIDR_SUCCESS };
+	struct ib_cm_id *a;
+	long r0;
+
+	KUNIT_ASSERT_EQ(test, softib_fault("drop attr=SIDR_REQ from=1"), 0);
+	r0 = ib_counter(dev1, "cm_tx_retries", "sidr_req");
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	active.id = a;
+	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_req(a, &req), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_SIDR_REQ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 1);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_SIDR_REP_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, active.sidr_status, IB_SIDR_SUCCESS);
+	KUNIT_EXPECT_EQ(test, active.sidr_qpn, 0x77);
+	msleep(100);
+	KUNIT_EXPECT_EQ(test, ib_counter(dev1, "cm_tx_retries", "sidr_req") - r0, 1);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 1);
+}
+
+/*
+ * A late MRA: the passive side sends an MRA for the REQ and then its REP, and the wire holds
+ * the MRA back so that it arrives after the REP. The active side, in REP_RCVD, ignores it
+ * (cm_mra_handler): REP_RECEIVED is its only event, and the connection completes.
+ */
+static void ib_late_mra_ignored(struct kunit *test)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_id *a;
+
+	KUNIT_ASSERT_EQ(test, softib_fault("delay attr=MRA ms=300"), 0);
+	a = req_reaches_passive(test, test->priv);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_mra(passive.id, 20, NULL, 0), 0);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
+	msleep(600);
+	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 1);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_REP_RCVD);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
+	ib_disconnect(test, a);
+}
+
+static struct kunit_case ib_cases[] = {
+	KUNIT_CASE(ib_alternate_path_accepted),
+	KUNIT_CASE(ib_path_mig_then_rts_on_rc_qp),
+	KUNIT_CASE(ib_pkey_index_not_zero),
+	KUNIT_CASE(ib_routed_req_with_grh),
+	KUNIT_CASE_SLOW(ib_lap_in_each_state_and_apr_dropped),
+	KUNIT_CASE_SLOW(ib_undeliverable_req_times_out),
+	{}
+};
+
+static struct kunit_suite ib_suite = {
+	.name = "ib_cm_conn_ib",
+	.init = ib_init,
+	.exit = ib_exit,
+	.test_cases = ib_cases,
+};
+
+/*
+ * Injected faults: which retransmissions and duplicates each CM sees depends on timing, so
+ * guest-init.sh runs this suite outside the traced, compared run (as the races suite).
+ */
+static struct kunit_case ib_fault_cases[] = {
+	KUNIT_CASE(ib_req_lost_twice),
+	KUNIT_CASE_SLOW(ib_rep_lost_until_rep_error),
+	KUNIT_CASE(ib_rtu_lost_comm_est_by_notify),
+	KUNIT_CASE_SLOW(ib_every_message_duplicated),
+	KUNIT_CASE(ib_dreq_lost_once),
+	KUNIT_CASE(ib_sidr_req_lost_once),
+	KUNIT_CASE(ib_late_mra_ignored),
+	{}
+};
+
+static struct kunit_suite ib_fault_suite = {
+	.name = "ib_cm_conn_ib_faults",
+	.init = ib_init,
+	.exit = ib_exit,
+	.test_cases = ib_fault_cases,
+};
+
+kunit_test_suites(&conn_suite, &race_suite, &ib_suite, &ib_fault_suite);
 
 MODULE_DESCRIPTION("ib_cm connection conformance suite (runs against either CM)");
 MODULE_LICENSE("Dual BSD/GPL");

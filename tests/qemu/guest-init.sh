@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # /init of the test guest. Kernel command line:
 #   ibcm.cm=rs|c          which CM to load (ours or the in-tree C ib_cm)
-#   ibcm.mode=check|demo  run the tests, or the demo of the main job
+#   ibcm.mode=check|demo|softib  run the tests, the demo of the main job, or only the
+#                         soft IB HCA's part (the connection suites on softib0/softib1)
 # Results go to the kernel log (/dev/kmsg) so they stay in order with KUnit's KTAP output:
 #   IBCM-KTAP-BEGIN <name> ... IBCM-KTAP-END <name>   around each KUnit run
 #   IBCM-E2E: ok|not ok|skip|todo <name> [# reason]   end-to-end checks (skip fails)
@@ -18,6 +19,8 @@ mount -t tmpfs tmpfs /tmp
 mkdir -p /dev/pts /dev/shm /run
 mount -t tmpfs shm /dev/shm
 echo /bin/true >/proc/sys/kernel/modprobe
+# The harness retries a guest that dies before this line (tests/qemu/run.sh).
+echo "IBCM-INIT" >/dev/kmsg
 
 CM=rs
 MODE=check
@@ -119,6 +122,107 @@ if [ "$MODE" = connbench ]; then
 	finish
 fi
 
+# --- InfiniBand: the soft IB HCA (tests/softib) with the CM already loaded ---
+# Two devices, softib0 (LIDs 0x10-0x11) and softib1 (0x20-0x21), one port each: the same
+# connection suite as on rxe (traced, its attributes compared with C's), then the IB-only
+# suite (alternate paths, path migration on a real RC QP, P_Keys, routed REQs, injected
+# faults), then the HCA is removed under the loaded CM.
+softib_wait_active() {
+	i=0
+	while [ $i -lt 50 ]; do
+		n=0
+		for d in softib0 softib1; do
+			case "$(cat /sys/class/infiniband/$d/ports/1/state 2>/dev/null)" in
+			*ACTIVE*) n=$((n + 1)) ;;
+			esac
+		done
+		[ $n = 2 ] && return 0
+		i=$((i + 1))
+		sleep 0.1
+	done
+	return 1
+}
+softib_check() {
+	if ! ins /lib/modules/test/softib.ko; then
+		e2e "not ok softib_loads_$CM # insmod softib failed"
+		return
+	fi
+	if softib_wait_active; then
+		e2e "ok softib_loads_$CM # $(cat /sys/class/infiniband/softib0/ports/1/link_layer) $(cat /sys/class/infiniband/softib0/ports/1/lid)/$(cat /sys/class/infiniband/softib1/ports/1/lid)"
+	else
+		e2e "not ok softib_loads_$CM # ports not ACTIVE: $(cat /sys/class/infiniband/softib*/ports/1/state 2>&1 | tr '\n' ' ')"
+	fi
+	# The CM registered on the new devices: IB_PORT_CM_SUP (bit 16) in the port's cap_mask.
+	cap=$(cat /sys/class/infiniband/softib0/ports/1/cap_mask 2>/dev/null)
+	if [ -n "$cap" ] && [ $(((cap >> 16) & 1)) = 1 ]; then
+		e2e "ok softib_cm_sup_set_$CM # cap_mask $cap"
+	else
+		e2e "not ok softib_cm_sup_set_$CM # cap_mask ${cap:-missing}"
+	fi
+	# Slab fault injection for the SIDR_REP failure case (armed as in the rxe run).
+	F=/sys/kernel/debug/failslab
+	if [ -d $F ]; then
+		echo Y >$F/task-filter && echo 100 >$F/probability && echo 1 >$F/interval &&
+			echo -1 >$F/times && echo 0 >$F/verbose
+	fi
+	TR=/sys/kernel/tracing
+	KF=/sys/module/kunit/parameters/filter_glob
+	traced=
+	mount -t tracefs tracefs $TR 2>/dev/null
+	if [ -d $TR/events/ib_cma ]; then
+		# The rxe run printed the event formats already; alone, this run prints them.
+		[ "$MODE" = softib ] && for f in $TR/events/ib_cma/*/format; do
+			ev=${f%/format}
+			ev=${ev##*/}
+			grep -E '^[[:space:]]+field:' "$f" | tr -s ' \t' ' ' | while IFS= read -r l; do
+				klog "IBCM-TRACEFMT: $ev $l"
+			done
+			klog "IBCM-TRACEFMT: $ev print fmt md5 $(grep '^print fmt:' "$f" | tr -s ' \t' ' ' | md5sum | cut -d' ' -f1)"
+		done
+		: >$TR/trace
+		echo 1 >$TR/events/ib_cma/enable && traced=1
+	fi
+	printf '%s' 'ib_cm_conn_conformance.*' >$KF
+	klog "IBCM-KTAP-BEGIN conn-conformance-ib-$CM"
+	ins /lib/modules/test/ib_cm_conn_conformance.ko cm=$CM dev0=softib0 dev1=softib1 ||
+		e2e "not ok conn_conformance_ib_load_$CM # insmod failed"
+	klog "IBCM-KTAP-END conn-conformance-ib-$CM"
+	rmmod ib_cm_conn_conformance 2>/dev/null
+	printf '%s' 'ib_cm_conn_ib.*' >$KF
+	klog "IBCM-KTAP-BEGIN conn-conformance-ibonly-$CM"
+	ins /lib/modules/test/ib_cm_conn_conformance.ko cm=$CM dev0=softib0 dev1=softib1 ||
+		e2e "not ok conn_ib_load_$CM # insmod failed"
+	klog "IBCM-KTAP-END conn-conformance-ibonly-$CM"
+	rmmod ib_cm_conn_conformance 2>/dev/null
+	if [ -n "$traced" ]; then
+		echo 0 >$TR/events/ib_cma/enable
+		grep -v '^#' $TR/trace | sed -n 's/.*: \(icm_[a-z_]*\): /\1 /p' | while IFS= read -r l; do
+			klog "IBCM-TRACE: $l"
+		done
+	fi
+	# Injected faults: timing-dependent retransmissions, outside the traced comparison.
+	printf '%s' 'ib_cm_conn_ib_faults.*' >$KF
+	klog "IBCM-KTAP-BEGIN conn-ib-faults-$CM"
+	ins /lib/modules/test/ib_cm_conn_conformance.ko cm=$CM dev0=softib0 dev1=softib1 ||
+		e2e "not ok conn_ib_faults_load_$CM # insmod failed"
+	klog "IBCM-KTAP-END conn-ib-faults-$CM"
+	rmmod ib_cm_conn_conformance 2>/dev/null
+	printf '%s' '*.*' >$KF
+	klog "IBCM-INFO: softib stats: $(tr '\n' ' ' </sys/kernel/debug/softib/stats 2>/dev/null)"
+	if rmmod softib; then
+		e2e "ok softib_removed_under_cm_$CM"
+	else
+		e2e "not ok softib_removed_under_cm_$CM # rmmod softib failed"
+	fi
+}
+# `ibcm.mode=softib`: only the soft IB HCA's part, then done (tests/run-qemu.sh softib).
+if [ "$MODE" = softib ]; then
+	softib_check
+	if rmmod ib_cm; then e2e "ok unload_$CM"; else e2e "not ok unload_$CM # rmmod ib_cm failed"; fi
+	kmemleak_check $CM
+	finish
+fi
+
 # --- black-box conformance suite (the same module against either CM) ---
 klog "IBCM-KTAP-BEGIN conformance-$CM"
 ins /lib/modules/test/ib_cm_conformance.ko cm=$CM dev0=rxe0 dev1=rxe1 ||
@@ -179,6 +283,8 @@ ins /lib/modules/test/ib_cm_conn_conformance.ko cm=$CM dev0=rxe0 dev1=rxe1 ||
 klog "IBCM-KTAP-END conn-races-$CM"
 rmmod ib_cm_conn_conformance 2>/dev/null
 printf '%s' '*.*' >$KF
+
+softib_check
 
 # --- end to end: unmodified rdma_cm on top of the CM, rdma-core tools over rxe ---
 ok=1

@@ -6,12 +6,13 @@
 # rdma-core's RDMA CM tests, the NVMe-over-RDMA modules (null_blk, nvme-core, nvme-fabrics,
 # nvme-rdma, nvmet, nvmet-rdma), and the guest scripts.
 #
-#   initramfs.sh KDIR OUT.cpio.gz RS_KO TEST_MODULE_DIR CM_UMAD RS_PROD_KO
+#   initramfs.sh KDIR OUT.cpio.gz RS_KO TEST_MODULE_DIR CM_UMAD RS_PROD_KO [SOFTIB_KO]
 # RS_KO is the test build (white-box KUnit compiled in) used by the tests; RS_PROD_KO the
-# production build, used by the benchmark (/lib/modules/rs-prod).
+# production build, used by the benchmark (/lib/modules/rs-prod); SOFTIB_KO the soft IB HCA
+# (tests/softib), installed as /lib/modules/test/softib.ko.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-kdir=$1 out=$2 rs_ko=$3 test_dir=$4 tool=$5 prod_ko=$6
+kdir=$1 out=$2 rs_ko=$3 test_dir=$4 tool=$5 prod_ko=$6 softib_ko=${7:-}
 
 die() { echo "initramfs: error: $*" >&2; exit 1; }
 root=$(mktemp -d)
@@ -45,6 +46,11 @@ for t in ib_cm_conformance ib_cm_conn_conformance ib_cm_test_ulp; do
 	[[ -f $test_dir/$t.ko ]] || die "test module $t.ko not built in $test_dir"
 	cp "$test_dir/$t.ko" "$root/lib/modules/test/"
 done
+
+if [[ -n $softib_ko ]]; then
+	[[ -f $softib_ko ]] || die "soft IB HCA $softib_ko not built"
+	cp "$softib_ko" "$root/lib/modules/test/softib.ko"
+fi
 
 # Userspace: real binaries (busybox's own `ip` cannot create veth) and their libraries.
 bins=(/usr/bin/rping /usr/bin/ucmatose /usr/bin/udaddy /usr/bin/rdma_server /usr/bin/rdma_client

@@ -22,6 +22,7 @@ CASE = re.compile(r'^    (ok|not ok) (\d+) (\S+)(.*)$')
 SUITE = re.compile(r'^(ok|not ok) (\d+) (\S+)(.*)$')
 E2E = re.compile(r'IBCM-E2E: (ok|not ok|skip|todo) (\S+)(.*)$')
 COUNTERS = re.compile(r'IBCM-COUNTERS: (\S+) (\S+) (\S+) (.*)$')
+RETRY = re.compile(r'IBCM-RETRY: (.*)$')
 SPLATS = [
     r'BUG:', r'WARNING:', r'Oops', r'general protection fault', r'Kernel panic',
     r'unreferenced object 0x', r'blocked for more than', r'Call Trace:', r'UBSAN:',
@@ -74,6 +75,11 @@ def parse(path, results, counters):
                 results.append(('not ok', f'{name}: e2e {test} skipped{rest}'))
             else:
                 results.append((status, f'{name}: e2e {test}{rest}'))
+        m = RETRY.search(l)
+        if m:
+            # Not a failure (the retried boot's own results count), but never hidden.
+            results.append(('retry', f'{name}: {m.group(1).strip()}'))
+            continue
         m = COUNTERS.search(l)
         if m:
             cm, dev, group, values = m.groups()
@@ -248,6 +254,9 @@ def main():
     failed = sum(1 for s, _ in results if s == 'not ok')
     for s, what in results:
         print(f'{s.upper() if s != "ok" else "ok":7} {what}')
+    retried = sum(1 for s, _ in results if s == 'retry')
+    if retried:
+        print(f'NOTE    {retried} guest boot(s) retried after dying before their init ran')
     print(f'RESULT {passed} {failed}')
 
 

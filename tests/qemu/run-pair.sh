@@ -8,7 +8,6 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bz=$1 initrd=$2 bcm=$3 log_a=$4 log_b=$5 limit=${6:-600} mode=${7:-check}
-port=$(( 20000 + RANDOM % 20000 ))
 
 # Under TCG the guest's TSC is the host's. Left to itself a guest calibrates it against the
 # emulated PIT, which on a loaded host either fails (jiffies) or, now and then, "succeeds" with a
@@ -43,14 +42,47 @@ C
 	[[ -n $tsc ]] || echo "run-pair: warning: host TSC rate unknown; guests calibrate their own" >&2
 fi
 
-QEMU_NET="-netdev socket,id=n0,listen=127.0.0.1:$port -device virtio-net-pci,netdev=n0,mac=52:54:00:12:34:01" \
-KAPPEND="ibcm.role=a $tsc" "$here/run.sh" "$bz" "$initrd" none "$mode" "$log_a" "$limit" &
-pa=$!
-sleep 1
-QEMU_NET="-netdev socket,id=n0,connect=127.0.0.1:$port -device virtio-net-pci,netdev=n0,mac=52:54:00:12:34:02" \
-KAPPEND="ibcm.role=b $tsc ${IBCM_PROF:+ibcm.prof=$IBCM_PROF}" "$here/run.sh" "$bz" "$initrd" "$bcm" "$mode" "$log_b" "$limit" &
-pb=$!
-rc=0
-wait $pa || rc=1
-wait $pb || rc=1
-exit $rc
+# attempt: boots A and B; as soon as one of them is gone with a failure, the other is ended
+# (it would otherwise wait for its peer until its own timeout). Status 0 if both reached the
+# end; 4 if a guest died before its /init ran (the pair is then booted once more, together:
+# one side cannot rejoin the other's socket network alone).
+attempt() {
+	local port=$(( 20000 + RANDOM % 20000 ))
+	RUN_NO_RETRY=1 QEMU_NET="-netdev socket,id=n0,listen=127.0.0.1:$port -device virtio-net-pci,netdev=n0,mac=52:54:00:12:34:01" \
+	KAPPEND="ibcm.role=a $tsc" "$here/run.sh" "$bz" "$initrd" none "$mode" "$log_a" "$limit" &
+	local pa=$!
+	sleep 1
+	RUN_NO_RETRY=1 QEMU_NET="-netdev socket,id=n0,connect=127.0.0.1:$port -device virtio-net-pci,netdev=n0,mac=52:54:00:12:34:02" \
+	KAPPEND="ibcm.role=b $tsc ${IBCM_PROF:+ibcm.prof=$IBCM_PROF}" "$here/run.sh" "$bz" "$initrd" "$bcm" "$mode" "$log_b" "$limit" &
+	local pb=$! rc=0 first=0 done_pid
+	wait -n -p done_pid $pa $pb || first=$?
+	local other=$pb gone=A
+	[[ $done_pid == "$pb" ]] && other=$pa gone=B
+	if ((first != 0)); then
+		echo "run-pair: guest $gone ended with status $first; ending the other one now" >&2
+		kill -TERM $other 2>/dev/null
+		rc=1
+	fi
+	wait $other || rc=1
+	if ((rc != 0)); then
+		for l in "$log_a" "$log_b"; do
+			grep -q IBCM-INIT "$l" 2>/dev/null || return 4
+		done
+	fi
+	return $rc
+}
+attempt
+rc=$?
+if ((rc == 4)); then
+	why=$(grep -h -m 1 -E "Kernel panic" "$log_a" "$log_b" 2>/dev/null | head -1 | tr -d '\r' | cut -c1-160)
+	cp "$log_a" "$log_a.boot1" 2>/dev/null
+	cp "$log_b" "$log_b.boot1" 2>/dev/null
+	echo "run-pair: retry: a guest died before its init ran (${why:-no panic line}); booting the pair again" >&2
+	attempt
+	rc=$?
+	for l in "$log_a" "$log_b"; do
+		echo "IBCM-RETRY: pair ($bcm, $mode) booted twice: a guest of the first pair died before its init ran (${why:-no panic line}; logs *.boot1)" >>"$l"
+	done
+fi
+((rc == 0)) || exit 1
+exit 0
