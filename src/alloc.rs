@@ -76,9 +76,11 @@ unsafe impl Allocator for Kmem {
     }
 }
 
-/// An uninitialised box that cannot fail to allocate (`GFP_KERNEL | __GFP_NOFAIL`), for what
+/// An uninitialised box that cannot fail to allocate (`GFP_NOIO | __GFP_NOFAIL`), for what
 /// the CM must make where cm.c cannot fail (the events it makes itself, see
-/// `Event::own`). Sleeps: process context, no lock held. `T` is small (kmalloc serves
+/// `Event::own`). Sleeps: process context, no lock held. No I/O in reclaim: MAD send
+/// completions run on ib_mad's `WQ_MEM_RECLAIM` workqueues, and reclaim waiting on I/O could
+/// wait on storage over RDMA, which waits on the CM. `T` is small (kmalloc serves
 /// `__GFP_NOFAIL` for up to two pages) and needs no more than kmalloc's alignment.
 pub(crate) fn new_uninit_nofail<T>() -> CmBox<MaybeUninit<T>> {
     const {

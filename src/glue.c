@@ -264,10 +264,14 @@ void *ibcm_glue_kmalloc(size_t size, gfp_t flags)
 	return kmalloc(size, flags);
 }
 
-/* An allocation that cannot fail (process context; small sizes only). */
+/*
+ * An allocation that cannot fail (process context; small sizes only). GFP_NOIO, not
+ * GFP_KERNEL: it runs in MAD send completions, on ib_mad's WQ_MEM_RECLAIM workqueues, and
+ * reclaim that waited on I/O could wait on storage over RDMA, which waits on the CM.
+ */
 void *ibcm_glue_kmalloc_nofail(size_t size)
 {
-	return kmalloc(size, GFP_KERNEL | __GFP_NOFAIL);
+	return kmalloc(size, GFP_NOIO | __GFP_NOFAIL);
 }
 
 struct workqueue_struct *ibcm_glue_alloc_wq(void)
