@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Host layer: `cargo test` of the pure-logic files, `rustfmt --check` of every Rust file
 # (the module's crate and the host crate) with the kernel's .rustfmt.toml, and the layer check
-# of src/ (scripts/layers.py). Prints `HOST <passed> <failed>` last.
+# of src/ (scripts/layers.py) and its self-test. Prints `HOST <passed> <failed>` last.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 source "$top/scripts/lib.sh"
@@ -35,6 +35,15 @@ if python3 "$top/scripts/layers.py" >"$top/out/layers.log" 2>&1; then
 else
 	echo "test layers_check ... FAILED (see $top/out/layers.log)" >&2
 	cat "$top/out/layers.log" >&2
+	failed=$((failed + 1))
+fi
+# The layer check's own test: each known evasion planted in a throwaway tree must fail it.
+if python3 "$top/scripts/layers.py" --self-test >"$top/out/layers-selftest.log" 2>&1; then
+	echo "test layers_selftest ... ok" >&2
+	passed=$((passed + 1))
+else
+	echo "test layers_selftest ... FAILED (see $top/out/layers-selftest.log)" >&2
+	cat "$top/out/layers-selftest.log" >&2
 	failed=$((failed + 1))
 fi
 echo "HOST $passed $failed"
