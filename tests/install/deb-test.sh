@@ -4,7 +4,8 @@
 # would, against the cached test kernel, without touching the host's dpkg, dkms or modules:
 #   - `scripts/deb.sh` builds ib-cm-rs-dkms_<version>_all.deb from the git tree, from a
 #     `git archive` tarball (version from .version, filled in by git) and from a tree without
-#     either (CHANGELOG.md's release + "+unknown"); lintian reports no error on it;
+#     either (CHANGELOG.md's release + "~unknown", below that release), with umask 077;
+#     lintian reports no error on it;
 #   - dpkg installs it into a throwaway root (dpkg --root, --force-script-chrootless: the
 #     maintainer scripts run on the host with DPKG_ROOT set, and scripts/dkms-pkg.sh points
 #     dkms at the root's /usr/src, /var/lib/dkms and /lib/modules). The root holds the test
@@ -65,11 +66,9 @@ else
 fi
 
 # From a `git archive` tarball of HEAD: no .git, git filled in .version (export-subst).
-# git describe of HEAD (uncommitted changes do not count). Without any tag git archive cannot
-# count commits: the tarball's version is then 0.0.0+gHASH, the git tree's 0.0.0+N.gHASH.
+# git describe of HEAD (uncommitted changes do not count): the same version as the git tree,
+# tag or not (0.0.0~gHASH before any tag).
 head_ver=$("$top/scripts/version.sh")
-git -C "$top" describe --tags --match 'v[0-9]*' >/dev/null 2>&1 ||
-	head_ver=0.0.0+g$(git -C "$top" rev-parse --short=12 HEAD)
 mkdir -p "$work/tar"
 if (cd "$top" && git archive --format=tar HEAD) | tar -x -C "$work/tar" 2>>"$log"; then
 	tv=$("$work/tar/scripts/version.sh") tc=$("$work/tar/scripts/version.sh" --commit)
@@ -88,11 +87,16 @@ mkdir -p "$work/nogit"
 (cd "$top" && git ls-files -z | tar --null -T - -c 2>/dev/null) | tar -x -C "$work/nogit"
 rv=$(sed -n 's/^## \[\([0-9][^]]*\)\].*/\1/p' "$top/CHANGELOG.md" | head -1)
 nv=$("$work/nogit/scripts/version.sh")
-if [[ $nv == "$rv+unknown" ]] && ndeb=$("$work/nogit/scripts/deb.sh" "$work/ndeb" 2>>"$log") && [[ $ndeb == */${pkg}_${rv}+unknown_all.deb ]]; then
+if [[ $nv == "$rv~unknown" ]] && ndeb=$("$work/nogit/scripts/deb.sh" "$work/ndeb" 2>>"$log") && [[ $ndeb == */${pkg}_${rv}~unknown_all.deb ]]; then
 	ok "deb_builds_without_git_version_fallback ($(basename "$ndeb"))"
 else
-	notok deb_builds_without_git_version_fallback "version '$nv' (want '$rv+unknown'), package '${ndeb:-none}'"
+	notok deb_builds_without_git_version_fallback "version '$nv' (want '$rv~unknown'), package '${ndeb:-none}'"
 fi
+# Neither fallback may "upgrade" over a real build: both sort below the release, and an
+# untagged build below the fallback's release too.
+WHY="dpkg orders: $nv vs $rv, 0.0.0~g$(git -C "$top" rev-parse --short=12 HEAD) vs $rv" check deb_fallback_versions_sort_below_release \
+	bash -c 'dpkg --compare-versions "$1" lt "$3" && dpkg --compare-versions "$1" lt "$3+1.gabc" &&
+		dpkg --compare-versions "$2" lt "$3"' _ "$nv" "0.0.0~g$(git -C "$top" rev-parse --short=12 HEAD)" "$rv"
 
 # A release: a clone of HEAD tagged v<CHANGELOG.md's newest release> (tags are made in the
 # clone only) must give exactly that version, a package lintian accepts, and a changelog whose
