@@ -40,7 +40,8 @@ host_before=$(ls -d /var/lib/dkms/"$name" /usr/src/"$name"-* /lib/modules/*/upda
 # --- building the package ---
 ver=$("$top/scripts/version.sh")
 s=$(date +%s)
-if deb=$("$top/scripts/deb.sh" "$work/deb" 2>>"$log") && [[ $deb == */${pkg}_${ver}_all.deb && -f $deb ]]; then
+# A umask 077 caller (root's on hardened machines) must still get a package dpkg-deb accepts.
+if deb=$(umask 077 && "$top/scripts/deb.sh" "$work/deb" 2>>"$log") && [[ $deb == */${pkg}_${ver}_all.deb && -f $deb ]]; then
 	ok "deb_builds_from_git_tree ($(($(date +%s) - s)) s: $(basename "$deb"), $(du -h "$deb" | cut -f1))"
 else
 	notok deb_builds_from_git_tree "scripts/deb.sh gave '${deb:-nothing}' (log: $log)"
