@@ -172,6 +172,39 @@ res=$(IBCM_GUEST_VERSION=$ver "$top/tests/install/guest-test.sh" "$variant" "$kd
 read_counts "$res" || { p=0 f=1; notok deb_guest "no result line"; }
 npass=$((npass + p)) nfail=$((nfail + f))
 
+# --- an upgrade to the release (the tagged clone's package), with `dkms remove` failing ---
+# The old version's prerm must take its module and its dkms entry out by hand: nothing may be
+# left pointing at the sources dpkg deletes (dkms 3.0.10's autoinstall dies on a dangling
+# source link at every later kernel), and the new version is built and installed. When HEAD
+# is the release itself this is a reinstall of the same version: the same prerm, the same check.
+if [[ -n ${cdeb:-} && -f $cdeb ]]; then
+	mkdir -p "$work/faildkms"
+	printf '%s\n' '#!/bin/sh' '[ "$1" = remove ] && { echo "dkms remove: simulated failure" >&2; exit 1; }' \
+		'exec /usr/sbin/dkms "$@"' >"$work/faildkms/dkms"
+	chmod +x "$work/faildkms/dkms"
+	s=$(date +%s)
+	PATH=$work/faildkms:$PATH dpkg_root -i "$cdeb" >"$work/upgrade.out" 2>&1
+	rc=$?
+	cat "$work/upgrade.out" >>"$log"
+	sed -n 's/^ib-cm-rs-dkms: /        upgrade: /p' "$work/upgrade.out" >&2
+	WHY="dpkg -i exit $rc: $(tail -3 "$work/upgrade.out" | tr '\n' ' ')" check "deb_upgrade_succeeds_when_dkms_remove_fails ($(($(date +%s) - s)) s)" \
+		bash -c '(($1 == 0)) && [[ $(dpkg --root="$2" -s "$3" 2>/dev/null | sed -n "s/^Version: //p") == "$4" ]] &&
+			grep -q "dkms remove $5/$6 failed: removing its modules and its dkms entry by hand" "$7"' \
+		_ "$rc" "$root" "$pkg" "$rv" "$name" "$ver" "$work/upgrade.out"
+	st=$(dkms status -m "$name" "${dopts[@]}" 2>&1)
+	dangling=$(find "$root/var/lib/dkms" -xtype l 2>/dev/null)
+	WHY="dkms status: $st; dangling links: $dangling" check deb_upgrade_leaves_only_the_new_version \
+		bash -c '[[ -z $4 && $(grep -c . <<<"$1") == 1 && $1 == "$2/$3, "*": installed"* ]]' _ "$st" "$name" "$rv" "$dangling"
+	if [[ $ver != "$rv" ]]; then
+		WHY="left: $(cd "$root" && ls -d var/lib/dkms/$name/$ver usr/src/$name-$ver 2>/dev/null)" check deb_upgrade_forgets_the_old_version \
+			bash -c '! ls -d "$1/var/lib/dkms/$2/$3" "$1/usr/src/$2-$3" >/dev/null 2>&1' _ "$root" "$name" "$ver"
+	fi
+	uv=$(modinfo -F version "$(modinfo -b "$root" -k "$rel" -n ib_cm 2>/dev/null)" 2>/dev/null)
+	WHY="modprobe would load version '$uv'" check deb_upgrade_module_is_the_new_version test "$uv" = "$rv"
+else
+	notok deb_upgrade_succeeds_when_dkms_remove_fails "no release package from the tagged clone"
+fi
+
 # --- purge ---
 dpkg_root -P "$pkg" >"$work/purge.out" 2>&1
 rc=$?
