@@ -64,7 +64,7 @@ dkmsdir=$root/var/lib/dkms/$name
 # remove it. So: the module of this version goes from every kernel's updates/dkms/ (depmod
 # there), then dkms's record of it.
 forget() {
-	local k f l
+	local d k f l
 	for d in "$root"/lib/modules/*/; do
 		k=$(basename "$d")
 		for f in "$d"updates/dkms/ib_cm.ko*; do
@@ -74,10 +74,11 @@ forget() {
 			depmod_k "$k"
 		done
 	done
-	for l in "$dkmsdir"/kernel-*; do
-		[[ -L $l && $(readlink "$l") == *"/$ver/"* ]] && rm -f "$l"
-	done
 	rm -rf "${dkmsdir:?}/$ver"
+	# dkms's kernel-<release>-<arch> links (relative: VERSION/<release>/<arch>) to it.
+	for l in "$dkmsdir"/kernel-*; do
+		[[ -L $l && ! -e $l ]] && rm -f "$l"
+	done
 	rmdir "$dkmsdir" 2>/dev/null
 	return 0
 }
