@@ -35,7 +35,9 @@ work=$(mktemp -d /tmp/ibcm-deb-test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 log=$out/deb.log
 : >"$log"
-host_before=$(ls -d /var/lib/dkms/"$name" /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null)
+# All of the host's /var/lib/dkms (dkms's signing step may write mok.key/mok.pub there
+# whatever --dkmstree says), its /usr/src/ib-cm-rs-* and updates/dkms modules.
+host_before=$(ls -d /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null; find /var/lib/dkms 2>/dev/null)
 
 # --- building the package ---
 ver=$("$top/scripts/version.sh")
@@ -222,6 +224,6 @@ res=$(IBCM_GUEST_EXPECT=intree "$top/tests/install/guest-test.sh" "$variant" "$k
 read_counts "$res" || { p=0 f=1; notok deb_purged_guest "no result line"; }
 npass=$((npass + p)) nfail=$((nfail + f))
 
-host_after=$(ls -d /var/lib/dkms/"$name" /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null)
+host_after=$(ls -d /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null; find /var/lib/dkms 2>/dev/null)
 WHY="host changed: before '$host_before', after '$host_after'" check deb_left_host_untouched test "$host_before" = "$host_after"
 result

@@ -31,7 +31,9 @@ mods=$root/lib/modules/$rel
 opts=(--sourcetree "$work/src" --dkmstree "$work/dkms" --installtree "$root/lib/modules")
 log=$out/dkms.log
 : >"$log"
-host_before=$(ls -d /var/lib/dkms/"$name" /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null)
+# All of the host's /var/lib/dkms (dkms's signing step may write mok.key/mok.pub there
+# whatever --dkmstree says), its /usr/src/ib-cm-rs-* and updates/dkms modules.
+host_before=$(ls -d /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null; find /var/lib/dkms 2>/dev/null)
 cleanup() {
 	dkms remove "$name/$ver" --all --no-depmod "${opts[@]}" >>"$log" 2>&1
 	rm -rf "$work"
@@ -135,6 +137,6 @@ WHY="dkms remove failed (log: $log)" check dkms_remove run dkms remove "$name/$v
 WHY="still installed: $(cd "$mods" && ls updates/dkms 2>/dev/null)" check dkms_remove_uninstalls \
 	bash -c '! ls "$1"/updates/dkms/ib_cm.ko* >/dev/null 2>&1' _ "$mods"
 WHY="$work/dkms/$name still there" check dkms_remove_cleans_its_tree test ! -e "$work/dkms/$name"
-host_after=$(ls -d /var/lib/dkms/"$name" /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null)
+host_after=$(ls -d /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null; find /var/lib/dkms 2>/dev/null)
 WHY="host changed: before '$host_before', after '$host_after'" check dkms_left_host_untouched test "$host_before" = "$host_after"
 result
