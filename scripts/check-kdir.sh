@@ -151,11 +151,20 @@ if [[ $rust == y ]]; then
 		[[ -z $want || $want == "$have" ]] ||
 			why "the kernel's Rust code was compiled by \"$want\" but RUSTC=$rustc is \"$have\": Rust metadata only works with the very same compiler (pass RUSTC= of the kernel build)"
 	fi
-	# bindgen generates the module's rdma bindings: BINDGEN if given (scripts/lib.sh ktools
-	# passes the one scripts/deps.sh builds), else that one or a bindgen in PATH.
-	bg=${BINDGEN:-${IBCM_CACHE:-/var/cache/ib_cm-rs}/bindgen-0.70.1/bin/bindgen}
-	[[ -x $bg ]] || { [[ -z ${BINDGEN:-} ]] && command -v bindgen >/dev/null; } ||
+	# bindgen generates the module's rdma bindings: BINDGEN if given, else the one the build
+	# will use, scripts/lib.sh ktools's BINDGEN (the bindgen-cli scripts/deps.sh builds), never
+	# another one found in PATH (Debian 12's bindgen is 0.60). The kernel wants >= 0.65.1
+	# (scripts/min-tool-version.sh).
+	bg=${BINDGEN:-$(source "$here/lib.sh" && echo "$BINDGEN_BIN")}
+	[[ $bg == */* ]] || bg=$(command -v "$bg" 2>/dev/null || echo "$bg")
+	bgmin=0.65.1
+	if [[ ! -x $bg ]]; then
 		why "no bindgen ($bg): the module's bindings are generated at build time; scripts/deps.sh build (or make deps) builds bindgen-cli 0.70.1 there"
+	else
+		bgv=$("$bg" --version 2>/dev/null | sed -n '1s/^bindgen \([0-9][0-9.]*\).*/\1/p')
+		[[ -n $bgv && $(printf '%s\n' "$bgmin" "$bgv" | sort -V | head -1) == "$bgmin" ]] ||
+			why "bindgen $bg is version '${bgv:-unknown}'; the kernel needs $bgmin or newer: scripts/deps.sh build (or make deps) builds bindgen-cli 0.70.1"
+	fi
 	missing=()
 	for f in rust/libkernel.rmeta rust/libmacros.so rust/libcore.rmeta scripts/target.json; do
 		[[ -e $kdir/$f ]] || missing+=("$f")

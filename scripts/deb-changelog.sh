@@ -77,11 +77,15 @@ def le(a, b):
 
 parts = []
 if ver not in [r[0] for r in releases]:
-    # A build after tag X.Y.Z (X.Y.Z+N.gHASH) or with no tag (0.0.0+N.gHASH, 0.0.0+unknown):
-    # an entry of its own, above the releases it comes after (none without a tag).
+    # A build after tag X.Y.Z (X.Y.Z+N.gHASH), with no tag (0.0.0~gHASH) or from a tree without
+    # git or .version (X.Y.Z~unknown): an entry of its own, above the releases it comes after.
     m = re.match(r"^(.*)\+(\d+)\.g([0-9a-f]+)$", ver)
-    if m and m.group(1) != "0.0.0":
+    u = re.match(r"^(.*)~unknown$", ver)
+    if m:
         text = f"Development build of commit {commit}, {m.group(2)} commits after {m.group(1)}."
+    elif u:
+        text = (f"Build of a source tree without git or .version: its commit is unknown; "
+                f"the newest release in its CHANGELOG.md is {u.group(1)}.")
     else:
         text = f"Development build of commit {commit}, before any tagged release."
     releases = [r for r in releases if le(r[0], ver)]

@@ -9,12 +9,14 @@
 #   scripts/deb.sh [OUTDIR]      build it into OUTDIR (default: out/deb); prints the .deb's path
 #
 # Works in a git tree and in an exported tarball: the version is scripts/version.sh's (git
-# describe, else .version, else CHANGELOG.md's newest release + "+unknown"). Built with
+# describe, else .version, else CHANGELOG.md's newest release + "~unknown"). Built with
 # dpkg-deb from a tree laid out here (control, md5sums, maintainer scripts, copyright,
 # changelog), as root-owned files without fakeroot (--root-owner-group).
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-top=$(cd "$here/.." && pwd)
+here=$(cd "$(dirname "$0")" && pwd -P)
+top=$(cd "$here/.." && pwd -P)
+# Before anything is created: dpkg-deb refuses a DEBIAN/ of mode 0700 (a caller's umask 077).
+umask 022
 outdir=${1:-$top/out/deb}
 pkgdir=$top/packaging/debian
 
@@ -23,8 +25,8 @@ command -v dpkg-deb >/dev/null || die "dpkg-deb missing (package dpkg)"
 
 name=ib-cm-rs
 pkg=$name-dkms
-ver=$("$here/version.sh")
-commit=$("$here/version.sh" --commit)
+ver=$("$here/version.sh") || die "no version (scripts/version.sh)"
+commit=$("$here/version.sh" --commit) || die "no commit (scripts/version.sh)"
 [[ $ver =~ ^[0-9][A-Za-z0-9.+~]*$ ]] || die "version '$ver' is not a valid Debian native version"
 
 # What the DKMS build reads: Kbuild (not the top-level Makefile, which finds the project's
@@ -33,10 +35,10 @@ commit=$("$here/version.sh" --commit)
 ship=(Kbuild dkms.conf version.c src include scripts/abi scripts/lib.sh
       scripts/version.sh scripts/check-kdir.sh scripts/dkms-make.sh scripts/dkms-pkg.sh)
 list_files() {
-	if git -C "$top" rev-parse --is-inside-work-tree >/dev/null 2>&1 &&
-		[[ $(git -C "$top" rev-parse --show-toplevel) == "$top" ]]; then
+	# version.sh has already failed if a .git here is unreadable.
+	if [[ -e $top/.git ]]; then
 		# As git has them, uncommitted files included, no build outputs.
-		git -C "$top" ls-files -co --exclude-standard -- "${ship[@]}"
+		git -c safe.directory="$top" -C "$top" ls-files -co --exclude-standard -- "${ship[@]}"
 	else
 		# An exported tree: the same files, less anything a build left (.gitignore's patterns).
 		(cd "$top" && find "${ship[@]}" -type f ! -name '*.o' ! -name '*.ko' ! -name '*.mod' \
@@ -51,7 +53,6 @@ root=$work/root
 srcdir=$root/usr/src/$name-$ver
 doc=$root/usr/share/doc/$pkg
 mkdir -p "$srcdir" "$doc" "$root/DEBIAN"
-umask 022
 
 (cd "$top" && list_files | tar -c --no-recursion -T -) | tar -x -C "$srcdir" ||
 	die "cannot copy the sources"

@@ -24,7 +24,8 @@ PROFILE=${1:-all}
 case $PROFILE in all | build | kernel-deb) ;; *) echo "usage: $0 [build|kernel-deb]" >&2; exit 1 ;; esac
 # clang-19 for kernels made by make kernel-deb, the default clang for kernels built with it.
 [[ $PROFILE != build ]] || PKGS=(rustc-web rust-web-src clang lld llvm libclang-dev make bc
-	libelf-dev dwarves kmod xz-utils gcc libc6-dev dkms clang-19 lld-19 llvm-19 libclang1-19)
+	libelf-dev dwarves kmod xz-utils gcc libc6-dev dkms clang-19 lld-19 llvm-19 libclang1-19
+	python3)  # make deb: scripts/deb-changelog.sh
 # bindgen-cli is built with cargo: Debian's cargo-web (the version of rustc-web) if there is no
 # cargo at all (this machine kind has rustup's).
 command -v cargo >/dev/null || PKGS+=(cargo-web)
@@ -105,16 +106,15 @@ fi
 # built for a clang-14 kernel. The project's make, make install and DKMS pass LIBCLANG_PATH
 # (scripts/lib.sh ktools KDIR); for anything else, e.g. a plain `make -C KDIR M=...`, bindgen
 # is a wrapper that defaults it to the default clang's libclang, as before clang-19 came.
-if [[ $(head -c4 "$BG" | od -An -c | tr -d ' ') == 177ELF ]]; then
-	mv "$BG" "$BG.real"
-	printf '%s
-' '#!/bin/sh' \
-		'# scripts/deps.sh: the libclang of the default clang unless LIBCLANG_PATH names one.' \
-		'm=$(clang --version 2>/dev/null | sed -n "1s/.*clang version \([0-9]*\)\..*/\1/p")' \
-		'[ -n "${LIBCLANG_PATH:-}" ] || [ -z "$m" ] || export LIBCLANG_PATH=/usr/lib/llvm-$m/lib' \
-		'exec "$0.real" "$@"' >"$BG.new"
-	chmod 0755 "$BG.new"
-	mv "$BG.new" "$BG"
-fi
+# The real binary is found next to the wrapper's own file, so a symlink to the wrapper or a
+# call through PATH works too. An older wrapper is replaced.
+[[ $(head -c4 "$BG" | od -An -c | tr -d ' ') != 177ELF ]] || mv "$BG" "$BG.real"
+printf '%s\n' '#!/bin/sh' \
+	'# scripts/deps.sh: the libclang of the default clang unless LIBCLANG_PATH names one.' \
+	'm=$(clang --version 2>/dev/null | sed -n "1s/.*clang version \([0-9]*\)\..*/\1/p")' \
+	'[ -n "${LIBCLANG_PATH:-}" ] || [ -z "$m" ] || export LIBCLANG_PATH=/usr/lib/llvm-$m/lib' \
+	'exec "$(dirname "$(readlink -f "$0")")/bindgen.real" "$@"' >"$BG.new"
+chmod 0755 "$BG.new"
+if cmp -s "$BG.new" "$BG"; then rm -f "$BG.new"; else mv "$BG.new" "$BG"; fi
 "$BG" --version >/dev/null || die "bindgen does not run"
 echo "deps: ok"

@@ -7,7 +7,9 @@
 #                                   build tree or headers (the running kernel first), the
 #                                   preflight (scripts/check-kdir.sh), dkms build and install,
 #                                   depmod; says which ib_cm modprobe now loads there
-#   dkms-pkg.sh remove VERSION      dkms remove --all, depmod for the kernels it was in
+#   dkms-pkg.sh remove VERSION      dkms remove --all, depmod for the kernels it was in; if
+#                                   dkms fails, the same by hand (the module of VERSION out of
+#                                   every updates/dkms/, dkms's entry for VERSION deleted)
 #
 # Neither ever fails the package's installation or removal: a kernel ib_cm-rs cannot support
 # is refused with the preflight's message (the one `make KDIR=...` gives) and keeps its
@@ -53,12 +55,39 @@ which_cm() {
 	esac
 }
 
+dkmsdir=$root/var/lib/dkms/$name
+
+# forget: what `dkms remove --all` does, by hand, for when dkms cannot. Left alone, a failed
+# removal leaves /var/lib/dkms/ib-cm-rs/VERSION/source pointing at the sources dpkg then
+# deletes (Debian 12's dkms dies on that in every later `dkms autoinstall`, that is at every
+# kernel installation) and this version's ib_cm.ko in updates/dkms/, loaded with nothing to
+# remove it. So: the module of this version goes from every kernel's updates/dkms/ (depmod
+# there), then dkms's record of it.
+forget() {
+	local d k f l
+	for d in "$root"/lib/modules/*/; do
+		k=$(basename "$d")
+		for f in "$d"updates/dkms/ib_cm.ko*; do
+			[[ -f $f && $(modinfo -F version "$f" 2>/dev/null) == "$ver" ]] || continue
+			rm -f "$f"
+			say "$k: removed $f by hand"
+			depmod_k "$k"
+		done
+	done
+	rm -rf "${dkmsdir:?}/$ver"
+	# dkms's kernel-<release>-<arch> links (relative: VERSION/<release>/<arch>) to it.
+	for l in "$dkmsdir"/kernel-*; do
+		[[ -L $l && ! -e $l ]] && rm -f "$l"
+	done
+	rmdir "$dkmsdir" 2>/dev/null
+	return 0
+}
+
 case $cmd in
 configure)
 	# A registration of this version left by an earlier install (or by hand) goes first.
 	if [[ -n $(dkms status -m "$name" -v "$ver" "${opts[@]}" 2>/dev/null) ]]; then
-		dkms remove -m "$name" -v "$ver" --all --no-depmod "${opts[@]}" >/dev/null 2>&1 ||
-			rm -rf "${root:-}/var/lib/dkms/$name/$ver"
+		dkms remove -m "$name" -v "$ver" --all --no-depmod "${opts[@]}" >/dev/null 2>&1 || forget
 	fi
 	if ! dkms add -m "$name" -v "$ver" "${opts[@]}" >/dev/null; then
 		say "dkms add $name/$ver failed: the module is not built for any kernel"
@@ -107,9 +136,13 @@ remove)
 	mapfile -t ks < <(dkms status -m "$name" -v "$ver" "${opts[@]}" 2>/dev/null |
 		sed -n 's/^[^,]*, \([^,]*\), [^:]*: installed.*/\1/p')
 	if [[ -n $(dkms status -m "$name" -v "$ver" "${opts[@]}" 2>/dev/null) ]]; then
-		dkms remove -m "$name" -v "$ver" --all --no-depmod "${opts[@]}" >/dev/null ||
-			say "warning: dkms remove $name/$ver failed (dkms status shows what is left)"
+		if ! dkms remove -m "$name" -v "$ver" --all --no-depmod "${opts[@]}" >/dev/null; then
+			say "warning: dkms remove $name/$ver failed: removing its modules and its dkms entry by hand"
+			forget
+		fi
 	fi
+	# Whatever dkms status no longer lists but left behind (a removal by hand, an older dkms).
+	[[ ! -e $dkmsdir/$ver && ! -L $dkmsdir/$ver/source ]] || forget
 	for k in "${ks[@]}"; do
 		[[ -d $root/lib/modules/$k ]] || continue
 		depmod_k "$k"

@@ -39,7 +39,7 @@ debcfg_xz=/usr/src/linux-config-6.12/config.amd64_none_amd64.xz
 # core drivers the RDMA drivers sit on.
 rdma_symbols() { # SRCTREE DEBIAN_CONFIG
 	{
-		find "$1/drivers/infiniband" -name 'Kconfig*' -exec sed -n 's/^\(menu\)\?config \([A-Z0-9_]*\).*/CONFIG_\2/p' {} +
+		find "$1/drivers/infiniband" -name 'Kconfig*' -exec sed -n 's/^[[:space:]]*\(menu\)\?config \([A-Z0-9_]*\).*/CONFIG_\2/p' {} +
 		grep -oE '^(# )?CONFIG_[A-Z0-9_]*(INFINIBAND|RDMA|IPOIB)[A-Z0-9_]*' "$2" | sed 's/^# //'
 		grep -oE '^(# )?CONFIG_(MLX4|MLX5)_[A-Z0-9_]*|^(# )?CONFIG_(MLXFW|ICE|I40E|IDPF|BNXT|QED|QEDE|MICROSOFT_MANA|CHELSIO_T4|BE2NET|ENIC|HNS3)\b' "$2" | sed 's/^# //'
 	} | sort -u
@@ -52,9 +52,9 @@ rdma_symbols() { # SRCTREE DEBIAN_CONFIG
 # are not options and are left out: only what Debian's config turns on is compared.
 security_symbols() { # SRCTREE DEBIAN_CONFIG
 	{
-		sed -n '/^menuconfig CPU_MITIGATIONS/,/^endif/s/^\(menu\)\?config \([A-Z0-9_]*\).*/CONFIG_\2/p' "$1/arch/x86/Kconfig"
+		sed -n '/^menuconfig CPU_MITIGATIONS/,/^endif/s/^[[:space:]]*\(menu\)\?config \([A-Z0-9_]*\).*/CONFIG_\2/p' "$1/arch/x86/Kconfig"
 		grep -oE '^(# )?CONFIG_(MITIGATION_[A-Z0-9_]+|CPU_MITIGATIONS|CALL_PADDING|CALL_THUNKS|CALL_DEPTH_TRACKING|RETHUNK|RETPOLINE|SLS|CPU_SRSO|CPU_UNRET_ENTRY|CPU_IBPB_ENTRY|CPU_IBRS_ENTRY)\b' "$2" | sed 's/^# //'
-		find "$1/security" -name 'Kconfig*' -exec sed -n 's/^\(menu\)\?config \([A-Z0-9_]*\).*/CONFIG_\2/p' {} +
+		find "$1/security" -name 'Kconfig*' -exec sed -n 's/^[[:space:]]*\(menu\)\?config \([A-Z0-9_]*\).*/CONFIG_\2/p' {} +
 		printf 'CONFIG_%s\n' STACKPROTECTOR STACKPROTECTOR_STRONG RANDOMIZE_BASE RANDOMIZE_MEMORY \
 			RANDOMIZE_KSTACK_OFFSET RANDOMIZE_KSTACK_OFFSET_DEFAULT STRICT_KERNEL_RWX STRICT_MODULE_RWX \
 			VMAP_STACK X86_KERNEL_IBT X86_USER_SHADOW_STACK X86_UMIP X86_SMAP X86_INTEL_TSX_MODE_OFF \
@@ -63,8 +63,28 @@ security_symbols() { # SRCTREE DEBIAN_CONFIG
 			SECCOMP SECCOMP_FILTER MODULE_SIG STACKLEAK_METRICS KFENCE INIT_ON_FREE_DEFAULT_ON \
 			PAGE_TABLE_CHECK PAGE_TABLE_CHECK_ENFORCED DEBUG_WX HARDENED_USERCOPY UBSAN_BOUNDS CFI_CLANG \
 			IOMMU_DEFAULT_DMA_STRICT IOMMU_DEFAULT_DMA_LAZY INTEL_IOMMU_DEFAULT_ON PROC_MEM_NO_FORCE \
-			SECURITY_DMESG_RESTRICT STATIC_USERMODEHELPER
+			SECURITY_DMESG_RESTRICT STATIC_USERMODEHELPER STRICT_DEVMEM IO_STRICT_DEVMEM SLAB_BUCKETS \
+			KEXEC_SIG KEXEC_BZIMAGE_VERIFY_SIG BPF_UNPRIV_DEFAULT_OFF DEBUG_LIST PAGE_POISONING \
+			SECONDARY_TRUSTED_KEYRING MODULE_SIG_SHA256
 	} | grep -vE '^CONFIG_([A-Z0-9_]*_)?(CC|HAVE|ARCH|AS|LD|RUSTC|TOOLCHAIN)_[A-Z0-9_]*$|_HAS_' | sort -u
+}
+
+# What may differ between Debian's config and this one: the toolchain's own symbols (compiler,
+# assembler, linker, rustc, pahole, bindgen versions and capabilities), Rust, what the build
+# itself sets (MODVERSIONS off, LOCALVERSION, BUILD_SALT, bindeb-pkg's signing key and trusted
+# keys, MODULE_SIG_ALL), and what LLVM decides: the x32 syscall ABI (llvm-objcopy cannot make
+# x32 objects; Debian builds it but disables it by default, X86_X32_DISABLED), the %gs named
+# address space (USE_X86_SEG_SUPPORT) and how mcount call sites are found (FTRACE_MCOUNT_USE_*).
+# "n" and not present count as the same.
+expected_diff='^CONFIG_(([A-Z0-9_]*_)?(CC|AS|LD|GCC|CLANG|LLD|RUSTC|PAHOLE|BINDGEN)_[A-Z0-9_]+|HAVE_[A-Z0-9_]+|HAS_[A-Z0-9_]+|[A-Z0-9_]+_HAS_[A-Z0-9_]+|RUST|RUST_[A-Z0-9_]+|MODVERSIONS|ASM_MODVERSIONS|LOCALVERSION|BUILD_SALT|MODULE_SIG_ALL|MODULE_SIG_KEY|SYSTEM_TRUSTED_KEYS|X86_X32_ABI|X86_X32_DISABLED|USE_X86_SEG_SUPPORT|FTRACE_MCOUNT_USE_CC|FTRACE_MCOUNT_USE_OBJTOOL)$'
+
+# "SYMBOL<TAB>VALUE" for every symbol of a config, "n" for "is not set"; sorted.
+cfg_values() { sed -nE 's/^(CONFIG_[A-Za-z0-9_]+)=(.*)$/\1\t\2/p; s/^# (CONFIG_[A-Za-z0-9_]+) is not set$/\1\tn/p' "$1" | LC_ALL=C sort; }
+
+# Every symbol whose value differs and is not an expected difference: "SYMBOL DEBIAN THIS".
+unexpected_diffs() { # DEBIAN_CONFIG NEW_CONFIG
+	LC_ALL=C join -t $'\t' -a1 -a2 -e n -o 0,1.2,2.2 <(cfg_values "$1") <(cfg_values "$2") |
+		awk -F '\t' -v re="$expected_diff" '$2 != $3 && $1 !~ re' | tr '\t' ' '
 }
 
 # "y", "m", a value, or "unset".
@@ -126,8 +146,16 @@ verify() { # DEBIAN_CONFIG NEW_CONFIG [SRCTREE]
 		bad=1
 	fi
 	((nsec >= 40)) || { echo "kernel-deb: only $nsec security options set in $deb (wrong config file?)" >&2; bad=1; }
+	# Beyond those lists: any other option that differs from Debian's and is not expected.
+	local other
+	other=$(unexpected_diffs "$deb" "$new")
+	if [[ -n $other ]]; then
+		echo "kernel-deb: options that differ from Debian's config and are not expected differences (symbol, Debian, this config):" >&2
+		sed 's/^/kernel-deb:   /' <<<"$other" >&2
+		bad=1
+	fi
 	((bad == 0)) || return 1
-	echo "kernel-deb: config ok ($cc): Rust on, MODVERSIONS off, $n RDMA/HCA options as Debian has them ($kept of them y/m), all $nsec security options Debian sets kept"
+	echo "kernel-deb: config ok ($cc): Rust on, MODVERSIONS off, $n RDMA/HCA options as Debian has them ($kept of them y/m), all $nsec security options Debian sets kept, no other difference but the toolchain's, Rust's and the build's"
 }
 
 ver=$(kernel_pkg_version) || true

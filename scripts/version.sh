@@ -9,59 +9,80 @@
 #   scripts/version.sh --write DIR     write both into DIR/.version (an exported source tree)
 #
 # Where they come from, first that applies:
-#   1. a git work tree: `git describe` against the latest tag vX.Y.Z. On the tag: X.Y.Z; N
-#      commits after it: X.Y.Z+N.gHASH (sorts after X.Y.Z for dpkg and dkms); no tag at all:
-#      0.0.0+N.gHASH, N counting from the first commit.
+#   1. a git work tree (a .git in this directory): `git describe` against the latest tag
+#      vX.Y.Z. On the tag: X.Y.Z; N commits after it: X.Y.Z+N.gHASH (sorts after X.Y.Z for dpkg
+#      and dkms); no tag at all: 0.0.0~gHASH (below every release). A pre-release tag
+#      vX.Y.Z-rc1 gives X.Y.Z~rc1, which sorts below X.Y.Z.
 #   2. the tree's .version: "VERSION COMMIT". In a `git archive` tarball git has filled it in
-#      (.gitattributes: export-subst); `make deb` and the tests' tree copies write it.
-#   3. neither (a tarball made without git): the newest released version of CHANGELOG.md with
-#      "+unknown", and the commit "unknown".
+#      (.gitattributes: export-subst); `make deb` and the tests' tree copies write it. A tarball
+#      of an untagged commit gives 0.0.0~gHASH, as git does.
+#   3. a tree named ib-cm-rs-VERSION (dkms's copy in /usr/src: `dkms add .` copies the files
+#      but not the dot files, so neither .git nor .version) or dkms's .../ib-cm-rs/VERSION/build:
+#      VERSION, the one dkms registered (the commit is then "unknown").
+#   4. none of these (a tarball made without git): the newest released version of CHANGELOG.md
+#      with "~unknown" (below that release and every build from git), and the commit "unknown".
+# A .git that git cannot read (not a repository, or owned by another user: safe.directory is
+# allowed for this tree only) is an error, not a silent "unknown".
 set -uo pipefail
-top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# -P: git reports the top level with symlinks resolved; compare like with like.
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 
-# git describe output (vX.Y.Z[-N-gHASH]) -> X.Y.Z[+N.gHASH]
+g() { git -c safe.directory="$top" -C "$top" "$@"; }
+
+# git describe output (vX.Y.Z[-pre][-N-gHASH]) -> X.Y.Z[~pre][+N.gHASH]
 from_describe() {
 	local d=${1#v}
-	if [[ $d =~ ^([0-9][0-9A-Za-z.~]*)-([0-9]+)-g([0-9a-f]+)$ ]]; then
-		echo "${BASH_REMATCH[1]}+${BASH_REMATCH[2]}.g${BASH_REMATCH[3]}"
+	if [[ $d =~ ^([0-9][0-9A-Za-z.~-]*)-([0-9]+)-g([0-9a-f]+)$ ]]; then
+		local t=${BASH_REMATCH[1]}
+		echo "${t//-/\~}+${BASH_REMATCH[2]}.g${BASH_REMATCH[3]}"
 	else
-		echo "$d"
+		echo "${d//-/\~}"
 	fi
 }
 
-in_git() { git -C "$top" rev-parse --is-inside-work-tree >/dev/null 2>&1 &&
-	[[ $(git -C "$top" rev-parse --show-toplevel 2>/dev/null) == "$top" ]]; }
+in_git() {
+	[[ -e $top/.git ]] || return 1
+	local t
+	if ! t=$(g rev-parse --show-toplevel 2>&1) || [[ $t != "$top" ]]; then
+		echo "version.sh: error: $top/.git is there but git cannot read it ($t)" >&2
+		exit 1
+	fi
+}
 
 version() {
 	local d n h v c
 	if in_git; then
-		if d=$(git -C "$top" describe --tags --match 'v[0-9]*' --abbrev=12 2>/dev/null); then
+		if d=$(g describe --tags --match 'v[0-9]*' --abbrev=12 2>/dev/null); then
 			from_describe "$d"
 		else
-			n=$(git -C "$top" rev-list --count HEAD) h=$(git -C "$top" rev-parse --short=12 HEAD)
-			echo "0.0.0+$n.g$h"
+			echo "0.0.0~g$(g rev-parse --short=12 HEAD)"
 		fi
 		return
 	fi
 	if [[ -f $top/.version ]] && read -r v c <"$top/.version" && [[ $v != *'$Format'* && -n $v ]]; then
 		if [[ $v =~ ^[0-9a-f]{40}$ && -z $c ]]; then
 			# A `git archive` of an untagged commit: %(describe) is empty, the commit is there.
-			echo "0.0.0+g${v:0:12}"
+			echo "0.0.0~g${v:0:12}"
 		else
 			# git archive wrote `git describe` (vX.Y.Z[-N-gHASH]); make deb wrote the version.
 			from_describe "$v"
 		fi
 		return
 	fi
+	if [[ $(basename "$top") =~ ^ib-cm-rs-([0-9][0-9A-Za-z.+~]*)$ ||
+		$top =~ /ib-cm-rs/([0-9][0-9A-Za-z.+~]*)/build$ ]]; then
+		echo "${BASH_REMATCH[1]}"
+		return
+	fi
 	v=$(sed -n 's/^## \[\([0-9][0-9A-Za-z.~+-]*\)\].*/\1/p' "$top/CHANGELOG.md" 2>/dev/null | head -1)
-	echo "${v:-0.0.0}+unknown"
+	echo "${v:-0.0.0}~unknown"
 }
 
 commit() {
 	local v c
 	if in_git; then
-		c=$(git -C "$top" rev-parse HEAD)
-		git -C "$top" diff --quiet HEAD -- 2>/dev/null || c+=-dirty
+		c=$(g rev-parse HEAD)
+		g diff --quiet HEAD -- 2>/dev/null || c+=-dirty
 		echo "$c"
 		return
 	fi
@@ -78,7 +99,8 @@ case ${1:-} in
 --commit) commit ;;
 --write)
 	[[ -d ${2:-} ]] || { echo "usage: $0 --write DIR" >&2; exit 2; }
-	echo "$(version) $(commit)" >"$2/.version"
+	v=$(version) && c=$(commit) || exit 1
+	echo "$v $c" >"$2/.version"
 	;;
 *) echo "usage: $0 [--commit | --write DIR]" >&2; exit 2 ;;
 esac

@@ -86,6 +86,16 @@ t=$(mktree normeta); rm "$t/rust/libkernel.rmeta"
 expect refuses_missing_rust_build 1 "$t" "no built Rust support" "rust/libkernel.rmeta"
 t=$(mktree nobgp); rm "$t/src/rust/bindgen_parameters"
 expect refuses_missing_bindgen_parameters 1 "$t" "rust/bindgen_parameters"
+# bindgen: the one the build passes (scripts/lib.sh ktools: the cache's bindgen-cli), not any
+# bindgen in PATH; and 0.65.1 or newer. A Debian 12 bindgen (0.60) in PATH, the cache gone:
+# refused, not accepted only for the build to fail (the kernel's installation with it).
+mkdir -p "$work/oldbg" "$work/nocache"
+printf '#!/bin/sh\necho "bindgen 0.60.1"\n' >"$work/oldbg/bindgen"
+chmod +x "$work/oldbg/bindgen"
+t=$(mktree bgpath)
+PATH=$work/oldbg:$PATH IBCM_CACHE=$work/nocache expect refuses_bindgen_from_path_only 1 "$t" "no bindgen ($work/nocache/bindgen-"
+t=$(mktree bgold)
+BINDGEN=$work/oldbg/bindgen expect refuses_old_bindgen 1 "$t" "version '0.60.1'" "0.65.1 or newer"
 t=$(mktree rustc); setcfg "$t" CONFIG_RUSTC_VERSION_TEXT '"rustc 1.78.0 (9b00956e5 2024-04-29)"'
 expect refuses_other_rustc 1 "$t" "rustc 1.78.0" "very same compiler"
 t=$(mktree ibbuiltin); setcfg "$t" CONFIG_INFINIBAND y

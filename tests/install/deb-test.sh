@@ -4,7 +4,8 @@
 # would, against the cached test kernel, without touching the host's dpkg, dkms or modules:
 #   - `scripts/deb.sh` builds ib-cm-rs-dkms_<version>_all.deb from the git tree, from a
 #     `git archive` tarball (version from .version, filled in by git) and from a tree without
-#     either (CHANGELOG.md's release + "+unknown"); lintian reports no error on it;
+#     either (CHANGELOG.md's release + "~unknown", below that release), with umask 077;
+#     lintian reports no error on it;
 #   - dpkg installs it into a throwaway root (dpkg --root, --force-script-chrootless: the
 #     maintainer scripts run on the host with DPKG_ROOT set, and scripts/dkms-pkg.sh points
 #     dkms at the root's /usr/src, /var/lib/dkms and /lib/modules). The root holds the test
@@ -34,12 +35,15 @@ work=$(mktemp -d /tmp/ibcm-deb-test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 log=$out/deb.log
 : >"$log"
-host_before=$(ls -d /var/lib/dkms/"$name" /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null)
+# All of the host's /var/lib/dkms (dkms's signing step may write mok.key/mok.pub there
+# whatever --dkmstree says), its /usr/src/ib-cm-rs-* and updates/dkms modules.
+host_before=$(ls -d /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null; find /var/lib/dkms 2>/dev/null)
 
 # --- building the package ---
 ver=$("$top/scripts/version.sh")
 s=$(date +%s)
-if deb=$("$top/scripts/deb.sh" "$work/deb" 2>>"$log") && [[ $deb == */${pkg}_${ver}_all.deb && -f $deb ]]; then
+# A umask 077 caller (root's on hardened machines) must still get a package dpkg-deb accepts.
+if deb=$(umask 077 && "$top/scripts/deb.sh" "$work/deb" 2>>"$log") && [[ $deb == */${pkg}_${ver}_all.deb && -f $deb ]]; then
 	ok "deb_builds_from_git_tree ($(($(date +%s) - s)) s: $(basename "$deb"), $(du -h "$deb" | cut -f1))"
 else
 	notok deb_builds_from_git_tree "scripts/deb.sh gave '${deb:-nothing}' (log: $log)"
@@ -65,11 +69,9 @@ else
 fi
 
 # From a `git archive` tarball of HEAD: no .git, git filled in .version (export-subst).
-# git describe of HEAD (uncommitted changes do not count). Without any tag git archive cannot
-# count commits: the tarball's version is then 0.0.0+gHASH, the git tree's 0.0.0+N.gHASH.
+# git describe of HEAD (uncommitted changes do not count): the same version as the git tree,
+# tag or not (0.0.0~gHASH before any tag).
 head_ver=$("$top/scripts/version.sh")
-git -C "$top" describe --tags --match 'v[0-9]*' >/dev/null 2>&1 ||
-	head_ver=0.0.0+g$(git -C "$top" rev-parse --short=12 HEAD)
 mkdir -p "$work/tar"
 if (cd "$top" && git archive --format=tar HEAD) | tar -x -C "$work/tar" 2>>"$log"; then
 	tv=$("$work/tar/scripts/version.sh") tc=$("$work/tar/scripts/version.sh" --commit)
@@ -88,11 +90,16 @@ mkdir -p "$work/nogit"
 (cd "$top" && git ls-files -z | tar --null -T - -c 2>/dev/null) | tar -x -C "$work/nogit"
 rv=$(sed -n 's/^## \[\([0-9][^]]*\)\].*/\1/p' "$top/CHANGELOG.md" | head -1)
 nv=$("$work/nogit/scripts/version.sh")
-if [[ $nv == "$rv+unknown" ]] && ndeb=$("$work/nogit/scripts/deb.sh" "$work/ndeb" 2>>"$log") && [[ $ndeb == */${pkg}_${rv}+unknown_all.deb ]]; then
+if [[ $nv == "$rv~unknown" ]] && ndeb=$("$work/nogit/scripts/deb.sh" "$work/ndeb" 2>>"$log") && [[ $ndeb == */${pkg}_${rv}~unknown_all.deb ]]; then
 	ok "deb_builds_without_git_version_fallback ($(basename "$ndeb"))"
 else
-	notok deb_builds_without_git_version_fallback "version '$nv' (want '$rv+unknown'), package '${ndeb:-none}'"
+	notok deb_builds_without_git_version_fallback "version '$nv' (want '$rv~unknown'), package '${ndeb:-none}'"
 fi
+# Neither fallback may "upgrade" over a real build: both sort below the release, and an
+# untagged build below the fallback's release too.
+WHY="dpkg orders: $nv vs $rv, 0.0.0~g$(git -C "$top" rev-parse --short=12 HEAD) vs $rv" check deb_fallback_versions_sort_below_release \
+	bash -c 'dpkg --compare-versions "$1" lt "$3" && dpkg --compare-versions "$1" lt "$3+1.gabc" &&
+		dpkg --compare-versions "$2" lt "$3"' _ "$nv" "0.0.0~g$(git -C "$top" rev-parse --short=12 HEAD)" "$rv"
 
 # A release: a clone of HEAD tagged v<CHANGELOG.md's newest release> (tags are made in the
 # clone only) must give exactly that version, a package lintian accepts, and a changelog whose
@@ -167,6 +174,39 @@ res=$(IBCM_GUEST_VERSION=$ver "$top/tests/install/guest-test.sh" "$variant" "$kd
 read_counts "$res" || { p=0 f=1; notok deb_guest "no result line"; }
 npass=$((npass + p)) nfail=$((nfail + f))
 
+# --- an upgrade to the release (the tagged clone's package), with `dkms remove` failing ---
+# The old version's prerm must take its module and its dkms entry out by hand: nothing may be
+# left pointing at the sources dpkg deletes (dkms 3.0.10's autoinstall dies on a dangling
+# source link at every later kernel), and the new version is built and installed. When HEAD
+# is the release itself this is a reinstall of the same version: the same prerm, the same check.
+if [[ -n ${cdeb:-} && -f $cdeb ]]; then
+	mkdir -p "$work/faildkms"
+	printf '%s\n' '#!/bin/sh' '[ "$1" = remove ] && { echo "dkms remove: simulated failure" >&2; exit 1; }' \
+		'exec /usr/sbin/dkms "$@"' >"$work/faildkms/dkms"
+	chmod +x "$work/faildkms/dkms"
+	s=$(date +%s)
+	PATH=$work/faildkms:$PATH dpkg_root -i "$cdeb" >"$work/upgrade.out" 2>&1
+	rc=$?
+	cat "$work/upgrade.out" >>"$log"
+	sed -n 's/^ib-cm-rs-dkms: /        upgrade: /p' "$work/upgrade.out" >&2
+	WHY="dpkg -i exit $rc: $(tail -3 "$work/upgrade.out" | tr '\n' ' ')" check "deb_upgrade_succeeds_when_dkms_remove_fails ($(($(date +%s) - s)) s)" \
+		bash -c '(($1 == 0)) && [[ $(dpkg --root="$2" -s "$3" 2>/dev/null | sed -n "s/^Version: //p") == "$4" ]] &&
+			grep -q "dkms remove $5/$6 failed: removing its modules and its dkms entry by hand" "$7"' \
+		_ "$rc" "$root" "$pkg" "$rv" "$name" "$ver" "$work/upgrade.out"
+	st=$(dkms status -m "$name" "${dopts[@]}" 2>&1)
+	dangling=$(find "$root/var/lib/dkms" -xtype l 2>/dev/null)
+	WHY="dkms status: $st; dangling links: $dangling" check deb_upgrade_leaves_only_the_new_version \
+		bash -c '[[ -z $4 && $(grep -c . <<<"$1") == 1 && $1 == "$2/$3, "*": installed"* ]]' _ "$st" "$name" "$rv" "$dangling"
+	if [[ $ver != "$rv" ]]; then
+		WHY="left: $(cd "$root" && ls -d var/lib/dkms/$name/$ver usr/src/$name-$ver 2>/dev/null)" check deb_upgrade_forgets_the_old_version \
+			bash -c '! ls -d "$1/var/lib/dkms/$2/$3" "$1/usr/src/$2-$3" >/dev/null 2>&1' _ "$root" "$name" "$ver"
+	fi
+	uv=$(modinfo -F version "$(modinfo -b "$root" -k "$rel" -n ib_cm 2>/dev/null)" 2>/dev/null)
+	WHY="modprobe would load version '$uv'" check deb_upgrade_module_is_the_new_version test "$uv" = "$rv"
+else
+	notok deb_upgrade_succeeds_when_dkms_remove_fails "no release package from the tagged clone"
+fi
+
 # --- purge ---
 dpkg_root -P "$pkg" >"$work/purge.out" 2>&1
 rc=$?
@@ -184,6 +224,6 @@ res=$(IBCM_GUEST_EXPECT=intree "$top/tests/install/guest-test.sh" "$variant" "$k
 read_counts "$res" || { p=0 f=1; notok deb_purged_guest "no result line"; }
 npass=$((npass + p)) nfail=$((nfail + f))
 
-host_after=$(ls -d /var/lib/dkms/"$name" /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null)
+host_after=$(ls -d /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null; find /var/lib/dkms 2>/dev/null)
 WHY="host changed: before '$host_before', after '$host_after'" check deb_left_host_untouched test "$host_before" = "$host_after"
 result

@@ -31,7 +31,9 @@ mods=$root/lib/modules/$rel
 opts=(--sourcetree "$work/src" --dkmstree "$work/dkms" --installtree "$root/lib/modules")
 log=$out/dkms.log
 : >"$log"
-host_before=$(ls -d /var/lib/dkms/"$name" /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null)
+# All of the host's /var/lib/dkms (dkms's signing step may write mok.key/mok.pub there
+# whatever --dkmstree says), its /usr/src/ib-cm-rs-* and updates/dkms modules.
+host_before=$(ls -d /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null; find /var/lib/dkms 2>/dev/null)
 cleanup() {
 	dkms remove "$name/$ver" --all --no-depmod "${opts[@]}" >>"$log" 2>&1
 	rm -rf "$work"
@@ -39,14 +41,30 @@ cleanup() {
 trap cleanup EXIT
 run() { echo "+ $*" >>"$log"; "$@" >>"$log" 2>&1; }
 
-# The source as `git archive` would give it, plus uncommitted files: no build outputs.
-mkdir -p "$work/dkms" "$root"
-tree_copy "$work/src/$name-$ver"
+# The source as a user has it: a git clone (the same commit and tags) with this tree's
+# uncommitted files on top, added with `dkms add .` as the guide does. dkms copies the files
+# but no dot files (no .git, no .version) to $work/src/$name-<version>; its dkms.conf must give
+# the version dkms registered, and the build must find its tree.
+mkdir -p "$work/dkms" "$work/src" "$root"
+git clone -q --no-hardlinks "$itop" "$work/git" >>"$log" 2>&1 &&
+	git -C "$itop" ls-files -co --exclude-standard -z -- ':!.version' | (cd "$itop" && tar --null -T - -c) | tar -x -C "$work/git" ||
+	notok dkms_setup_clone "cannot clone $itop"
+WHY="the clone's version is '$(cd "$work/git" && bash -c 'source ./dkms.conf && echo "$PACKAGE_VERSION"')', this tree's $ver" \
+	check dkms_clone_has_the_version bash -c 'cd "$1" && source ./dkms.conf && [[ $PACKAGE_VERSION == "$2" ]]' _ "$work/git" "$ver"
+# The guide's other way: `git archive` into /usr/src/ib-cm-rs-<version>, then dkms add
+# ib-cm-rs/<version>. The tarball's .version must give the same version as git.
+mkdir -p "$work/arch/$name-$ver"
+git -C "$work/git" archive HEAD | tar -x -C "$work/arch/$name-$ver"
+rm -rf "$work/arch/$name-$ver/scripts" && cp -r "$work/git/scripts" "$work/arch/$name-$ver/"
+av=$(cd "$work/arch/$name-$ver" && bash -c 'source ./dkms.conf && echo "$PACKAGE_VERSION"')
+WHY="git archive's tree says '$av', git $ver" check dkms_git_archive_has_the_version test "$av" = "$ver"
 read -r -a ktools <<<"$("$top/scripts/lib.sh" ktools)"
 make -s -C "$kdir" "${ktools[@]}" INSTALL_MOD_PATH="$root" modules_install >>"$log" 2>&1 ||
 	notok dkms_setup_in_tree_modules "modules_install of the test kernel failed"
 
-WHY="dkms add failed (log: $log)" check dkms_add run dkms add -m "$name" -v "$ver" "${opts[@]}"
+WHY="dkms add . failed (log: $log)" check dkms_add bash -c 'cd "$1" && shift && echo "+ dkms add . $*" >>"$0" && dkms add . "$@" >>"$0" 2>&1' "$log" "$work/git" "${opts[@]}"
+cv=$(cd "$work/src/$name-$ver" 2>/dev/null && bash -c 'source ./dkms.conf && echo "$PACKAGE_VERSION"')
+WHY="dkms's copy $work/src/$name-$ver says '$cv'" check dkms_copy_keeps_the_registered_version test "$cv" = "$ver"
 start=$(date +%s)
 if run dkms build -m "$name" -v "$ver" -k "$rel" -a "$arch" --kernelsourcedir "$kdir" "${opts[@]}"; then
 	ok "dkms_build ($(($(date +%s) - start)) s)"
@@ -68,8 +86,9 @@ WHY="dkms' CC=clang LD=ld.lld reached the kernel make" check dkms_make_drops_dkm
 	bash -c 'grep -q "^+ exec make" "$1" && ! grep "^+ exec make" "$1" | grep -q " CC=clang"' _ "$mlog"
 WHY="version '$(modinfo -F version "$built" 2>/dev/null)', dkms.conf says $ver" check dkms_module_version_is_package_version \
 	test "$(modinfo -F version "$built" 2>/dev/null)" = "$ver"
-WHY="commit '$(modinfo -F commit "$built" 2>/dev/null)'" check dkms_module_commit_is_source_commit \
-	test "$(modinfo -F commit "$built" 2>/dev/null)" = "$("$top/scripts/version.sh" --commit)"
+# `dkms add .` copies no .git and no .version: the commit is not known in dkms's copy.
+WHY="commit '$(modinfo -F commit "$built" 2>/dev/null)'" check dkms_module_commit_is_unknown_after_dkms_add_dot \
+	test "$(modinfo -F commit "$built" 2>/dev/null)" = unknown
 
 if run dkms install -m "$name" -v "$ver" -k "$rel" -a "$arch" --kernelsourcedir "$kdir" --no-depmod "${opts[@]}"; then
 	ok dkms_install
@@ -118,6 +137,6 @@ WHY="dkms remove failed (log: $log)" check dkms_remove run dkms remove "$name/$v
 WHY="still installed: $(cd "$mods" && ls updates/dkms 2>/dev/null)" check dkms_remove_uninstalls \
 	bash -c '! ls "$1"/updates/dkms/ib_cm.ko* >/dev/null 2>&1' _ "$mods"
 WHY="$work/dkms/$name still there" check dkms_remove_cleans_its_tree test ! -e "$work/dkms/$name"
-host_after=$(ls -d /var/lib/dkms/"$name" /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null)
+host_after=$(ls -d /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null; find /var/lib/dkms 2>/dev/null)
 WHY="host changed: before '$host_before', after '$host_after'" check dkms_left_host_untouched test "$host_before" = "$host_after"
 result

@@ -57,6 +57,12 @@ mutate srso_sls_lost "lost after olddefconfig with Debian clang version $KDEB_LL
 mutate call_thunks_lost "CALL_PADDING CALL_THUNKS" '/^CONFIG_CALL_PADDING=y$/d; /^CONFIG_CALL_THUNKS=y$/d'
 mutate stackprotector_lost "STACKPROTECTOR_STRONG" 's/^CONFIG_STACKPROTECTOR_STRONG=y$/# CONFIG_STACKPROTECTOR_STRONG is not set/'
 mutate lsm_changed 'LSM="landlock"' 's/^CONFIG_LSM=.*/CONFIG_LSM="landlock"/'
+# A choice member (indented `config` in Kconfig): another clang can drop zeroed stack
+# variables to INIT_STACK_NONE without a word from olddefconfig.
+mutate init_stack_zero_lost "lost after olddefconfig.*INIT_STACK_ALL_ZERO" \
+	'/^# CONFIG_INIT_STACK_NONE is not set$/d; s/^CONFIG_INIT_STACK_ALL_ZERO=y$/CONFIG_INIT_STACK_NONE=y/'
+# An option on none of the lists: any difference from Debian's config that is not expected.
+mutate unexpected_difference "kernel-deb:   CONFIG_ZRAM m n" 's/^CONFIG_ZRAM=m$/# CONFIG_ZRAM is not set/'
 
 read -r -a ktools <<<"$("$top/scripts/lib.sh" ktools)"
 
