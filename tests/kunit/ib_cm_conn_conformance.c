@@ -2691,6 +2691,55 @@ static void ib_rtu_overtaken_by_dreq(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_TIMEWAIT_EXIT, 5000));
 }
 
+/*
+ * Starts a connection whose REQ is retransmitted once into a `hold` rule (rule 0, written by
+ * the caller): the REQ's remote CM response timeout conv(16) plus twice the path's packet
+ * lifetime makes the active side send it again while the passive side has not answered; the
+ * REP goes out only once that copy is held.
+ */
+static struct ib_cm_id *ib_req_copy_held(struct kunit *test)
+{
+	struct ib_cm_id *a = timed_req(test, test->priv, 16, 20, 5);
+	int i;
+
+	for (i = 0; i < 100 && softib_fault_acted(0) < 1; i++)
+		msleep(50);
+	KUNIT_ASSERT_EQ(test, softib_fault_acted(0), 1);
+	return a;
+}
+
+/*
+ * A copy of the REQ that reaches the passive id once it is ESTABLISHED (held until the RTU
+ * has passed): cm_dup_req_handler counts it and answers nothing. Every REQ retransmission
+ * is counted as a duplicate by the passive port (the held one in ESTABLISHED, any other in
+ * REQ_RCVD), and no event follows.
+ */
+static void ib_dup_req_in_established_dropped(struct kunit *test)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_id *a;
+	long r0, d0, t0, r1, d1;
+
+	KUNIT_ASSERT_EQ(test, softib_fault("hold attr=REQ from=1 skip=1 until=RTU"), 0);
+	r0 = ib_counter(dev1, "cm_tx_retries", "req");
+	d0 = ib_counter(dev0, "cm_rx_duplicates", "req");
+	t0 = ib_counter(dev0, "cm_tx_msgs", "rej");
+	KUNIT_ASSERT_GE(test, r0, 0);
+	a = ib_req_copy_held(test);
+	establish(test, a, &rep);
+	msleep(200);
+	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_ESTABLISHED);
+	r1 = ib_counter(dev1, "cm_tx_retries", "req");
+	d1 = ib_counter(dev0, "cm_rx_duplicates", "req");
+	KUNIT_EXPECT_GE(test, r1 - r0, 1);
+	KUNIT_EXPECT_EQ(test, r1 - r0, d1 - d0);
+	KUNIT_EXPECT_EQ(test, ib_counter(dev0, "cm_tx_msgs", "rej") - t0, 0);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 2);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
+	ib_disconnect(test, a);
+}
+
 static struct kunit_case ib_cases[] = {
 	KUNIT_CASE(ib_alternate_path_accepted),
 	KUNIT_CASE(ib_path_mig_then_rts_on_rc_qp),
@@ -2727,6 +2776,7 @@ static struct kunit_case ib_fault_cases[] = {
 	KUNIT_CASE(ib_rej_duplicated),
 	KUNIT_CASE(ib_sidr_req_and_rep_duplicated),
 	KUNIT_CASE(ib_rtu_overtaken_by_dreq),
+	KUNIT_CASE(ib_dup_req_in_established_dropped),
 	{}
 };
 
