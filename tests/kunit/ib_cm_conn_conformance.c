@@ -1634,8 +1634,11 @@ static int softib_fault(const char *cmd)
 	return n < 0 ? n : 0;
 }
 
-/* How many packets rule `rule` (0-based, in order of writing) acted on, or a negative errno. */
-static long softib_fault_acted(int rule)
+/*
+ * The value of `key` (e.g. "acted=") in the listing of rule `rule` (0-based, in order of
+ * writing), or a negative errno.
+ */
+static long softib_fault_field(int rule, const char *key)
 {
 	struct file *f = filp_open(SOFTIB_FAULTS, O_RDONLY, 0);
 	char *buf, *l, *a;
@@ -1656,14 +1659,20 @@ static long softib_fault_acted(int rule)
 		int idx;
 
 		if (sscanf(l, "%d ", &idx) == 1 && idx == rule) {
-			a = strstr(l, "acted=");
-			if (a && sscanf(a, "acted=%ld", &v) != 1)
+			a = strstr(l, key);
+			if (a && sscanf(a + strlen(key), "%ld", &v) != 1)
 				v = -EINVAL;
 			break;
 		}
 	}
 	kfree(buf);
 	return v;
+}
+
+/* How many packets rule `rule` acted on, or a negative errno. */
+static long softib_fault_acted(int rule)
+{
+	return softib_fault_field(rule, "acted=");
 }
 
 static int ib_init(struct kunit *test)
@@ -2165,6 +2174,8 @@ static void ib_every_message_duplicated(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, d1[1], 1);
 	KUNIT_EXPECT_GE(test, d0[2], 1);
 	KUNIT_EXPECT_EQ(test, d0[3], 1);
+	/* The DREP's copy meets the active id in timewait: dropped, not counted (cm_drep_handler). */
+	KUNIT_EXPECT_EQ(test, d1[4], 0);
 	/* Informational: a copy of the REP may or may not meet the id before the RTU. */
 	pr_info("IBCM-INFO: ib-dups COUNTERS passive_req=%ld passive_rep=%ld passive_rtu=%ld passive_dreq=%ld passive_drep=%ld active_req=%ld active_rep=%ld active_rtu=%ld active_dreq=%ld active_drep=%ld\n",
 		d0[0], d0[1], d0[2], d0[3], d0[4], d1[0], d1[1], d1[2], d1[3], d1[4]);
@@ -2443,6 +2454,292 @@ static void ib_late_mra_ignored(struct kunit *test)
 	ib_disconnect(test, a);
 }
 
+/*
+ * A REP lost twice, then delivered by its second retransmission (the REQ's local CM response
+ * timeout, conv(16) = 268 ms, paces the REP; its remote one, conv(20), keeps the REQ from
+ * being sent again meanwhile): one REP_RECEIVED, the connection completes, and the passive
+ * port's cm_tx_retries/rep counts the two retransmissions once the REP's send completes. A
+ * loaded guest may send one more copy before the RTU arrives: every retransmission beyond
+ * the two lost ones must then reach the active port as a duplicate REP, no more, no less.
+ */
+static void ib_rep_lost_twice(struct kunit *test)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_id *a;
+	long r0, r1, d0, d1;
+
+	KUNIT_ASSERT_EQ(test, softib_fault("drop attr=REP from=0 count=2"), 0);
+	r0 = ib_counter(dev0, "cm_tx_retries", "rep");
+	d0 = ib_counter(dev1, "cm_rx_duplicates", "rep");
+	KUNIT_ASSERT_GE(test, r0, 0);
+	a = timed_req(test, test->priv, 20, 16, 5);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 10000));
+	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 2);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_REP_SENT);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
+	msleep(100);
+	r1 = ib_counter(dev0, "cm_tx_retries", "rep");
+	d1 = ib_counter(dev1, "cm_rx_duplicates", "rep");
+	KUNIT_EXPECT_GE(test, r1 - r0, 2);
+	KUNIT_EXPECT_EQ(test, (r1 - r0) - 2, d1 - d0);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 2);
+	ib_disconnect(test, a);
+}
+
+/*
+ * The MRA for a REQ delivered twice: the first moves the active id to MRA_REQ_RCVD with
+ * MRA_RECEIVED, the second meets it there and is only counted (cm_mra_handler counts
+ * cm_rx_duplicates/mra in MRA_REQ_RCVD). The connection then completes as usual.
+ */
+static void ib_mra_for_req_duplicated(struct kunit *test)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_id *a;
+	long d0;
+
+	KUNIT_ASSERT_EQ(test, softib_fault("dup attr=MRA from=0"), 0);
+	d0 = ib_counter(dev1, "cm_rx_duplicates", "mra");
+	KUNIT_ASSERT_GE(test, d0, 0);
+	a = req_reaches_passive(test, test->priv);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_mra(passive.id, 20, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_MRA_RECEIVED, 5000));
+	msleep(200);
+	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 1);
+	KUNIT_EXPECT_EQ(test, ib_counter(dev1, "cm_rx_duplicates", "mra") - d0, 1);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_MRA_REQ_RCVD);
+	establish(test, a, &rep);
+	ib_disconnect(test, a);
+}
+
+/*
+ * The MRA for a REP delivered twice: the passive id goes REP_SENT -> MRA_REP_RCVD with one
+ * MRA_RECEIVED, the copy is counted in its port's cm_rx_duplicates/mra, and the RTU still
+ * establishes the connection.
+ */
+static void ib_mra_for_rep_duplicated(struct kunit *test)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_id *a;
+	long d0;
+
+	KUNIT_ASSERT_EQ(test, softib_fault("dup attr=MRA from=1"), 0);
+	d0 = ib_counter(dev0, "cm_rx_duplicates", "mra");
+	KUNIT_ASSERT_GE(test, d0, 0);
+	a = req_reaches_passive(test, test->priv);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
+	KUNIT_ASSERT_EQ(test, ib_send_cm_mra(a, 20, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_MRA_RECEIVED, 5000));
+	msleep(200);
+	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 1);
+	KUNIT_EXPECT_EQ(test, ib_counter(dev0, "cm_rx_duplicates", "mra") - d0, 1);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 2);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_MRA_REP_RCVD);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_ESTABLISHED);
+	ib_disconnect(test, a);
+}
+
+/*
+ * A duplicate REQ in MRA_REQ_SENT: the passive side's MRA is lost, so the active side sends
+ * the REQ again (conv(16) plus twice the path's packet lifetime later); the copy meets the
+ * passive id in MRA_REQ_SENT and cm_dup_req_handler answers it with the MRA again, which moves
+ * the active id to MRA_REQ_RCVD. Every REQ retransmission reaches the passive port as a
+ * duplicate (cm_tx_retries/req of the active port equals cm_rx_duplicates/req of the passive
+ * one), and the passive side never sees a second REQ_RECEIVED.
+ */
+static void ib_dup_req_in_mra_req_sent_resends_mra(struct kunit *test)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_id *a;
+	long r0, d0, r1, d1;
+
+	KUNIT_ASSERT_EQ(test, softib_fault("drop attr=MRA from=0"), 0);
+	r0 = ib_counter(dev1, "cm_tx_retries", "req");
+	d0 = ib_counter(dev0, "cm_rx_duplicates", "req");
+	KUNIT_ASSERT_GE(test, r0, 0);
+	a = timed_req(test, test->priv, 16, 20, 5);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_mra(passive.id, 20, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_MRA_REQ_SENT);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_MRA_RECEIVED, 10000));
+	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 1);
+	KUNIT_EXPECT_EQ(test, active.mra_timeout, 20);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_MRA_REQ_RCVD);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_MRA_REQ_SENT);
+	establish(test, a, &rep);
+	msleep(100);
+	r1 = ib_counter(dev1, "cm_tx_retries", "req");
+	d1 = ib_counter(dev0, "cm_rx_duplicates", "req");
+	KUNIT_EXPECT_GE(test, r1 - r0, 1);
+	KUNIT_EXPECT_EQ(test, r1 - r0, d1 - d0);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 2);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 2);
+	ib_disconnect(test, a);
+}
+
+/*
+ * A REJ (of a REQ) delivered twice: the first gives REJ_RECEIVED and puts the active id back
+ * in IDLE; the second finds it there and is dropped without an event or a duplicate count
+ * (cm_rej_handler counts none).
+ */
+static void ib_rej_duplicated(struct kunit *test)
+{
+	struct ib_cm_id *a;
+	long d0;
+
+	KUNIT_ASSERT_EQ(test, softib_fault("dup attr=REJ from=0"), 0);
+	d0 = ib_counter(dev1, "cm_rx_duplicates", "rej");
+	KUNIT_ASSERT_GE(test, d0, 0);
+	a = req_reaches_passive(test, test->priv);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rej(passive.id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0,
+					     NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_IDLE);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REJ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, active.rej_reason, IB_CM_REJ_CONSUMER_DEFINED);
+	msleep(200);
+	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 1);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_IDLE);
+	KUNIT_EXPECT_EQ(test, ib_counter(dev1, "cm_rx_duplicates", "rej") - d0, 0);
+}
+
+/*
+ * A SIDR_REQ and its SIDR_REP each delivered twice: the copy of the SIDR_REQ meets the
+ * request still being answered and is counted in cm_rx_duplicates/sidr_req (one
+ * SIDR_REQ_RECEIVED only); the copy of the SIDR_REP meets the active id back in IDLE and is
+ * dropped (one SIDR_REP_RECEIVED, no count).
+ */
+static void ib_sidr_req_and_rep_duplicated(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_sidr_req_param req = {
+		.path = &c->path,
+		.sgid_attr = c->sgid,
+		.service_id = cpu_to_be64(CONN_SID),
+		.timeout_ms = 2000,
+		.max_cm_retries = 3,
+	};
+	struct ib_cm_sidr_rep_param rep = { .qp_num = 0x77, .qkey = 0x1234, .status = IB_SIDR_SUCCESS };
+	struct ib_cm_id *a;
+	long q0, p0;
+
+	KUNIT_ASSERT_EQ(test, softib_fault("dup attr=SIDR_REQ from=1"), 0);
+	KUNIT_ASSERT_EQ(test, softib_fault("dup attr=SIDR_REP from=0"), 0);
+	q0 = ib_counter(dev0, "cm_rx_duplicates", "sidr_req");
+	p0 = ib_counter(dev1, "cm_rx_duplicates", "sidr_rep");
+	KUNIT_ASSERT_GE(test, q0, 0);
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	active.id = a;
+	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_req(a, &req), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_SIDR_REQ_RECEIVED, 5000));
+	/* Let the copy arrive while the request is still unanswered. */
+	msleep(200);
+	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 1);
+	KUNIT_EXPECT_EQ(test, ib_counter(dev0, "cm_rx_duplicates", "sidr_req") - q0, 1);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 1);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_SIDR_REP_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, active.sidr_qpn, 0x77);
+	msleep(200);
+	KUNIT_EXPECT_EQ(test, softib_fault_acted(1), 1);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 1);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_IDLE);
+	KUNIT_EXPECT_EQ(test, ib_counter(dev1, "cm_rx_duplicates", "sidr_rep") - p0, 0);
+}
+
+/*
+ * The RTU overtaken by a DREQ (the wire holds the RTU until the active side's DREQ has gone
+ * out, then delivers it behind the DREQ): the passive id, still in REP_SENT, takes the DREQ
+ * (DREQ_RECEIVED without RTU_RECEIVED, cm_dreq_handler accepts it there) and moves to
+ * DREQ_RCVD; the late RTU meets it there and is only counted in cm_rx_duplicates/rtu
+ * (cm_rtu_handler). The DREP then ends the connection on both sides as usual.
+ */
+static void ib_rtu_overtaken_by_dreq(struct kunit *test)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_id *a;
+	long d0;
+
+	KUNIT_ASSERT_EQ(test, softib_fault("hold attr=RTU from=1 until=DREQ"), 0);
+	d0 = ib_counter(dev0, "cm_rx_duplicates", "rtu");
+	KUNIT_ASSERT_GE(test, d0, 0);
+	a = req_reaches_passive(test, test->priv);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
+	msleep(100);
+	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 1);
+	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 0);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_REP_SENT);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(a, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
+	msleep(200);
+	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_DREQ_RCVD);
+	KUNIT_EXPECT_EQ(test, ib_counter(dev0, "cm_rx_duplicates", "rtu") - d0, 1);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 2);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_drep(passive.id, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_DREP_RECEIVED, 5000));
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_TIMEWAIT_EXIT, 5000));
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_TIMEWAIT_EXIT, 5000));
+}
+
+/*
+ * Starts a connection whose REQ is retransmitted once into a `hold` rule (rule 0, written by
+ * the caller): the REQ's remote CM response timeout conv(16) plus twice the path's packet
+ * lifetime makes the active side send it again while the passive side has not answered; the
+ * REP goes out only once that copy is held.
+ */
+static struct ib_cm_id *ib_req_copy_held(struct kunit *test)
+{
+	struct ib_cm_id *a = timed_req(test, test->priv, 16, 20, 5);
+	int i;
+
+	for (i = 0; i < 100 && softib_fault_acted(0) < 1; i++)
+		msleep(50);
+	KUNIT_ASSERT_EQ(test, softib_fault_acted(0), 1);
+	return a;
+}
+
+/*
+ * A copy of the REQ that reaches the passive id once it is ESTABLISHED (held until the RTU
+ * has passed): cm_dup_req_handler counts it and answers nothing. Every REQ retransmission
+ * is counted as a duplicate by the passive port (the held one in ESTABLISHED, any other in
+ * REQ_RCVD), and no event follows.
+ */
+static void ib_dup_req_in_established_dropped(struct kunit *test)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_id *a;
+	long r0, d0, t0, r1, d1;
+
+	KUNIT_ASSERT_EQ(test, softib_fault("hold attr=REQ from=1 skip=1 until=RTU"), 0);
+	r0 = ib_counter(dev1, "cm_tx_retries", "req");
+	d0 = ib_counter(dev0, "cm_rx_duplicates", "req");
+	t0 = ib_counter(dev0, "cm_tx_msgs", "rej");
+	KUNIT_ASSERT_GE(test, r0, 0);
+	a = ib_req_copy_held(test);
+	establish(test, a, &rep);
+	msleep(200);
+	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_ESTABLISHED);
+	r1 = ib_counter(dev1, "cm_tx_retries", "req");
+	d1 = ib_counter(dev0, "cm_rx_duplicates", "req");
+	KUNIT_EXPECT_GE(test, r1 - r0, 1);
+	KUNIT_EXPECT_EQ(test, r1 - r0, d1 - d0);
+	KUNIT_EXPECT_EQ(test, ib_counter(dev0, "cm_tx_msgs", "rej") - t0, 0);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 2);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
+	ib_disconnect(test, a);
+}
+
 static struct kunit_case ib_cases[] = {
 	KUNIT_CASE(ib_alternate_path_accepted),
 	KUNIT_CASE(ib_path_mig_then_rts_on_rc_qp),
@@ -2472,6 +2769,14 @@ static struct kunit_case ib_fault_cases[] = {
 	KUNIT_CASE(ib_dreq_lost_once),
 	KUNIT_CASE(ib_sidr_req_lost_once),
 	KUNIT_CASE(ib_late_mra_ignored),
+	KUNIT_CASE(ib_rep_lost_twice),
+	KUNIT_CASE(ib_mra_for_req_duplicated),
+	KUNIT_CASE(ib_mra_for_rep_duplicated),
+	KUNIT_CASE(ib_dup_req_in_mra_req_sent_resends_mra),
+	KUNIT_CASE(ib_rej_duplicated),
+	KUNIT_CASE(ib_sidr_req_and_rep_duplicated),
+	KUNIT_CASE(ib_rtu_overtaken_by_dreq),
+	KUNIT_CASE(ib_dup_req_in_established_dropped),
 	{}
 };
 

@@ -1,23 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * softib fault injection: rules that drop, delay or duplicate the MADs a soft port sends,
- * chosen by management class, attribute ID, direction and count. Deterministic: a rule acts
+ * softib fault injection: rules that drop, delay, duplicate or reorder the MADs a soft port
+ * sends, chosen by management class, attribute ID, direction and count. Deterministic: a rule acts
  * on the Nth to Mth packet it matches, or with a probability drawn from a generator the test
- * seeds.
+ * seeds. A `hold` rule reorders: it keeps the packets it acts on off the wire until the next
+ * packet of its `until` kind is sent, and puts them on the wire right behind that one.
  *
  * /sys/module/softib/parameters/faults (a parameter, not debugfs: a KUnit test writes and reads
  * it with kernel_write/kernel_read, which debugfs files do not support), one command a write:
  *   clear                       remove every rule (counters too)
  *   seed N                      reseed the generator of `prob=` rules
- *   ACTION [KEY=VALUE ...]      append a rule; ACTION is drop, delay or dup
+ *   ACTION [KEY=VALUE ...]      append a rule; ACTION is drop, delay, dup or hold
  * keys: class=0x07 (default: the CM class; `class=any`), attr=REQ|MRA|REJ|REP|RTU|DREQ|DREP|
  *   SIDR_REQ|SIDR_REP|LAP|APR|0xNNNN (default any), from=DEV and to=DEV (device indexes:
  *   softibN; default any), skip=N (let N matching packets through first), count=N (act on N
  *   packets, default 1; count=0: on every one), prob=P (percent; each candidate packet is
  *   acted on with that probability), ms=N (delay, default 100), copies=N (dup: extra copies,
- *   default 1).
- * Reading the file lists the rules with how many packets each matched and acted on; a test
- * checks `acted` to know the fault really happened.
+ *   default 1), until=ATTR (hold: the attribute, in the rule's class, whose next packet
+ *   releases the held ones; default any; a held packet never released is freed by `clear`).
+ * Reading the file lists the rules with how many packets each matched and acted on (and, for
+ * hold, released); a test checks `acted` to know the fault really happened.
  */
 #include <linux/moduleparam.h>
 #include <linux/jiffies.h>
@@ -28,7 +30,7 @@
 
 #include "softib.h"
 
-enum softib_action { SOFTIB_DROP, SOFTIB_DELAY, SOFTIB_DUP };
+enum softib_action { SOFTIB_DROP, SOFTIB_DELAY, SOFTIB_DUP, SOFTIB_HOLD };
 
 struct softib_rule {
 	struct list_head list;
@@ -36,8 +38,10 @@ struct softib_rule {
 	int mgmt_class;			/* -1: any */
 	int attr_id;			/* -1: any */
 	int from, to;			/* device index, -1: any */
+	int until;			/* hold: the releasing attribute ID, -1: any */
 	u32 skip, count, prob, ms, copies;
-	u32 matched, acted;
+	u32 matched, acted, released;
+	struct list_head held;		/* hold: packets kept off the wire, in order */
 };
 
 static DEFINE_SPINLOCK(softib_fault_lock);
@@ -85,15 +89,37 @@ static bool softib_rule_matches(const struct softib_rule *r, const struct softib
 	return true;
 }
 
+/* Whether `p` releases what hold rule `r` keeps: a MAD of the rule's class and `until` kind. */
+static bool softib_releases(const struct softib_rule *r, const struct softib_pkt *p)
+{
+	const struct ib_mad_hdr *h = (const void *)p->data;
+
+	if (list_empty(&r->held) || p->dst_qpn != 1 || p->len < sizeof(*h))
+		return false;
+	if (r->mgmt_class >= 0 && h->mgmt_class != r->mgmt_class)
+		return false;
+	return r->until < 0 || be16_to_cpu(h->attr_id) == r->until;
+}
+
 void softib_fault_send(struct softib_pkt *p, softib_put_fn put)
 {
 	enum softib_action action = SOFTIB_DROP;
+	struct softib_pkt *h, *t;
 	struct softib_rule *r;
 	unsigned long flags;
 	u32 ms = 0, copies = 0;
 	bool act = false;
+	LIST_HEAD(release);
 
 	spin_lock_irqsave(&softib_fault_lock, flags);
+	/* Taken before `p` meets the rules, so that `p` never releases itself. */
+	list_for_each_entry(r, &softib_rules, list) {
+		if (softib_releases(r, p)) {
+			list_for_each_entry(h, &r->held, list)
+				r->released++;
+			list_splice_tail_init(&r->held, &release);
+		}
+	}
 	list_for_each_entry(r, &softib_rules, list) {
 		if (!softib_rule_matches(r, p))
 			continue;
@@ -109,19 +135,21 @@ void softib_fault_send(struct softib_pkt *p, softib_put_fn put)
 		action = r->action;
 		ms = r->ms;
 		copies = r->copies;
+		if (action == SOFTIB_HOLD)
+			list_add_tail(&p->list, &r->held);
 		break;
 	}
 	spin_unlock_irqrestore(&softib_fault_lock, flags);
-	if (!act) {
-		put(p, 0);
-		return;
-	}
+	if (!act)
+		action = SOFTIB_DELAY;
 	switch (action) {
+	case SOFTIB_HOLD:
+		break;
 	case SOFTIB_DROP:
 		kfree(p);
 		break;
 	case SOFTIB_DELAY:
-		put(p, msecs_to_jiffies(ms));
+		put(p, act ? msecs_to_jiffies(ms) : 0);
 		break;
 	case SOFTIB_DUP: {
 		u32 i;
@@ -139,6 +167,11 @@ void softib_fault_send(struct softib_pkt *p, softib_put_fn put)
 			put(p, 0);
 		break;
 	}
+	}
+	/* Behind the packet that released them: the receiver sees the two swapped. */
+	list_for_each_entry_safe(h, t, &release, list) {
+		list_del(&h->list);
+		put(h, 0);
 	}
 }
 
@@ -158,10 +191,12 @@ static int softib_parse_rule(char *line, struct softib_rule *r)
 		r->action = SOFTIB_DELAY;
 	else if (!strcmp(tok, "dup"))
 		r->action = SOFTIB_DUP;
+	else if (!strcmp(tok, "hold"))
+		r->action = SOFTIB_HOLD;
 	else
 		return -EINVAL;
 	r->mgmt_class = IB_MGMT_CLASS_CM;
-	r->attr_id = r->from = r->to = -1;
+	r->attr_id = r->from = r->to = r->until = -1;
 	r->count = 1;
 	r->ms = 100;
 	r->copies = 1;
@@ -182,16 +217,21 @@ static int softib_parse_rule(char *line, struct softib_rule *r)
 				return -EINVAL;
 			else
 				r->mgmt_class = n;
-		} else if (!strcmp(tok, "attr")) {
-			r->attr_id = -2;
+		} else if (!strcmp(tok, "attr") || !strcmp(tok, "until")) {
+			int id = -2;
+
 			for (i = 0; i < ARRAY_SIZE(softib_attr_names); i++)
 				if (!strcasecmp(v, softib_attr_names[i].name))
-					r->attr_id = softib_attr_names[i].id;
-			if (r->attr_id == -2) {
+					id = softib_attr_names[i].id;
+			if (id == -2) {
 				if (softib_parse_u32(v, &n) || n > 0xffff)
 					return -EINVAL;
-				r->attr_id = n;
+				id = n;
 			}
+			if (tok[0] == 'a')
+				r->attr_id = id;
+			else
+				r->until = id;
 		} else if (!strcmp(tok, "from") || !strcmp(tok, "to")) {
 			if (softib_parse_u32(v, &n) || n > 3)
 				return -EINVAL;
@@ -233,8 +273,13 @@ static void softib_fault_clear(void)
 	spin_lock_irqsave(&softib_fault_lock, flags);
 	list_splice_init(&softib_rules, &old);
 	spin_unlock_irqrestore(&softib_fault_lock, flags);
-	list_for_each_entry_safe(r, t, &old, list)
+	list_for_each_entry_safe(r, t, &old, list) {
+		struct softib_pkt *h, *ht;
+
+		list_for_each_entry_safe(h, ht, &r->held, list)
+			kfree(h);
 		kfree(r);
+	}
 }
 
 /* Writing /sys/module/softib/parameters/faults: one command. */
@@ -265,6 +310,7 @@ static int softib_faults_set(const char *val, const struct kernel_param *kp)
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
 	if (!r)
 		return -ENOMEM;
+	INIT_LIST_HEAD(&r->held);
 	ret = softib_parse_rule(line, r);
 	if (ret) {
 		kfree(r);
@@ -279,16 +325,17 @@ static int softib_faults_set(const char *val, const struct kernel_param *kp)
 /* Reading it: the rules, one a line, with what each matched and acted on. */
 static int softib_faults_get(char *buf, const struct kernel_param *kp)
 {
-	static const char *const names[] = { "drop", "delay", "dup" };
+	static const char *const names[] = { "drop", "delay", "dup", "hold" };
 	struct softib_rule *r;
 	int i = 0, n = 0;
 
 	spin_lock_irq(&softib_fault_lock);
 	list_for_each_entry(r, &softib_rules, list)
 		n += scnprintf(buf + n, PAGE_SIZE - n,
-			       "%d %s class=%d attr=%#x from=%d to=%d skip=%u count=%u prob=%u ms=%u copies=%u matched=%u acted=%u\n",
-			       i++, names[r->action], r->mgmt_class, r->attr_id, r->from, r->to, r->skip,
-			       r->count, r->prob, r->ms, r->copies, r->matched, r->acted);
+			       "%d %s class=%d attr=%#x from=%d to=%d until=%#x skip=%u count=%u prob=%u ms=%u copies=%u matched=%u acted=%u released=%u\n",
+			       i++, names[r->action], r->mgmt_class, r->attr_id, r->from, r->to,
+			       r->until, r->skip, r->count, r->prob, r->ms, r->copies, r->matched,
+			       r->acted, r->released);
 	spin_unlock_irq(&softib_fault_lock);
 	return n;
 }
