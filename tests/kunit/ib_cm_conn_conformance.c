@@ -2432,21 +2432,24 @@ static void ib_sidr_req_lost_once(struct kunit *test)
 
 /*
  * A late MRA: the passive side sends an MRA for the REQ and then its REP, and the wire holds
- * the MRA back so that it arrives after the REP. The active side, in REP_RCVD, ignores it
- * (cm_mra_handler): REP_RECEIVED is its only event, and the connection completes.
+ * the MRA back until the REP has passed (a `hold` rule, no clock: a delay of a few hundred
+ * ms was overtaken on a loaded host), so that it arrives right after the REP. The active
+ * side, in REP_RCVD, ignores it (cm_mra_handler): REP_RECEIVED is its only event, and the
+ * connection completes.
  */
 static void ib_late_mra_ignored(struct kunit *test)
 {
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
 	struct ib_cm_id *a;
 
-	KUNIT_ASSERT_EQ(test, softib_fault("delay attr=MRA ms=300"), 0);
+	KUNIT_ASSERT_EQ(test, softib_fault("hold attr=MRA from=0 until=REP"), 0);
 	a = req_reaches_passive(test, test->priv);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_mra(passive.id, 20, NULL, 0), 0);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
-	msleep(600);
+	msleep(300);
 	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 1);
+	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_REP_RCVD);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
