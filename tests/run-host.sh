@@ -28,22 +28,21 @@ else
 	echo "test rustfmt_check ... FAILED (see $top/out/rustfmt.log)" >&2
 	failed=$((failed + 1))
 fi
+# One script check as a test result: NAME, LOG, then the command.
+script_test() {
+	local name=$1 log=$2
+	shift 2
+	if "$@" >"$log" 2>&1; then
+		echo "test $name ... ok" >&2
+		passed=$((passed + 1))
+	else
+		echo "test $name ... FAILED (see $log)" >&2
+		cat "$log" >&2
+		failed=$((failed + 1))
+	fi
+}
 # Layers: imports in src/ run downward (scripts/layers.py, Documentation/design.rst "Layers").
-if python3 "$top/scripts/layers.py" >"$top/out/layers.log" 2>&1; then
-	echo "test layers_check ... ok" >&2
-	passed=$((passed + 1))
-else
-	echo "test layers_check ... FAILED (see $top/out/layers.log)" >&2
-	cat "$top/out/layers.log" >&2
-	failed=$((failed + 1))
-fi
+script_test layers_check "$top/out/layers.log" python3 "$top/scripts/layers.py"
 # The layer check's own test: each known evasion planted in a throwaway tree must fail it.
-if python3 "$top/scripts/layers.py" --self-test >"$top/out/layers-selftest.log" 2>&1; then
-	echo "test layers_selftest ... ok" >&2
-	passed=$((passed + 1))
-else
-	echo "test layers_selftest ... FAILED (see $top/out/layers-selftest.log)" >&2
-	cat "$top/out/layers-selftest.log" >&2
-	failed=$((failed + 1))
-fi
+script_test layers_selftest "$top/out/layers-selftest.log" python3 "$top/scripts/layers.py" --self-test
 echo "HOST $passed $failed"
