@@ -15,7 +15,8 @@
 #   - QEMU boots the test kernel with that module tree: `modprobe rdma_cm` loads ib_cm-rs of
 #     the package's version, rping connects through it (tests/install/guest-init.sh);
 #   - dpkg --purge: the prerm removes it through dkms, modprobe resolves the in-tree ib_cm
-#     again, and a second boot shows the in-tree ib_cm loaded and rping connecting through it.
+#     again, and a second boot shows the in-tree ib_cm loaded and rping connecting through it;
+#   - tests/install/version-test.sh: the version of a tree with uncommitted changes.
 #
 #   deb-test.sh [VARIANT | VARIANT KDIR OUT]     prints `RESULT <passed> <failed>` last
 set -uo pipefail
@@ -69,9 +70,9 @@ else
 fi
 
 # From a `git archive` tarball of HEAD: no .git, git filled in .version (export-subst).
-# git describe of HEAD (uncommitted changes do not count): the same version as the git tree,
-# tag or not (0.0.0~gHASH before any tag).
-head_ver=$("$top/scripts/version.sh")
+# git describe of HEAD (uncommitted changes, ".dirty" in the work tree's version, are not in
+# the tarball): the same version as git gives for HEAD, tag or not (0.0.0~gHASH before any tag).
+head_ver=$(head_version)
 mkdir -p "$work/tar"
 if (cd "$top" && git archive --format=tar HEAD) | tar -x -C "$work/tar" 2>>"$log"; then
 	tv=$("$work/tar/scripts/version.sh") tc=$("$work/tar/scripts/version.sh" --commit)
@@ -222,6 +223,11 @@ WHY="modprobe would load '$got'" check deb_purge_restores_in_tree_module \
 	test "$got" = kernel/drivers/infiniband/core/ib_cm.ko
 res=$(IBCM_GUEST_EXPECT=intree "$top/tests/install/guest-test.sh" "$variant" "$kdir" deb_purged "$root" | tail -1)
 read_counts "$res" || { p=0 f=1; notok deb_purged_guest "no result line"; }
+npass=$((npass + p)) nfail=$((nfail + f))
+
+# --- the version of a tree with uncommitted changes ---
+res=$("$top/tests/install/version-test.sh" "$kdir" | tail -1)
+read_counts "$res" || { p=0 f=1; notok deb_version_test "no result line"; }
 npass=$((npass + p)) nfail=$((nfail + f))
 
 host_after=$(ls -d /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null; find /var/lib/dkms 2>/dev/null)

@@ -52,12 +52,14 @@ git clone -q --no-hardlinks "$itop" "$work/git" >>"$log" 2>&1 &&
 WHY="the clone's version is '$(cd "$work/git" && bash -c 'source ./dkms.conf && echo "$PACKAGE_VERSION"')', this tree's $ver" \
 	check dkms_clone_has_the_version bash -c 'cd "$1" && source ./dkms.conf && [[ $PACKAGE_VERSION == "$2" ]]' _ "$work/git" "$ver"
 # The guide's other way: `git archive` into /usr/src/ib-cm-rs-<version>, then dkms add
-# ib-cm-rs/<version>. The tarball's .version must give the same version as git.
-mkdir -p "$work/arch/$name-$ver"
-git -C "$work/git" archive HEAD | tar -x -C "$work/arch/$name-$ver"
-rm -rf "$work/arch/$name-$ver/scripts" && cp -r "$work/git/scripts" "$work/arch/$name-$ver/"
-av=$(cd "$work/arch/$name-$ver" && bash -c 'source ./dkms.conf && echo "$PACKAGE_VERSION"')
-WHY="git archive's tree says '$av', git $ver" check dkms_git_archive_has_the_version test "$av" = "$ver"
+# ib-cm-rs/<version>. The tarball's .version must give the same version as git for HEAD (the
+# committed tree: uncommitted changes, ".dirty" in this tree's version, are not in it).
+hv=$(head_version)
+mkdir -p "$work/arch/$name-$hv"
+git -C "$work/git" archive HEAD | tar -x -C "$work/arch/$name-$hv"
+rm -rf "$work/arch/$name-$hv/scripts" && cp -r "$work/git/scripts" "$work/arch/$name-$hv/"
+av=$(cd "$work/arch/$name-$hv" && bash -c 'source ./dkms.conf && echo "$PACKAGE_VERSION"')
+WHY="git archive's tree says '$av', git '$hv' for HEAD" check dkms_git_archive_has_the_version test -n "$hv" -a "$av" = "$hv"
 read -r -a ktools <<<"$("$top/scripts/lib.sh" ktools)"
 make -s -C "$kdir" "${ktools[@]}" INSTALL_MOD_PATH="$root" modules_install >>"$log" 2>&1 ||
 	notok dkms_setup_in_tree_modules "modules_install of the test kernel failed"

@@ -55,3 +55,15 @@ debian_headers() {
 	fi
 	echo "$dir/usr/src/$name"
 }
+
+# head_version: scripts/version.sh of HEAD as committed (what `git archive HEAD` gives): the
+# work tree's uncommitted changes, which add ".dirty", do not count.
+head_version() {
+	local d v
+	d=$(mktemp -d /tmp/ibcm-head.XXXXXX) || return 1
+	git clone -q --no-checkout "$itop" "$d/c" 2>/dev/null &&
+		git -C "$d/c" checkout -q "$(git -C "$itop" rev-parse HEAD)" 2>/dev/null &&
+		v=$("$d/c/scripts/version.sh")
+	rm -rf "$d"
+	[[ -n ${v:-} ]] && echo "$v"
+}
