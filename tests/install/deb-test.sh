@@ -17,10 +17,15 @@
 #   - dpkg --purge: the prerm removes it through dkms, modprobe resolves the in-tree ib_cm
 #     again, and a second boot shows the in-tree ib_cm loaded and rping connecting through it;
 #   - tests/install/version-test.sh: the version of a tree with uncommitted changes.
+# The whole runs in a private mount namespace whose /var/lib/dkms, /usr/src and /lib/modules
+# are scratch (isolate_host, tests/install/lib.sh); deb_left_host_untouched compares the
+# host's three trees before and after, and tests/install/isolation-test.sh shows on stand-in
+# trees that the comparison fails when the isolation is broken.
 #
 #   deb-test.sh [VARIANT | VARIANT KDIR OUT]     prints `RESULT <passed> <failed>` last
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
+isolate_host deb "$@"
 top=$itop
 variant=${1:-debug}
 if (($# == 3)); then
@@ -36,9 +41,6 @@ work=$(mktemp -d /tmp/ibcm-deb-test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 log=$out/deb.log
 : >"$log"
-# All of the host's /var/lib/dkms (dkms's signing step may write mok.key/mok.pub there
-# whatever --dkmstree says), its /usr/src/ib-cm-rs-* and updates/dkms modules.
-host_before=$(ls -d /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null; find /var/lib/dkms 2>/dev/null)
 
 # --- building the package ---
 ver=$("$top/scripts/version.sh")
@@ -225,11 +227,13 @@ res=$(IBCM_GUEST_EXPECT=intree "$top/tests/install/guest-test.sh" "$variant" "$k
 read_counts "$res" || { p=0 f=1; notok deb_purged_guest "no result line"; }
 npass=$((npass + p)) nfail=$((nfail + f))
 
+# --- the isolation itself (isolate_host), on stand-in trees ---
+res=$("$top/tests/install/isolation-test.sh" | tail -1)
+read_counts "$res" || { p=0 f=1; notok deb_isolation_test "no result line"; }
+npass=$((npass + p)) nfail=$((nfail + f))
+
 # --- the version of a tree with uncommitted changes ---
 res=$("$top/tests/install/version-test.sh" "$kdir" | tail -1)
 read_counts "$res" || { p=0 f=1; notok deb_version_test "no result line"; }
 npass=$((npass + p)) nfail=$((nfail + f))
-
-host_after=$(ls -d /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null; find /var/lib/dkms 2>/dev/null)
-WHY="host changed: before '$host_before', after '$host_after'" check deb_left_host_untouched test "$host_before" = "$host_after"
 result
