@@ -56,6 +56,9 @@ debian_headers() {
 	echo "$dir/usr/src/$name"
 }
 
+# skip NAME REASON: a check that cannot run here. Counted neither as passed nor as failed.
+skip() { echo "skipped install: $1 # skipped: $2" >&2; }
+
 # head_version: scripts/version.sh of HEAD as committed (what `git archive HEAD` gives): the
 # work tree's uncommitted changes, which add ".dirty", do not count.
 head_version() {
@@ -145,4 +148,17 @@ isolate_host() {
 	done
 	result
 	exit
+}
+
+# thunk_check NAME KO KCONFIG: NAME passes if KO has the return thunks and retpolines KCONFIG's
+# mitigations demand (tests/install/thunk-check.sh); skipped where KCONFIG demands neither.
+thunk_check() {
+	local out rc
+	out=$("$itop/tests/install/thunk-check.sh" "$2" "$3" 2>&1)
+	rc=$?
+	case $rc in
+	0) ok "$1 ($out)" ;;
+	77) skip "$1" "$out" ;;
+	*) notok "$1" "$(tr '\n' ' ' <<<"$out")" ;;
+	esac
 }
