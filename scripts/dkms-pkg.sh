@@ -97,6 +97,7 @@ configure)
 	kernels=()
 	[[ -d $root/lib/modules/$running ]] && kernels+=("$running")
 	for d in "$root"/lib/modules/*/; do
+		[[ -d $d ]] || continue # no kernel at all: the pattern itself
 		k=$(basename "$d")
 		[[ $k == "$running" ]] || kernels+=("$k")
 	done

@@ -3,7 +3,8 @@
 # The version of ib_cm-rs and the commit it was built from, for modinfo (Kbuild, version.c),
 # dkms.conf's PACKAGE_VERSION and the Debian package (scripts/deb.sh).
 #
-#   scripts/version.sh                 the version, e.g. 0.9.0
+#   scripts/version.sh                 the version, e.g. 0.9.0 (0.9.0+0.gHASH.dirty with
+#                                      uncommitted changes)
 #   scripts/version.sh --commit        the source commit (40 hex digits, "-dirty" if the work
 #                                      tree has uncommitted changes to tracked files)
 #   scripts/version.sh --write DIR     write both into DIR/.version (an exported source tree)
@@ -13,6 +14,11 @@
 #      vX.Y.Z. On the tag: X.Y.Z; N commits after it: X.Y.Z+N.gHASH (sorts after X.Y.Z for dpkg
 #      and dkms); no tag at all: 0.0.0~gHASH (below every release). A pre-release tag
 #      vX.Y.Z-rc1 gives X.Y.Z~rc1, which sorts below X.Y.Z.
+#      Uncommitted changes to tracked files add ".dirty" to the long form: X.Y.Z+N.gHASH.dirty,
+#      on the tag itself X.Y.Z+0.gHASH.dirty, untagged 0.0.0~gHASH.dirty. For dpkg (and dkms)
+#      such a build sorts just above its commit's clean build and below the next commit's:
+#      X.Y.Z < X.Y.Z+0.gA.dirty < X.Y.Z+1.gB < X.Y.Z+1.gB.dirty < X.Y.Z+2.gC (a bare "+dirty"
+#      on X.Y.Z would sort above every later X.Y.Z+N.gHASH).
 #   2. the tree's .version: "VERSION COMMIT". In a `git archive` tarball git has filled it in
 #      (.gitattributes: export-subst); `make deb` and the tests' tree copies write it. A tarball
 #      of an untagged commit gives 0.0.0~gHASH, as git does.
@@ -49,13 +55,17 @@ in_git() {
 	fi
 }
 
+# Uncommitted changes to tracked files (untracked files do not count).
+dirty() { ! g diff --quiet HEAD -- 2>/dev/null; }
+
 version() {
-	local d n h v c
+	local d v c long= sfx=
 	if in_git; then
-		if d=$(g describe --tags --match 'v[0-9]*' --abbrev=12 2>/dev/null); then
-			from_describe "$d"
+		dirty && long=--long sfx=.dirty
+		if d=$(g describe --tags --match 'v[0-9]*' --abbrev=12 $long 2>/dev/null); then
+			echo "$(from_describe "$d")$sfx"
 		else
-			echo "0.0.0~g$(g rev-parse --short=12 HEAD)"
+			echo "0.0.0~g$(g rev-parse --short=12 HEAD)$sfx"
 		fi
 		return
 	fi
@@ -82,7 +92,7 @@ commit() {
 	local v c
 	if in_git; then
 		c=$(g rev-parse HEAD)
-		g diff --quiet HEAD -- 2>/dev/null || c+=-dirty
+		dirty && c+=-dirty
 		echo "$c"
 		return
 	fi

@@ -15,11 +15,22 @@
 #   - QEMU boots the test kernel with that module tree: `modprobe rdma_cm` loads ib_cm-rs of
 #     the package's version, rping connects through it (tests/install/guest-init.sh);
 #   - dpkg --purge: the prerm removes it through dkms, modprobe resolves the in-tree ib_cm
-#     again, and a second boot shows the in-tree ib_cm loaded and rping connecting through it.
+#     again, and a second boot shows the in-tree ib_cm loaded and rping connecting through it;
+#   - a kernel upgrade: the package installed into a second root with no kernel, then the
+#     kernels "installed" one by one and dkms's own kernel hook run for each, as a kernel
+#     package's postinst runs it (/etc/kernel/postinst.d/dkms -> dkms autoinstall
+#     --kernelver): ours is built and installed for the test kernel; Debian's is refused with
+#     the preflight's message, the hook succeeds, and dkms holds no entry for that kernel;
+#   - tests/install/version-test.sh: the version of a tree with uncommitted changes.
+# The whole runs in a private mount namespace whose /var/lib/dkms, /usr/src and /lib/modules
+# are scratch (isolate_host, tests/install/lib.sh); deb_left_host_untouched compares the
+# host's three trees before and after, and tests/install/isolation-test.sh shows on stand-in
+# trees that the comparison fails when the isolation is broken.
 #
 #   deb-test.sh [VARIANT | VARIANT KDIR OUT]     prints `RESULT <passed> <failed>` last
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
+isolate_host deb "$@"
 top=$itop
 variant=${1:-debug}
 if (($# == 3)); then
@@ -35,9 +46,6 @@ work=$(mktemp -d /tmp/ibcm-deb-test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 log=$out/deb.log
 : >"$log"
-# All of the host's /var/lib/dkms (dkms's signing step may write mok.key/mok.pub there
-# whatever --dkmstree says), its /usr/src/ib-cm-rs-* and updates/dkms modules.
-host_before=$(ls -d /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null; find /var/lib/dkms 2>/dev/null)
 
 # --- building the package ---
 ver=$("$top/scripts/version.sh")
@@ -69,9 +77,9 @@ else
 fi
 
 # From a `git archive` tarball of HEAD: no .git, git filled in .version (export-subst).
-# git describe of HEAD (uncommitted changes do not count): the same version as the git tree,
-# tag or not (0.0.0~gHASH before any tag).
-head_ver=$("$top/scripts/version.sh")
+# git describe of HEAD (uncommitted changes, ".dirty" in the work tree's version, are not in
+# the tarball): the same version as git gives for HEAD, tag or not (0.0.0~gHASH before any tag).
+head_ver=$(head_version)
 mkdir -p "$work/tar"
 if (cd "$top" && git archive --format=tar HEAD) | tar -x -C "$work/tar" 2>>"$log"; then
 	tv=$("$work/tar/scripts/version.sh") tc=$("$work/tar/scripts/version.sh" --commit)
@@ -156,6 +164,9 @@ mv=$(modinfo -F version "$mods/$inst" 2>/dev/null) mc=$(modinfo -F commit "$mods
 WHY="modinfo version '$mv' commit '$mc', package $ver, source $("$top/scripts/version.sh" --commit)" check deb_modinfo_version_is_package_version \
 	test "$mv" = "$ver" -a "$mc" = "$("$top/scripts/version.sh" --commit)"
 echo "        modinfo: version: $mv; commit: $mc" >&2
+# The return thunks and retpolines the kernel's mitigations demand (none for the clang-14 test
+# kernel: skipped there; kernel-deb-test.sh checks the clang-19 build against Debian's config).
+thunk_check deb_module_has_the_thunks_its_kernel_demands "$mods/$inst" "$kdir/.config"
 WHY="the in-tree ib_cm.ko is gone or changed" check deb_keeps_in_tree_module \
 	cmp -s "$mods/kernel/drivers/infiniband/core/ib_cm.ko" "$kdir/drivers/infiniband/core/ib_cm.ko"
 if [[ -n $drel ]]; then
@@ -224,6 +235,92 @@ res=$(IBCM_GUEST_EXPECT=intree "$top/tests/install/guest-test.sh" "$variant" "$k
 read_counts "$res" || { p=0 f=1; notok deb_purged_guest "no result line"; }
 npass=$((npass + p)) nfail=$((nfail + f))
 
-host_after=$(ls -d /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null; find /var/lib/dkms 2>/dev/null)
-WHY="host changed: before '$host_before', after '$host_after'" check deb_left_host_untouched test "$host_before" = "$host_after"
+# --- a kernel upgrade: dkms's kernel hooks ---
+# Debian 12's dkms installs /etc/kernel/postinst.d/dkms (and the same script as
+# header_postinst.d/dkms); a kernel package's postinst runs it with the new release, and it
+# runs /usr/lib/dkms/dkms_autoinstaller start RELEASE, which (if /lib/modules/RELEASE/build/
+# include exists) runs `dkms autoinstall --kernelver RELEASE` on the default trees. Here those
+# trees are a second throwaway root's, bound over /usr/src, /var/lib/dkms and /lib/modules
+# in a mount namespace of their own.
+hook=/etc/kernel/postinst.d/dkms
+root2=$work/root2
+mkdir -p "$root2/var/lib/dpkg/info" "$root2/var/lib/dpkg/updates" "$root2/var/lib/dkms" "$root2/usr/src" "$root2/lib/modules"
+touch "$root2/var/lib/dpkg/status"
+dopts2=(--sourcetree "$root2/usr/src" --dkmstree "$root2/var/lib/dkms" --installtree "$root2/lib/modules")
+# in_root2 CMD...: CMD with root2's trees where dkms and the hooks look.
+in_root2() {
+	unshare -m --propagation private bash -c 'r=$1; shift
+		for t in /usr/src /var/lib/dkms /lib/modules; do mount --bind "$r$t" "$(realpath "$t")" || exit 99; done
+		exec "$@"' _ "$root2" "$@"
+}
+# run_hook RELEASE OUTFILE: the hook as a kernel package runs it; its exit code.
+run_hook() { in_root2 "$hook" "$1" >"$2" 2>&1; }
+if [[ ! -x $hook ]]; then
+	notok deb_kernel_hook_builds_for_new_rust_kernel "$hook missing (package dkms)"
+else
+	# The package first, with no kernel yet: registered, nothing built.
+	dpkg --root="$root2" --force-script-chrootless --force-depends --force-not-root -i "$deb" >"$work/install2.out" 2>&1
+	rc=$?
+	cat "$work/install2.out" >>"$log"
+	st=$(dkms status -m "$name" "${dopts2[@]}" 2>&1)
+	WHY="dpkg -i exit $rc; dkms status: $st; postinst: $(grep '^ib-cm-rs-dkms:' "$work/install2.out" | tr '\n' ' ')" \
+		check deb_install_without_kernels_only_registers \
+		bash -c '(($1 == 0)) && [[ $2 == "$3/$4: added" ]] && grep -q "built for no kernel" "$5" &&
+			! grep -q "^ib-cm-rs-dkms: \*:" "$5"' _ "$rc" "$st" "$name" "$ver" "$work/install2.out"
+	# The test kernel (Rust, built with the installed toolchain) arrives: its modules and its
+	# build tree, then the hook.
+	cp -a "$root/lib/modules/$rel" "$root2/lib/modules/" && rm -rf "$root2/lib/modules/$rel/updates"
+	s=$(date +%s)
+	run_hook "$rel" "$work/hook.out"
+	rc=$?
+	cat "$work/hook.out" >>"$log"
+	sed -n 's/^/        hook: /p' "$work/hook.out" | grep -E 'autoinstall|cannot build|error' >&2
+	st=$(dkms status -m "$name" "${dopts2[@]}" 2>&1)
+	inst=$(cd "$root2/lib/modules/$rel" 2>/dev/null && ls updates/dkms/ib_cm.ko* 2>/dev/null | head -1)
+	got=$(modinfo -b "$root2" -k "$rel" -n ib_cm 2>/dev/null | sed "s|^$root2/lib/modules/$rel/||")
+	hv=$(modinfo -F version "$root2/lib/modules/$rel/$inst" 2>/dev/null)
+	WHY="hook exit $rc; dkms status: $st; modprobe would load '$got' (installed: '$inst') of version '$hv'" \
+		check "deb_kernel_hook_builds_for_new_rust_kernel ($(($(date +%s) - s)) s)" \
+		bash -c '(($1 == 0)) && grep -q "^$3/$4, $5, $6: installed" <<<"$2" && [[ -n $7 && $8 == "$7" && $9 == "$4" ]]' \
+		_ "$rc" "$st" "$name" "$ver" "$rel" "$arch" "$inst" "$got" "$hv"
+	if [[ -n $drel ]]; then
+		# Debian's own kernel (no Rust) arrives: refused, with the preflight's own reasons, the
+		# hook (so the kernel's installation) succeeds, and dkms holds nothing for it.
+		mkdir -p "$root2/lib/modules/$drel"
+		ln -sfn "$dh" "$root2/lib/modules/$drel/build"
+		want=$("$top/scripts/check-kdir.sh" "$root2/lib/modules/$drel/build" 2>&1 | grep -E '^  - |^What kernel')
+		for h in postinst.d header_postinst.d; do
+			hook=/etc/kernel/$h/dkms
+			run_hook "$drel" "$work/hook-$h.out"
+			rc=$?
+			cat "$work/hook-$h.out" >>"$log"
+			WHY="$hook exit $rc: $(grep -v '^ *$' "$work/hook-$h.out" | head -6 | tr '
+' ' ')" \
+				check "deb_kernel_hook_${h%%.d}_refuses_rust_less_kernel_with_preflight_message" \
+				bash -c '(($1 == 0)) && grep -q "ib_cm-rs: cannot build against KDIR=/lib/modules/$3/build (kernel $3)" "$2" &&
+					grep -q "CONFIG_RUST is not set" "$2" && [[ -n $4 ]] &&
+					while IFS= read -r l; do grep -qxF -- "$l" "$2" || { echo "missing: $l"; exit 1; }; done <<<"$4"' \
+				_ "$rc" "$work/hook-$h.out" "$drel" "$want"
+		done
+		st=$(dkms status -m "$name" "${dopts2[@]}" 2>&1)
+		WHY="dkms status: $st; $(ls -d "$root2/var/lib/dkms/$name/$ver/$drel" "$root2/lib/modules/$drel/updates" 2>&1 | tr '
+' ' ')" \
+			check deb_kernel_hook_leaves_no_entry_for_refused_kernel \
+			bash -c '[[ $(grep -c . <<<"$1") == 1 && $1 == "$2/$3, $4, $5: installed"* &&
+				! -e $6/var/lib/dkms/$2/$3/$7 && ! -e $6/lib/modules/$7/updates ]]' \
+			_ "$st" "$name" "$ver" "$rel" "$arch" "$root2" "$drel"
+	else
+		notok deb_kernel_hook_postinst_refuses_rust_less_kernel_with_preflight_message "could not fetch Debian's linux-headers package"
+	fi
+fi
+
+# --- the isolation itself (isolate_host), on stand-in trees ---
+res=$("$top/tests/install/isolation-test.sh" | tail -1)
+read_counts "$res" || { p=0 f=1; notok deb_isolation_test "no result line"; }
+npass=$((npass + p)) nfail=$((nfail + f))
+
+# --- the version of a tree with uncommitted changes ---
+res=$("$top/tests/install/version-test.sh" "$kdir" | tail -1)
+read_counts "$res" || { p=0 f=1; notok deb_version_test "no result line"; }
+npass=$((npass + p)) nfail=$((nfail + f))
 result

@@ -2,9 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # `make dkms-check`: Debian's dkms against dkms.conf, for the cached test kernel, entirely in a
 # scratch directory: --sourcetree (instead of /usr/src), --dkmstree (instead of /var/lib/dkms)
-# and --installtree (instead of /lib/modules, pre-filled with the test kernel's own modules),
-# so the host is left as it was; `dkms remove --all` and the scratch directory's removal undo
-# the rest. add, build (--kernelsourcedir), install, status, the built module's modinfo,
+# and --installtree (instead of /lib/modules, pre-filled with the test kernel's own modules);
+# `dkms remove --all` and the scratch directory's removal undo the rest. It runs in a private
+# mount namespace where the host's /var/lib/dkms, /usr/src and /lib/modules are scratch
+# tmpfs (isolate_host, tests/install/lib.sh): whatever dkms writes there despite the options
+# stays out of the host's, and dkms_left_host_untouched compares the host's listing of the
+# three before and after. add, build (--kernelsourcedir), install, status, the built module's modinfo,
 # modprobe resolution (updates/ wins over the in-tree ib_cm), Debian's own kernel skipped as
 # not applicable (BUILD_EXCLUSIVE_*), remove. Leaves the installed tree in
 # OUT/modroot-dkms for the guest check.
@@ -12,6 +15,7 @@
 #   dkms-check.sh [VARIANT | KDIR OUT]     prints `RESULT <passed> <failed>` last
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
+isolate_host dkms "$@"
 top=$itop
 if (($# == 2)); then
 	kdir=$1 out=$2
@@ -31,9 +35,6 @@ mods=$root/lib/modules/$rel
 opts=(--sourcetree "$work/src" --dkmstree "$work/dkms" --installtree "$root/lib/modules")
 log=$out/dkms.log
 : >"$log"
-# All of the host's /var/lib/dkms (dkms's signing step may write mok.key/mok.pub there
-# whatever --dkmstree says), its /usr/src/ib-cm-rs-* and updates/dkms modules.
-host_before=$(ls -d /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null; find /var/lib/dkms 2>/dev/null)
 cleanup() {
 	dkms remove "$name/$ver" --all --no-depmod "${opts[@]}" >>"$log" 2>&1
 	rm -rf "$work"
@@ -52,12 +53,14 @@ git clone -q --no-hardlinks "$itop" "$work/git" >>"$log" 2>&1 &&
 WHY="the clone's version is '$(cd "$work/git" && bash -c 'source ./dkms.conf && echo "$PACKAGE_VERSION"')', this tree's $ver" \
 	check dkms_clone_has_the_version bash -c 'cd "$1" && source ./dkms.conf && [[ $PACKAGE_VERSION == "$2" ]]' _ "$work/git" "$ver"
 # The guide's other way: `git archive` into /usr/src/ib-cm-rs-<version>, then dkms add
-# ib-cm-rs/<version>. The tarball's .version must give the same version as git.
-mkdir -p "$work/arch/$name-$ver"
-git -C "$work/git" archive HEAD | tar -x -C "$work/arch/$name-$ver"
-rm -rf "$work/arch/$name-$ver/scripts" && cp -r "$work/git/scripts" "$work/arch/$name-$ver/"
-av=$(cd "$work/arch/$name-$ver" && bash -c 'source ./dkms.conf && echo "$PACKAGE_VERSION"')
-WHY="git archive's tree says '$av', git $ver" check dkms_git_archive_has_the_version test "$av" = "$ver"
+# ib-cm-rs/<version>. The tarball's .version must give the same version as git for HEAD (the
+# committed tree: uncommitted changes, ".dirty" in this tree's version, are not in it).
+hv=$(head_version)
+mkdir -p "$work/arch/$name-$hv"
+git -C "$work/git" archive HEAD | tar -x -C "$work/arch/$name-$hv"
+rm -rf "$work/arch/$name-$hv/scripts" && cp -r "$work/git/scripts" "$work/arch/$name-$hv/"
+av=$(cd "$work/arch/$name-$hv" && bash -c 'source ./dkms.conf && echo "$PACKAGE_VERSION"')
+WHY="git archive's tree says '$av', git '$hv' for HEAD" check dkms_git_archive_has_the_version test -n "$hv" -a "$av" = "$hv"
 read -r -a ktools <<<"$("$top/scripts/lib.sh" ktools)"
 make -s -C "$kdir" "${ktools[@]}" INSTALL_MOD_PATH="$root" modules_install >>"$log" 2>&1 ||
 	notok dkms_setup_in_tree_modules "modules_install of the test kernel failed"
@@ -137,6 +140,4 @@ WHY="dkms remove failed (log: $log)" check dkms_remove run dkms remove "$name/$v
 WHY="still installed: $(cd "$mods" && ls updates/dkms 2>/dev/null)" check dkms_remove_uninstalls \
 	bash -c '! ls "$1"/updates/dkms/ib_cm.ko* >/dev/null 2>&1' _ "$mods"
 WHY="$work/dkms/$name still there" check dkms_remove_cleans_its_tree test ! -e "$work/dkms/$name"
-host_after=$(ls -d /usr/src/"$name"-* /lib/modules/*/updates/dkms/ib_cm.ko* 2>/dev/null; find /var/lib/dkms 2>/dev/null)
-WHY="host changed: before '$host_before', after '$host_after'" check dkms_left_host_untouched test "$host_before" = "$host_after"
 result

@@ -90,6 +90,8 @@ else
 	result
 	exit
 fi
+# Built with the kernel's clang 19: the return thunks and retpolines its mitigations demand.
+thunk_check kernel_deb_module_has_return_thunks_and_retpolines "$work/src/ib_cm.ko" "$kdir/.config"
 resolved=$(modinfo -b "$root" -k "$rel" -n ib_cm 2>&1)
 WHY="modinfo resolves ib_cm to '$resolved'" check kernel_deb_modinfo_resolves_updates \
 	bash -c '[[ $1 == "$2"/updates/ib_cm.ko* ]]' _ "$resolved" "$mods"

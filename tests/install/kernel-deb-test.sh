@@ -110,6 +110,26 @@ else
 	notok bindings_build_with_other_config_options "$flips: $(grep -m3 -E 'error' "$work/fbuild.log" | tr '\n' ' ')"
 fi
 
+# The module built with clang 19 against Debian's configuration must have the return thunks
+# and retpolines that configuration's mitigations (RETHUNK, RETPOLINE, and CALL_DEPTH_TRACKING,
+# SRSO, ITS on top of them) demand. And the check must catch a module without them: the test
+# kernel's (clang 14 cannot do RETHUNK) measured against Debian's configuration.
+if [[ -f ${ddir:-}/.config && -f $work/d/ib_cm.ko ]]; then
+	thunk_check kernel_deb_module_has_return_thunks_and_retpolines "$work/d/ib_cm.ko" "$ddir/.config"
+	if grep -qE '^CONFIG_MITIGATION_(RETHUNK|RETPOLINE)=y' "$kdir/.config"; then
+		skip kernel_deb_thunk_check_catches_a_module_without_thunks "the test kernel has the mitigations too: no module without thunks here"
+	elif [[ -f $work/f/ib_cm.ko ]]; then
+		out=$("$top/tests/install/thunk-check.sh" "$work/f/ib_cm.ko" "$ddir/.config" 2>&1)
+		rc=$?
+		WHY="exit $rc: $(tr '\n' ' ' <<<"$out")" check kernel_deb_thunk_check_catches_a_module_without_thunks \
+			bash -c '(($1 == 1)) && grep -q "bare ret" <<<"$2" && grep -q "indirect call/jmp" <<<"$2"' _ "$rc" "$out"
+	else
+		notok kernel_deb_thunk_check_catches_a_module_without_thunks "no test-kernel module (above)"
+	fi
+else
+	skip kernel_deb_module_has_return_thunks_and_retpolines "no ib_cm.ko built against kernel-deb's clang-$KDEB_LLVM configuration (above)"
+fi
+
 # A linux-headers .deb as bindeb-pkg builds it (builddeb: install-extmod-build, the build link).
 rel=$(release_of "$kdir")
 src=$(readlink -f "$kdir/source")
