@@ -102,6 +102,9 @@ struct ib_ah *ibcm_glue_ah_from_wc(struct ib_mad_agent *agent, const struct ib_w
 				   const struct ib_grh *grh);
 struct ib_ah *ibcm_glue_ah_from_attr(struct ib_mad_agent *agent, struct rdma_ah_attr *attr);
 void ibcm_glue_destroy_ah(struct ib_ah *ah);
+int ibcm_glue_conn_ahs_per_device(void);
+bool ibcm_glue_fail_conn_ahs(void); /* test builds only */
+u32 ibcm_glue_max_ah(const struct ib_device *device);
 
 /*
  * What ib_init_ah_attr_from_wc() reads from a received MAD's work completion and network
@@ -223,10 +226,12 @@ void ibcm_glue_seq_listener(struct seq_file *m, u64 service_id, u32 shares, u32 
 			    const void *handler, const void *context);
 void ibcm_glue_seq_ids_header(struct seq_file *m);
 void ibcm_glue_seq_id(struct seq_file *m, u32 local_id, u32 remote_id, const char *state,
-		      size_t state_len, u64 service_id, const char *hs_ah, size_t hs_ah_len);
+		      size_t state_len, u64 service_id, const char *conn_ah, size_t conn_ah_len);
+void ibcm_glue_seq_conn_ahs(struct seq_file *m, u32 held, u32 limit, u64 over_budget, u64 failed);
 /* Rust: the files' contents. */
 void ibcm_rs_debugfs_listeners(struct seq_file *m, void *cm_dev);
 void ibcm_rs_debugfs_ids(struct seq_file *m, void *cm_dev);
+void ibcm_rs_debugfs_conn_ahs(struct seq_file *m, void *cm_dev);
 
 /* --- glue.c: per-port counters in sysfs --- */
 int ibcm_glue_register_counters(struct ib_device *device, u32 port_num);

@@ -16,7 +16,7 @@
 
 use crate::alloc::CmBox;
 use crate::{
-    ah::HandshakeAh,
+    ah::ConnAh,
     av::Av,
     bindings,
     comm_index::CommId,
@@ -171,15 +171,14 @@ pub(crate) struct CmIdInner {
     pub(crate) timewait_armed: bool,
     /// Which of its device's timewait lists the id was queued on (its timeout exponent).
     pub(crate) timewait_class: u8,
-    /// The address handle an active id's handshake sends share (REQ, then RTU, MRA or REJ),
-    /// created by the REQ's send (`send.rs`).
-    pub(crate) hs_ah: HandshakeAh,
-    /// Sends in flight that use `hs_ah` (low 7 bits), and [`HandshakeAh::RETIRED`] once no
+    /// The address handle every MAD of the connection goes on (`ah.rs`), made by the REQ's
+    /// or the REP's send (`send.rs`).
+    pub(crate) conn_ah: ConnAh,
+    /// Sends in flight that use `conn_ah` (low 7 bits), and [`ConnAh::RETIRED`] once no
     /// send may take the handle any more; it is destroyed, under the lock, once no send uses it
-    /// and the id has left the handshake states
-    /// ([`crate::logic::state::keeps_handshake_ah`]), its address was replaced (LAP) or its
-    /// device is going away.
-    pub(crate) hs_sends: u8,
+    /// and the id is back in IDLE ([`crate::logic::state::keeps_conn_ah`]), its address was
+    /// replaced (LAP) or its device is going away.
+    pub(crate) ah_sends: u8,
 }
 
 /// A CM id: the C-visible `struct ib_cm_id` plus the CM's private state.
@@ -191,7 +190,7 @@ pub(crate) struct CmIdInner {
 ///   `remote_cm_qpn` at any time, so every read of those is volatile.
 /// - `users` is 1 (the owner's bias, until destroy) plus the uses in flight; once it reaches 0
 ///   it never rises again.
-#[pin_data]
+#[pin_data(PinnedDrop)]
 pub(crate) struct CmId {
     /// The ABI handle. Must stay the object C callers point at; see [`CmId::from_raw`].
     #[pin]
@@ -219,8 +218,19 @@ pub(crate) struct CmId {
 unsafe impl Send for CmId {}
 // SAFETY: See `Send`.
 unsafe impl Sync for CmId {}
-// SAFETY: See `Send`.
+// SAFETY: See `Send`; the connection address handle (`conn_ah`) may be used and destroyed
+// from any thread.
 unsafe impl Send for CmIdInner {}
+
+#[pinned_drop]
+impl PinnedDrop for CmId {
+    fn drop(self: Pin<&mut Self>) {
+        // The holders release the connection address handle as the id returns to IDLE or its
+        // last send completes; an id freed without that (never destroyed) gives it back here,
+        // to its device's budget, which the id's device reference still keeps alive.
+        self.inner.lock().conn_ah.release(self.dev.conn_ahs());
+    }
+}
 
 impl CmIdInner {
     /// Cancels the tracked MAD, if any (`ib_cancel_mad`): its completion reports a flush.
@@ -339,8 +349,8 @@ impl CmId {
                         stored_pd: None,
                         timewait_armed: false,
                         timewait_class: 0,
-                        hs_ah: HandshakeAh::default(),
-                        hs_sends: 0,
+                        conn_ah: ConnAh::default(),
+                        ah_sends: 0,
                     },
                     "CmId::inner"
                 ),

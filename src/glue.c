@@ -348,6 +348,22 @@ void ibcm_glue_destroy_ah(struct ib_ah *ah)
 	rdma_destroy_ah(ah, 0);
 }
 
+/* The budget of connection address handles (src/ah.rs); documented in install.rst. */
+static int conn_ahs_per_device = -1;
+module_param(conn_ahs_per_device, int, 0644);
+MODULE_PARM_DESC(conn_ahs_per_device,
+		 "Address handles a device's connection ends may keep (-1: half the device's max_ah; 0: one per MAD, as the in-tree CM)");
+
+int ibcm_glue_conn_ahs_per_device(void)
+{
+	return READ_ONCE(conn_ahs_per_device);
+}
+
+u32 ibcm_glue_max_ah(const struct ib_device *device)
+{
+	return device->attrs.max_ah > 0 ? device->attrs.max_ah : 0;
+}
+
 int ibcm_glue_reply_ah_key(struct ib_mad_agent *agent, const struct ib_wc *wc,
 			   const struct ib_grh *grh, struct ibcm_reply_ah_key *key)
 {
@@ -753,6 +769,19 @@ void ibcm_glue_unregister_counters(struct ib_device *device, u32 port_num)
 #include <net/ipv6.h>
 #include <rdma/ib_cache.h>
 #include <kunit/test-bug.h>
+
+/*
+ * Makes every connection address handle's creation fail, as a driver out of handles would
+ * (src/ah.rs): the guest test checks that connections then run on a handle per send.
+ */
+static bool fail_conn_ahs;
+module_param(fail_conn_ahs, bool, 0644);
+MODULE_PARM_DESC(fail_conn_ahs, "Test builds: fail the creation of connection address handles");
+
+bool ibcm_glue_fail_conn_ahs(void)
+{
+	return READ_ONCE(fail_conn_ahs);
+}
 
 /* The last MADs the CM sent, for the white-box receive-path tests (src/kunit.rs). */
 #define IBCM_CAPTURE_SLOTS 8

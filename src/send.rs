@@ -9,7 +9,7 @@
 //! those in flight before it unregisters the agents.
 
 use crate::{
-    ah::HandshakeAh,
+    ah::ConnAh,
     av::Av,
     bindings,
     cm_id::CmId,
@@ -60,23 +60,23 @@ pub(crate) enum SendAh {
     /// A cached reply handle (`reply_ah.rs`) and its `ib_ah`: the send holds a reference
     /// until it completes.
     Shared(Arc<ReplyAh>, *mut bindings::ib_ah),
-    /// The id's handshake handle ([`HandshakeAh`]): the id counts the send in `hs_sends`,
+    /// The id's connection handle ([`ConnAh`]): the id counts the send in `ah_sends`,
     /// and that count keeps the handle from being destroyed until the completion gives it
     /// back (the buffer's id reference keeps the id, which holds the handle, alive).
-    Handshake(*mut bindings::ib_ah),
+    Conn(*mut bindings::ib_ah),
 }
 
-/// What `context[0]` of a buffer on its id's handshake handle points at: neither an own
+/// What `context[0]` of a buffer on its id's connection handle points at: neither an own
 /// handle (NULL) nor a cached reply handle (an `Arc<ReplyAh>`).
-static HANDSHAKE_TAG: u8 = 0;
+static CONN_AH_TAG: u8 = 0;
 
-fn handshake_tag() -> *mut ffi::c_void {
-    core::ptr::addr_of!(HANDSHAKE_TAG).cast_mut().cast()
+fn conn_ah_tag() -> *mut ffi::c_void {
+    core::ptr::addr_of!(CONN_AH_TAG).cast_mut().cast()
 }
 
 impl SendAh {
     /// Moves the handle into `buf`: `buf.ah` is the handle, `buf.context[0]` the shared
-    /// reference (NULL for an own handle, the handshake tag for the id's handshake handle),
+    /// reference (NULL for an own handle, the tag for the id's connection handle),
     /// both released by [`release`].
     ///
     /// # Safety
@@ -86,7 +86,7 @@ impl SendAh {
         let this = ManuallyDrop::new(self);
         let (ah, ctx) = match &*this {
             SendAh::Own(ah) => (*ah, core::ptr::null_mut()),
-            SendAh::Handshake(ah) => (*ah, handshake_tag()),
+            SendAh::Conn(ah) => (*ah, conn_ah_tag()),
             SendAh::Shared(shared, ah) => {
                 // SAFETY: Reads the `Arc` out of `this`, which is never dropped: the
                 // reference moves into the buffer.
@@ -112,7 +112,7 @@ impl Drop for SendAh {
 }
 
 /// Releases the address handle of a send buffer filled by [`SendAh::into_buf`]; a buffer on
-/// its id's handshake handle leaves the handle alone (its id accounts for it).
+/// its id's connection handle leaves the handle alone (its id accounts for it).
 ///
 /// # Safety
 ///
@@ -120,7 +120,7 @@ impl Drop for SendAh {
 unsafe fn release(buf: *mut bindings::ib_mad_send_buf) {
     // SAFETY: `buf` is ours (caller).
     let (ah, ctx) = unsafe { ((*buf).ah, (*buf).context[0]) };
-    if ctx == handshake_tag() {
+    if ctx == conn_ah_tag() {
         return;
     }
     if !ctx.is_null() {
@@ -299,9 +299,10 @@ pub(crate) unsafe fn send(
 /// once the buffer is allocated, just before the post (where cm.c traces its sends).
 /// Non-sleeping: called with the id lock held, possibly in atomic context.
 ///
-/// With `hs` (the id's handshake handle and its count of sends, see [`HandshakeAh`]), the
-/// send goes on that handle, or creates it if there is none (the REQ) and counts itself;
-/// without, it creates a handle of its own.
+/// With `hs` (the id's connection handle and its count of sends, see [`ConnAh`]), the
+/// send goes on that handle, or, if there is none (the REQ, the REP), creates it within the
+/// device's budget and counts itself; without, or when the budget is spent or the creation
+/// fails, it creates a handle of its own (cm.c's way).
 #[expect(clippy::too_many_arguments)]
 pub(crate) fn send_for_id(
     id: &Arc<CmId>,
@@ -312,7 +313,7 @@ pub(crate) fn send_for_id(
     timeout_ms: u32,
     retries: u8,
     trace: Option<IdTrace>,
-    mut hs: Option<(&mut HandshakeAh, &mut u8)>,
+    mut hs: Option<(&mut ConnAh, &mut u8)>,
 ) -> Result<(*mut bindings::ib_mad_send_buf, u64)> {
     let dev = &*id.dev;
     let _gate = dev.enter_send().ok_or(ENODEV)?;
@@ -326,26 +327,14 @@ pub(crate) fn send_for_id(
         let hi = unsafe { bindings::ibcm_glue_mad_agent_hi_tid(agent) };
         (u64::from(hi) << 32) | u64::from(id.local_id().to_be())
     });
-    let ah = match hs.as_mut().and_then(|(h, _)| h.get()) {
-        Some(ah) => SendAh::Handshake(ah.as_ptr()),
-        None => {
-            // SAFETY: `agent` is registered (gate held); `av.attr()` is initialised.
-            let ah = unsafe { bindings::ibcm_glue_ah_from_attr(agent, av.attr()) };
-            if let Some(e) = ptr_error(ah, ENOMEM) {
-                return Err(e);
-            }
-            match (hs.as_mut(), core::ptr::NonNull::new(ah)) {
-                (Some((h, _)), Some(nn)) => {
-                    // SAFETY: Created just above on the agent's PD from the id's address, for
-                    // this id alone.
-                    unsafe { h.set(nn) };
-                    SendAh::Handshake(ah)
-                }
-                _ => SendAh::Own(ah),
-            }
-        }
+    let ah = match hs.as_mut() {
+        Some((h, _)) => match h.get() {
+            Some(ah) => SendAh::Conn(ah.as_ptr()),
+            None => first_conn_send(dev, agent, av, h)?,
+        },
+        None => SendAh::Own(create_ah(agent, av)?.as_ptr()),
     };
-    let on_hs = matches!(ah, SendAh::Handshake(_));
+    let on_conn_ah = matches!(ah, SendAh::Conn(_));
     // SAFETY: `agent` is registered; sizes are the CM's fixed MAD layout.
     let buf = unsafe {
         bindings::ib_create_send_mad(
@@ -398,10 +387,54 @@ pub(crate) fn send_for_id(
         }
         return Err(Error::from_errno(ret));
     }
-    if let (true, Some((_, n))) = (on_hs, hs) {
+    if let (true, Some((_, n))) = (on_conn_ah, hs) {
         *n += 1;
     }
     Ok((buf, tid))
+}
+
+/// The handle of a connection's first send (its REQ or REP): the connection's own, made now
+/// and kept in `conn_ah`, within the device's budget; else one for this send alone.
+fn first_conn_send(
+    dev: &crate::device::CmDevice,
+    agent: *mut bindings::ib_mad_agent,
+    av: &Av,
+    conn_ah: &mut ConnAh,
+) -> Result<SendAh> {
+    if dev.conn_ahs().claim() {
+        let made = if crate::ah::forced_failure() {
+            Err(ENOMEM)
+        } else {
+            create_ah(agent, av)
+        };
+        match made {
+            Ok(ah) => {
+                // SAFETY: Created just above on the agent's PD from the id's address, for
+                // this id alone, with a claim on the device's budget.
+                unsafe { conn_ah.set(ah) };
+                return Ok(SendAh::Conn(ah.as_ptr()));
+            }
+            // The driver is out of handles or memory: this send makes one of its own (it may
+            // succeed: the connection's handle could have been the last one), and the
+            // connection goes on so.
+            Err(_) => dev.conn_ahs().unclaim_failed(),
+        }
+    }
+    Ok(SendAh::Own(create_ah(agent, av)?.as_ptr()))
+}
+
+/// A new address handle to `av` on `agent`'s PD, owned by the caller.
+fn create_ah(
+    agent: *mut bindings::ib_mad_agent,
+    av: &Av,
+) -> Result<core::ptr::NonNull<bindings::ib_ah>> {
+    // SAFETY: `agent` is registered (the caller holds the send gate); `av.attr()` is
+    // initialised.
+    let ah = unsafe { bindings::ibcm_glue_ah_from_attr(agent, av.attr()) };
+    if let Some(e) = ptr_error(ah, ENOMEM) {
+        return Err(e);
+    }
+    core::ptr::NonNull::new(ah).ok_or(ENOMEM)
 }
 
 /// A completed send, taken back from the MAD layer (the first half of `cm_send_handler`):
@@ -411,13 +444,13 @@ pub(crate) fn send_for_id(
 /// # Invariants
 ///
 /// `buf` is a buffer posted by [`send`] whose send has completed: it is ours, its address
-/// handle or handshake tag is still in `context[0]`, and it is freed once, by `drop`.
+/// handle or connection-handle tag is still in `context[0]`, and it is freed once, by `drop`.
 pub(crate) struct Completed {
     buf: *mut bindings::ib_mad_send_buf,
     /// The id the buffer held a reference to (`context[1]`), taken back.
     pub(crate) id: Option<Arc<CmId>>,
-    /// The send used the id's handshake address handle.
-    pub(crate) on_hs: bool,
+    /// The send used the id's connection address handle.
+    pub(crate) on_conn_ah: bool,
     /// The completion's status.
     pub(crate) status: bindings::ib_wc_status,
 }
@@ -468,7 +501,7 @@ impl Completed {
         Self {
             buf,
             id,
-            on_hs: ctx == handshake_tag(),
+            on_conn_ah: ctx == conn_ah_tag(),
             status,
         }
     }

@@ -228,7 +228,7 @@ pub(crate) fn on_rep(
     if let Some(holder) = holder {
         // A stale connection: REJ STALE_CONN for the REP, then a DREQ from the id that holds
         // the peer's QP; this id stays in REQ_SENT until its REQ times out.
-        super::req::on_held(
+        super::on_held(
             dev,
             port_num,
             wc,

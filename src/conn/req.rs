@@ -8,12 +8,10 @@ use crate::{
     av::{Av, SgidAttr},
     bindings,
     cm_id::{CmId, Conn, Init},
-    comm_id, conn,
+    conn,
     device::CmDevice,
     event::{self, Event},
     logic::{
-        self,
-        remote::{Held, Verdict},
         req_event::{self, RecvPort},
         service_id::ServiceId,
         state::{Input, MsgKind, State},
@@ -21,7 +19,7 @@ use crate::{
         wire::{
             conn::{Path, Req, MSG_REQ},
             field::Bytes,
-            AttrId, CmMessage, MadHeader,
+            CmMessage, MadHeader,
         },
     },
     path::{self, fill_path, fill_typed_path},
@@ -197,59 +195,6 @@ pub(crate) fn send_req(id: &Arc<CmId>, args: &ReqArgs<'_>) -> Result {
     )
 }
 
-/// Executes [`logic::remote::verdict`] on a REQ or REP (`kind`) one of whose keys `holder`
-/// holds as `held` (`cm_match_req`'s first two checks, `cm_rep_handler`'s). `after_rej` runs
-/// between a stale connection's REJ and its DREQ (where cm.c traces a REP's
-/// `icm_staleconn_err`).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn on_held(
-    dev: &CmDevice,
-    port_num: u32,
-    wc: &RecvWc,
-    hdr: &MadHeader,
-    kind: MsgKind,
-    held: Held,
-    holder: &CmId,
-    after_rej: impl FnOnce(),
-) {
-    match logic::remote::verdict(kind, held) {
-        Verdict::Proceed | Verdict::Duplicate { holder: None } => {}
-        Verdict::Duplicate {
-            holder: Some(input),
-        } => {
-            // Only an id that is visible by comm ID (set up and handed over) answers, as
-            // cm.c's `cm_acquire_id` in `cm_match_req`; one still being set up ignores it.
-            let Some(id) = comm_id::acquire(holder.local_id(), holder.remote_id()) else {
-                return;
-            };
-            let attr = if kind == MsgKind::Req {
-                AttrId::Req
-            } else {
-                AttrId::Rep
-            };
-            let mut ctx = conn::Ctx {
-                recv: Some(conn::Recv::new(dev, port_num, attr, hdr, wc)),
-                ..conn::Ctx::default()
-            };
-            let out = conn::run(&id, input, &mut ctx, |_, _| {}, |_, _| {});
-            let _ = conn::finish(&id, out, ctx.recv.as_ref());
-        }
-        Verdict::Stale {
-            rej_reason,
-            rejected,
-        } => {
-            issue_rej(dev, port_num, wc, hdr.tid, rej_reason, rejected.wire());
-            after_rej();
-            // To the holder if it is visible by comm ID, as cm.c's `cm_acquire_id` (effective
-            // if ESTABLISHED); the use it takes is given back after the call (`cm_deref_id`).
-            if let Some(old) = comm_id::acquire(holder.local_id(), holder.remote_id()) {
-                let _ = conn::dreq_drep::send_dreq(&old, &[]);
-                old.put_user();
-            }
-        }
-    }
-}
-
 /// The passive id's parameters from a REQ (`cm_req_handler`).
 fn conn_of_req(req: &Req<'_>, tid: u64) -> Conn {
     let mut conn = Conn {
@@ -298,7 +243,7 @@ pub(crate) fn on_req(
     // connection, no listener) as `icm_no_listener_err`, after its answer.
     if let Some(taken) = found {
         let (held, holder) = taken.held();
-        on_held(dev, port_num, wc, hdr, MsgKind::Req, held, &holder, || {});
+        conn::on_held(dev, port_num, wc, hdr, MsgKind::Req, held, &holder, || {});
         return trace::no_listener(req.local_comm_id);
     }
     let listener = dev.inner.lock().listen.find(sid);
@@ -421,7 +366,7 @@ pub(crate) fn on_req(
         let (held, holder) = taken.held();
         id.inner.lock().remote = None;
         id.destroy_with(-(bindings::ENOMEM as i32));
-        on_held(dev, port_num, wc, hdr, MsgKind::Req, held, &holder, || {});
+        conn::on_held(dev, port_num, wc, hdr, MsgKind::Req, held, &holder, || {});
         // As on the early path (cm.c traces every failed `cm_match_req`).
         return trace::no_listener(req.local_comm_id);
     }

@@ -142,10 +142,10 @@ pub(crate) unsafe extern "C" fn ibcm_rs_send_done(
     let id = done.id.take();
     let status = done.status;
     // The id forgets the buffer (if it is its tracked one) before the buffer is freed, and
-    // gives back its use of the handshake handle (the last one destroys it).
+    // gives back its use of the connection handle (the last one destroys it).
     let failed_in = id
         .as_ref()
-        .and_then(|id| conn::untrack(id, done.buf(), done.on_hs));
+        .and_then(|id| conn::untrack(id, done.buf(), done.on_conn_ah));
     drop(done);
     if let Some(id) = id {
         conn::send_done(&id, failed_in, status);
