@@ -142,7 +142,8 @@ impl StoredPd {
 /// # Invariants
 ///
 /// `msg` is NULL or a buffer the id posted (`send::send_for_id`) whose completion has not yet
-/// run: the completion clears it under this lock (`conn::untrack`) before the buffer is freed.
+/// run: the completion clears it under this lock ([`CmIdInner::untrack`]) before the buffer is
+/// freed. Only [`CmIdInner::track`] sets it, from a [`PostedMad`].
 pub(crate) struct CmIdInner {
     /// `ib_destroy_cm_id()` has started: nothing is delivered any more.
     pub(crate) destroyed: bool,
@@ -153,9 +154,9 @@ pub(crate) struct CmIdInner {
     /// Events waiting for the deliverer.
     pub(crate) events: EventQueue,
     /// The tracked MAD (REQ, REP, DREQ or SIDR_REQ being retransmitted), or NULL.
-    pub(crate) msg: *mut bindings::ib_mad_send_buf,
+    msg: *mut bindings::ib_mad_send_buf,
     /// The state the tracked MAD was sent in (cm.c's `msg->context[1]`).
-    pub(crate) msg_state: State,
+    msg_state: State,
     /// The primary address.
     pub(crate) av: Option<CmBox<Av>>,
     /// The alternate address.
@@ -232,7 +233,51 @@ impl PinnedDrop for CmId {
     }
 }
 
+/// A MAD just posted for an id, under the id's lock, whose completion therefore has not run
+/// yet: what [`CmIdInner::track`] may record.
+///
+/// # Invariants
+///
+/// The buffer was posted for the id whose lock the holder of this value holds, and that lock
+/// has not been dropped since.
+pub(crate) struct PostedMad(*mut bindings::ib_mad_send_buf);
+
+impl PostedMad {
+    /// # Safety
+    ///
+    /// `buf` was just posted for an id whose lock the caller holds, and the value is consumed
+    /// before that lock is dropped.
+    pub(crate) unsafe fn new(buf: *mut bindings::ib_mad_send_buf) -> Self {
+        // INVARIANT: the caller's contract.
+        Self(buf)
+    }
+}
+
 impl CmIdInner {
+    /// Records `mad`, sent in `state`, as the tracked MAD.
+    pub(crate) fn track(&mut self, mad: PostedMad, state: State) {
+        // INVARIANT: `mad` was posted under this lock, so its completion, which clears `msg`
+        // under this lock before the buffer is freed, has not run.
+        self.msg = mad.0;
+        self.msg_state = state;
+    }
+
+    /// The completion of `buf`: if it is the tracked MAD, forgets it and returns the state it
+    /// was sent in (`cm_process_send_error`'s check).
+    pub(crate) fn untrack(&mut self, buf: *mut bindings::ib_mad_send_buf) -> Option<State> {
+        if buf.is_null() || self.msg != buf {
+            return None;
+        }
+        // INVARIANT: cleared before the completion frees the buffer.
+        self.msg = core::ptr::null_mut();
+        Some(self.msg_state)
+    }
+
+    /// After an MRA re-armed the tracked MAD: the state it now counts as sent in.
+    pub(crate) fn retag_tracked(&mut self, state: State) {
+        self.msg_state = state;
+    }
+
     /// Cancels the tracked MAD, if any (`ib_cancel_mad`): its completion reports a flush.
     pub(crate) fn cancel_tracked(&self) {
         if !self.msg.is_null() {

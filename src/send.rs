@@ -12,7 +12,7 @@ use crate::{
     ah::ConnAh,
     av::Av,
     bindings,
-    cm_id::CmId,
+    cm_id::{CmId, PostedMad},
     device::CmDevice,
     error::ptr_error,
     logic::{
@@ -314,9 +314,10 @@ pub(crate) fn send_for_id(
     retries: u8,
     trace: Option<IdTrace>,
     mut hs: Option<(&mut ConnAh, &mut u8)>,
-) -> Result<(*mut bindings::ib_mad_send_buf, u64)> {
+) -> Result<(PostedMad, u64)> {
     let dev = &*id.dev;
-    let _gate = dev.enter_send().ok_or(ENODEV)?;
+    // Once removal began, cm.c's `cm_alloc_msg` finds the port's MAD agent gone: `-EINVAL`.
+    let _gate = dev.enter_send().ok_or(EINVAL)?;
     let agent = dev.port(av.port_num()).map(|p| p.agent()).ok_or(EINVAL)?;
     if agent.is_null() {
         return Err(EINVAL);
@@ -390,7 +391,9 @@ pub(crate) fn send_for_id(
     if let (true, Some((_, n))) = (on_conn_ah, hs) {
         *n += 1;
     }
-    Ok((buf, tid))
+    // SAFETY: Posted just above; the caller holds the id lock (this function's contract:
+    // called with it held) until it records or drops the value.
+    Ok((unsafe { PostedMad::new(buf) }, tid))
 }
 
 /// The handle of a connection's first send (its REQ or REP): the connection's own, made now

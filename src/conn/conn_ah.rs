@@ -27,11 +27,7 @@ pub(crate) fn untrack(
         g.ah_sends -= 1;
     }
     end_conn_ah(id, &mut g);
-    if g.msg != buf {
-        return None;
-    }
-    g.msg = core::ptr::null_mut();
-    Some(g.msg_state)
+    g.untrack(buf)
 }
 
 /// The sends in flight on the connection handle, from `CmIdInner::ah_sends`.

@@ -41,7 +41,7 @@ use crate::{
         wire::{
             conn::{CommIdsAndData, Dreq, Rej, REJ_ARI},
             field::Bytes,
-            AttrId, CmMessage, MadHeader,
+            AttrId, CmMessage, RecvHdr,
         },
     },
     port::Counter,
@@ -104,14 +104,14 @@ impl<'a> Recv<'a> {
         dev: &'a crate::device::CmDevice,
         port_num: u32,
         attr: AttrId,
-        hdr: &MadHeader,
+        hdr: &RecvHdr<'_>,
         wc: &'a crate::recv_wc::RecvWc,
     ) -> Self {
         Recv {
             dev,
             port_num,
             attr,
-            tid: hdr.tid,
+            tid: hdr.tid(),
             wc,
         }
     }
@@ -379,7 +379,7 @@ pub(crate) fn on_held(
     dev: &crate::device::CmDevice,
     port_num: u32,
     wc: &crate::recv_wc::RecvWc,
-    hdr: &MadHeader,
+    hdr: &RecvHdr<'_>,
     kind: MsgKind,
     held: Held,
     holder: &CmId,
@@ -411,7 +411,7 @@ pub(crate) fn on_held(
             rej_reason,
             rejected,
         } => {
-            crate::recv::issue_rej(dev, port_num, wc, hdr.tid, rej_reason, rejected.wire());
+            crate::recv::issue_rej(dev, port_num, wc, hdr.tid(), rej_reason, rejected.wire());
             after_rej();
             // To the holder if it is visible by comm ID, as cm.c's `cm_acquire_id` (effective
             // if ESTABLISHED); the use it takes is given back after the call (`cm_deref_id`).
@@ -501,7 +501,7 @@ fn act(
             let av_timeout = g.av.as_ref().map_or(0, |av| av.timeout);
             let ms = timeout::mra_wait_ms(ctx.mra_timeout, av_timeout);
             g.modify_tracked(ms)?;
-            g.msg_state = next;
+            g.retag_tracked(next);
         }
         Action::ResetRemote => leave_remote(id, g, out),
         Action::EnterTimewait => {
@@ -751,9 +751,7 @@ fn send_out(
         g.conn.tid = tid;
     }
     if o.tracked() {
-        // INVARIANT: posted just above; its completion clears it (`untrack`).
-        g.msg = buf;
-        g.msg_state = next;
+        g.track(buf, next);
     }
     if let Some(pd) = ctx.keep_pd.take() {
         g.stored_pd = pd;

@@ -19,7 +19,7 @@ use crate::{
         wire::{
             conn::{Path, Req, MSG_REQ},
             field::Bytes,
-            CmMessage, MadHeader,
+            CmMessage, RecvHdr,
         },
     },
     path::{self, fill_path, fill_typed_path},
@@ -226,7 +226,7 @@ pub(crate) fn on_req(
     dev: &Arc<CmDevice>,
     port_num: u32,
     wc: &RecvWc,
-    hdr: &MadHeader,
+    hdr: &RecvHdr<'_>,
     req: &Req<'_>,
 ) {
     let sid = ServiceId::new(req.service_id);
@@ -252,7 +252,7 @@ pub(crate) fn on_req(
             dev,
             port_num,
             wc,
-            hdr.tid,
+            hdr.tid(),
             req_event::REJ_INVALID_SERVICE_ID,
             MSG_REQ,
         );
@@ -297,7 +297,7 @@ pub(crate) fn on_req(
                 ari.as_ref().map_or(&[][..], |a| &a[..]),
                 &[],
             );
-            return respond(dev, port_num, wc, hdr.tid, &CmMessage::Rej(rej));
+            return respond(dev, port_num, wc, hdr.tid(), &CmMessage::Rej(rej));
         }
     };
     if av.is_ib() {
@@ -318,7 +318,7 @@ pub(crate) fn on_req(
                 // cm.c sends this one from the id, on the primary path's address it has just
                 // built (`cm_alloc_msg`), not back along the REQ's packet as the INVALID_GID
                 // REJ above; without a handle nothing is sent, as there.
-                let _ = send::send_along(dev, &av, &CmMessage::Rej(rej), hdr.tid);
+                let _ = send::send_along(dev, &av, &CmMessage::Rej(rej), hdr.tid());
                 return;
             }
         }
@@ -345,7 +345,7 @@ pub(crate) fn on_req(
         remote_id: req.local_comm_id,
         av: Some(av),
         alt_av,
-        conn: conn_of_req(req, hdr.tid),
+        conn: conn_of_req(req, hdr.tid()),
         remote: Some(RemoteKey::req(key, qp)),
         delivering: true,
     };
@@ -371,7 +371,7 @@ pub(crate) fn on_req(
         return trace::no_listener(req.local_comm_id);
     }
 
-    let params = req_event::req_params(req, hdr.attr_mod);
+    let params = req_event::req_params(req, hdr.attr_mod());
     let pd = ev.payload_ptr(140);
     let (primary_ptr, alt_ptr) = {
         let (a, b) = ev.paths().split_at_mut(1);

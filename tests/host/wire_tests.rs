@@ -7,8 +7,9 @@
 
 use crate::golden::defined_mask;
 use crate::logic::wire::{
-    conn::*, decode_mad, encode_mad, encode_zeroed_mad, lap::*, sidr::*, AttrId, CmMessage,
-    MadHeader, WireError, MAD_HDR_LEN, MAD_LEN, PAYLOAD_LEN,
+    check_header, conn::*, decode_header, decode_mad, encode_mad, encode_zeroed_mad, lap::*,
+    payload as payload_of, sidr::*, AttrId, CmMessage, MadHeader, RecvHdr, WireError, MAD_HDR_LEN,
+    MAD_LEN, PAYLOAD_LEN,
 };
 use crate::properties::Rng;
 
@@ -515,4 +516,44 @@ fn fuzz_smoke() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0x1BC0);
     fuzz(iterations, seed);
+}
+
+/// The receive callback's one header check (`check_header`, then `RecvHdr` and `payload` where
+/// the handlers read) agrees with the whole decode (`decode_header`) on every MAD: the same
+/// verdict, attribute, TID, attribute modifier and payload. Headers are random around valid
+/// ones (each checked byte valid half the time), lengths around a whole MAD.
+#[test]
+fn header_checked_once_agrees_with_whole_decode() {
+    let mut rng = Rng::new(7);
+    for _ in 0..20_000 {
+        let mut m = mad_with(0, &payload());
+        for b in m.iter_mut() {
+            *b = rng.next() as u8;
+        }
+        let valid = [1u8, 0x07, 2, 0x03];
+        for (i, v) in valid.iter().enumerate() {
+            if rng.next() % 2 == 0 {
+                m[i] = *v;
+            }
+        }
+        if rng.next() % 2 == 0 {
+            let a = AttrId::ALL[(rng.next() % AttrId::ALL.len() as u64) as usize];
+            m[16..18].copy_from_slice(&a.wire().to_be_bytes());
+        }
+        let len = match rng.next() % 4 {
+            0 => (rng.next() % MAD_LEN as u64) as usize,
+            _ => MAD_LEN,
+        };
+        let buf = &m[..len];
+        match (check_header(buf), decode_header(buf)) {
+            (Ok(a), Ok((h, b, p))) => {
+                assert_eq!(a, b);
+                assert_eq!(RecvHdr::of(buf).tid(), h.tid);
+                assert_eq!(RecvHdr::of(buf).attr_mod(), h.attr_mod);
+                assert_eq!(payload_of(buf), p);
+            }
+            (Err(e), Err(f)) => assert_eq!(e, f),
+            (x, y) => panic!("check_header {x:?} but decode_header {:?}", y.map(|t| t.1)),
+        }
+    }
 }
