@@ -474,6 +474,22 @@ if pair rdma_server 30 7192 "rdma_server -s 10.0.0.1 -p 7192" "rdma_client -s 10
 	pair_result rdma_server
 fi
 
+# conn_ah_field NAME: the sum of the field NAME of both devices' debugfs conn_ahs files.
+conn_ah_field() {
+	awk -v f="$1" '$1 == f { n += $2 } END { print n + 0 }' /sys/kernel/debug/ib_cm/rxe[01]/conn_ahs 2>/dev/null
+}
+
+# wait_conn_ahs_released: waits (up to 60 s, timewaits included) until no id of either device
+# holds a connection handle; prints how many still do.
+wait_conn_ahs_released() {
+	i=0
+	while [ "$(conn_ah_field held)" != 0 ] && [ $i -lt 120 ]; do
+		usleep 500000
+		i=$((i + 1))
+	done
+	conn_ah_field held
+}
+
 # --- 5. cmtime: 200 connections, each step timed (the table goes into the log) ---
 # The server never exits by itself.
 # On ours, debugfs is read in a loop all through it: the reads must not stall the CM (cmtime
@@ -838,22 +854,6 @@ debugfs_check() {
 	else
 		e2e "not ok debugfs_established_ids_hold_conn_ah_$CM # $h established id(s) without one: $(cat $D/rxe0/ids $D/rxe1/ids | tr '\n' '|')"
 	fi
-}
-
-# conn_ah_field NAME: the sum of the field NAME of both devices' debugfs conn_ahs files.
-conn_ah_field() {
-	awk -v f="$1" '$1 == f { n += $2 } END { print n + 0 }' /sys/kernel/debug/ib_cm/rxe[01]/conn_ahs 2>/dev/null
-}
-
-# wait_conn_ahs_released: waits (up to 60 s, timewaits included) until no id of either device
-# holds a connection handle; prints how many still do.
-wait_conn_ahs_released() {
-	i=0
-	while [ "$(conn_ah_field held)" != 0 ] && [ $i -lt 120 ]; do
-		usleep 500000
-		i=$((i + 1))
-	done
-	conn_ah_field held
 }
 
 # Device removal under an established connection: the client's device goes away while rping
