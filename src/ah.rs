@@ -109,7 +109,8 @@ impl AhBudget {
 /// replaced (LAP) or its device goes away. The wire is cm.c's.
 ///
 /// One pointer, so that the id stays in kmalloc-256: the budget it is counted in is its
-/// device's, which every holder can reach and passes to [`ConnAh::release`].
+/// device's, which every holder can reach and passes to [`ConnAh::release`]. Retired (no send
+/// takes it) on LAP and path migration (the primary address changed) and on device removal.
 ///
 /// # Invariants
 ///
@@ -160,11 +161,13 @@ impl ConnAh {
 
 impl Drop for ConnAh {
     fn drop(&mut self) {
-        // Every holder releases the handle through its device's budget (`CmId`'s drop is the
-        // last of them); one still set here is destroyed uncounted.
-        if let Some(ah) = self.0.take() {
-            // SAFETY: As in `release`: the id that held it is being freed.
-            unsafe { bindings::ibcm_glue_destroy_ah(ah.as_ptr()) };
+        // Every holder releases the handle through its device's budget before the id can be
+        // freed: an id that holds one is published, and destroy (back to IDLE), its last
+        // send's completion or device removal's walk releases it. One still set here would be
+        // a bug; its PD may already be gone (ib_mad frees it once removal returns), so it is
+        // leaked, loudly, rather than destroyed.
+        if self.0.take().is_some() {
+            kernel::pr_warn!("ib_cm: connection address handle leaked by a freed id\n");
         }
     }
 }

@@ -191,7 +191,7 @@ pub(crate) struct CmIdInner {
 ///   `remote_cm_qpn` at any time, so every read of those is volatile.
 /// - `users` is 1 (the owner's bias, until destroy) plus the uses in flight; once it reaches 0
 ///   it never rises again.
-#[pin_data(PinnedDrop)]
+#[pin_data]
 pub(crate) struct CmId {
     /// The ABI handle. Must stay the object C callers point at; see [`CmId::from_raw`].
     #[pin]
@@ -222,16 +222,6 @@ unsafe impl Sync for CmId {}
 // SAFETY: See `Send`; the connection address handle (`conn_ah`) may be used and destroyed
 // from any thread.
 unsafe impl Send for CmIdInner {}
-
-#[pinned_drop]
-impl PinnedDrop for CmId {
-    fn drop(self: Pin<&mut Self>) {
-        // The holders release the connection address handle as the id returns to IDLE or its
-        // last send completes; an id freed without that (never destroyed) gives it back here,
-        // to its device's budget, which the id's device reference still keeps alive.
-        self.inner.lock().conn_ah.release(self.dev.conn_ahs());
-    }
-}
 
 /// A MAD just posted for an id, under the id's lock, whose completion therefore has not run
 /// yet: what [`CmIdInner::track`] may record.

@@ -569,8 +569,11 @@ impl CmDevice {
 
 /// The tick counter (`jiffies`).
 pub(crate) fn jiffies() -> usize {
-    // SAFETY: Reads the tick counter.
-    unsafe { bindings::ibcm_glue_jiffies() }
+    // SAFETY: `jiffies` is the kernel's exported tick counter, always mapped; a volatile
+    // read of a machine word (as the C macro's `volatile` declaration does).
+    let j = unsafe { core::ptr::read_volatile(core::ptr::addr_of!(bindings::jiffies)) };
+    // CAST: `unsigned long` is a machine word.
+    j as usize
 }
 
 /// The `CmDevice` behind a MAD agent's context pointer.

@@ -224,19 +224,6 @@ void ibcm_glue_spin_lock_init(spinlock_t *lock, const char *name,
 #endif
 }
 
-unsigned long ibcm_glue_spin_lock_irqsave(spinlock_t *lock)
-{
-	unsigned long flags;
-
-	spin_lock_irqsave(lock, flags);
-	return flags;
-}
-
-void ibcm_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
-{
-	spin_unlock_irqrestore(lock, flags);
-}
-
 void ibcm_glue_wake_var(void *var)
 {
 	/* wake_up_var() wants a full barrier between the condition's store and its check. */
@@ -422,11 +409,6 @@ struct ib_ah *ibcm_glue_reply_ah_create(struct ib_mad_agent *agent,
 void ibcm_glue_might_sleep(void)
 {
 	might_sleep();
-}
-
-unsigned long ibcm_glue_jiffies(void)
-{
-	return jiffies;
 }
 
 const struct ib_gid_attr *ibcm_glue_ah_attr_sgid_attr(const struct rdma_ah_attr *attr)

@@ -12,7 +12,7 @@ use crate::{
     ah::ConnAh,
     av::Av,
     bindings,
-    cm_id::{CmId, PostedMad},
+    cm_id::{CmId, CmIdInner, PostedMad},
     device::CmDevice,
     error::ptr_error,
     logic::{
@@ -293,28 +293,30 @@ pub(crate) unsafe fn send(
     Ok(())
 }
 
-/// Sends `msg` for `id` along `av` (`cm_alloc_msg` + `ib_post_send_mad`), with the MAD
-/// layer retransmitting it `retries` times every `timeout_ms` if that is non-zero. The buffer
-/// carries a reference to the id (`context[1]`) until its completion. `trace` fires
-/// once the buffer is allocated, just before the post (where cm.c traces its sends).
-/// Non-sleeping: called with the id lock held, possibly in atomic context.
+/// Sends `msg` for `id` along its primary address (`cm_alloc_msg` + `ib_post_send_mad`), with
+/// the MAD layer retransmitting it the id's `max_cm_retries` times every `timeout_ms` if that
+/// is non-zero. The buffer carries a reference to the id (`context[1]`) until its completion.
+/// `trace` fires once the buffer is allocated, just before the post (where cm.c traces its
+/// sends). Non-sleeping: `g` is the id's locked state (the proof that the lock is held, which
+/// the returned [`PostedMad`] relies on), possibly in atomic context.
 ///
-/// With `hs` (the id's connection handle and its count of sends, see [`ConnAh`]), the
-/// send goes on that handle, or, if there is none (the REQ, the REP), creates it within the
-/// device's budget and counts itself; without, or when the budget is spent or the creation
-/// fails, it creates a handle of its own (cm.c's way).
+/// With `on_conn`, the send goes on the id's connection handle ([`ConnAh`]) and counts itself
+/// in `ah_sends`, or, if there is none (the REQ, the REP), creates it within the device's
+/// budget; without, or when the budget is spent or the creation fails, it creates a handle of
+/// its own (cm.c's way).
 #[expect(clippy::too_many_arguments)]
 pub(crate) fn send_for_id(
     id: &Arc<CmId>,
-    av: &Av,
+    g: &mut CmIdInner,
     msg: &CmMessage<'_>,
     tid: Option<u64>,
     attr_mod: u32,
     timeout_ms: u32,
-    retries: u8,
     trace: Option<IdTrace>,
-    mut hs: Option<(&mut ConnAh, &mut u8)>,
+    on_conn: bool,
 ) -> Result<(PostedMad, u64)> {
+    let retries = g.conn.max_cm_retries;
+    let av = g.av.as_deref().ok_or(EINVAL)?;
     let dev = &*id.dev;
     // Once removal began, cm.c's `cm_alloc_msg` finds the port's MAD agent gone: `-EINVAL`.
     let _gate = dev.enter_send().ok_or(EINVAL)?;
@@ -328,12 +330,13 @@ pub(crate) fn send_for_id(
         let hi = unsafe { bindings::ibcm_glue_mad_agent_hi_tid(agent) };
         (u64::from(hi) << 32) | u64::from(id.local_id().to_be())
     });
-    let ah = match hs.as_mut() {
-        Some((h, _)) => match h.get() {
+    let ah = if !on_conn {
+        SendAh::Own(create_ah(agent, av)?.as_ptr())
+    } else {
+        match g.conn_ah.get() {
             Some(ah) => SendAh::Conn(ah.as_ptr()),
-            None => first_conn_send(dev, agent, av, h)?,
-        },
-        None => SendAh::Own(create_ah(agent, av)?.as_ptr()),
+            None => first_conn_send(dev, agent, av, &mut g.conn_ah)?,
+        }
     };
     let on_conn_ah = matches!(ah, SendAh::Conn(_));
     // SAFETY: `agent` is registered; sizes are the CM's fixed MAD layout.
@@ -388,11 +391,11 @@ pub(crate) fn send_for_id(
         }
         return Err(Error::from_errno(ret));
     }
-    if let (true, Some((_, n))) = (on_conn_ah, hs) {
-        *n += 1;
+    if on_conn_ah {
+        g.ah_sends += 1;
     }
-    // SAFETY: Posted just above; the caller holds the id lock (this function's contract:
-    // called with it held) until it records or drops the value.
+    // SAFETY: Posted just above, under the id lock (`g` proves it is held), which the caller
+    // keeps until it records or drops the value.
     Ok((unsafe { PostedMad::new(buf) }, tid))
 }
 

@@ -25,7 +25,7 @@ pub(crate) mod sidr;
 
 pub(crate) use conn_ah::{conn_ah_status, retire_conn_ahs, send_done, untrack};
 use conn_ah::{end_conn_ah, on_conn_ah, retire_conn_ah};
-use resend::{resend, resend_msg, Resend};
+use resend::{resend, Resend};
 
 use crate::alloc::CmBox;
 use crate::{
@@ -550,6 +550,9 @@ fn act(
             // interrupts off.
             if let (Some(av), Some(alt)) = (g.av.as_mut(), g.alt_av.as_ref()) {
                 av.copy_from(alt);
+                // The connection's handle goes to the old primary (perhaps from another port's
+                // PD): no send may take it any more; later ones make their own, as after a LAP.
+                retire_conn_ah(id, g);
             }
         }
     }
@@ -629,35 +632,10 @@ fn send_out(
         o,
         Out::ResendRtu | Out::ResendMra(_) | Out::ResendDrep | Out::ResendRejStale
     ) {
-        let on_own_port = ctx.recv.as_ref().is_some_and(|r| {
-            core::ptr::eq(r.dev, &*id.dev)
-                && g.av.as_ref().is_some_and(|av| av.port_num() == r.port_num)
-        });
-        if on_own_port && g.conn_ah.is_some() && on_conn_ah(id, g, o) {
-            // The connection's handle reaches the sender: the answer goes on it now, under
-            // the lock, its private data read in place. A failed send is dropped as cm.c
-            // drops an answer it cannot send; the peer retransmits.
-            let pd = if o == Out::ResendRejStale {
-                &[][..]
-            } else {
-                StoredPd::bytes(&g.stored_pd)
-            };
-            let msg = resend_msg(id, g.conn.service_timeout, o, pd);
-            if let Some(av) = g.av.as_deref() {
-                let _ = send::send_for_id(
-                    id,
-                    av,
-                    &msg,
-                    Some(g.conn.tid),
-                    0,
-                    0,
-                    0,
-                    logic_trace::for_send(o),
-                    Some((&mut g.conn_ah, &mut g.ah_sends)),
-                );
-            }
-            return Ok(());
-        }
+        // Not on the connection's handle: cm.c answers the received MAD's sender, on QP1 with
+        // the received P_Key index, along the work completion's address (for a routed REQ the
+        // router's LID, not the path's), and counts the answer as an id-less send retried
+        // once. The device's reply cache (`respond`) does exactly that, with a cached handle.
         // Without memory the answer is dropped (and not traced), as cm.c drops it when its
         // allocation fails; the peer retransmits.
         if let Some(msg) = resend(id, g, o) {
@@ -734,18 +712,16 @@ fn send_out(
     };
     let timeout_ms = if o.tracked() { g.conn.timeout_ms } else { 0 };
     let hs = on_conn_ah(id, g, o);
-    let av = g.av.as_deref().ok_or(EINVAL)?;
     // Traced once the MAD is allocated, with the state the id sends in (REJs: see `run`).
     let (buf, tid) = send::send_for_id(
         id,
-        av,
+        g,
         msg,
         tid,
         attr_mod,
         timeout_ms,
-        g.conn.max_cm_retries,
         logic_trace::for_send(o),
-        hs.then_some((&mut g.conn_ah, &mut g.ah_sends)),
+        hs,
     )?;
     if o == Out::Req {
         g.conn.tid = tid;

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Answers to retransmissions (`cm_dup_req_handler`, `cm_dup_rep_handler`, the TIMEWAIT branch
 //! of `cm_dreq_handler`): an RTU, MRA, DREP or STALE_CONN REJ for a REQ, REP or DREQ the
-//! peer sent again. On the connection's address handle they go out at once, under the id
-//! lock; without one they are built under the lock and sent after it (`Resend`).
+//! peer sent again. They are built under the id lock and sent after it to the received MAD's
+//! sender, as cm.c answers (QP1, the received P_Key index, the work completion's address,
+//! counted as an id-less send retried once), through the device's reply cache: not on the
+//! connection's address handle, whose address is the path's (for a routed REQ the remote
+//! port's LID, where cm.c answers the router's).
 
 use super::default_rej;
 use crate::{
@@ -47,12 +50,7 @@ impl Resend {
 
 /// The answer `o` to a retransmission (`cm_dup_req_handler`, `cm_dup_rep_handler`, the
 /// TIMEWAIT branch of `cm_dreq_handler`), with private data `pd` (none for a STALE_CONN REJ).
-pub(super) fn resend_msg<'a>(
-    id: &CmId,
-    service_timeout: u8,
-    o: Out,
-    pd: &'a [u8],
-) -> CmMessage<'a> {
+fn resend_msg<'a>(id: &CmId, service_timeout: u8, o: Out, pd: &'a [u8]) -> CmMessage<'a> {
     let (local, remote) = (id.local_id(), id.remote_id());
     match o {
         Out::ResendRtu | Out::ResendDrep => {
