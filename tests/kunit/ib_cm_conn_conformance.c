@@ -1229,20 +1229,18 @@ static void dreq_times_out(struct kunit *test)
 }
 
 /*
- * A SIDR_REQ that is never answered (the passive side keeps its id in SIDR_REQ_RCVD):
- * SIDR_REQ_ERROR after timeout_ms * (max_cm_retries + 1), and the id back in IDLE; the
- * passive side counts the retransmissions as duplicates. Destroying it then sends SIDR_REP
- * REJECT, which the IDLE requester drops.
+ * An active id (active.id) whose SIDR_REQ (a try every `timeout_ms`, `retries`
+ * retransmissions) has reached the listener as SIDR_REQ_RECEIVED.
  */
-static void sidr_req_times_out(struct kunit *test)
+static struct ib_cm_id *sidr_req_reaches_passive(struct kunit *test, int timeout_ms, u8 retries)
 {
 	struct conn_ctx *c = test->priv;
 	struct ib_cm_sidr_req_param req = {
 		.path = &c->path,
 		.sgid_attr = c->sgid,
 		.service_id = cpu_to_be64(CONN_SID),
-		.timeout_ms = 200,
-		.max_cm_retries = 2,
+		.timeout_ms = timeout_ms,
+		.max_cm_retries = retries,
 	};
 	struct ib_cm_id *a;
 
@@ -1251,6 +1249,20 @@ static void sidr_req_times_out(struct kunit *test)
 	active.id = a;
 	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_req(a, &req), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_SIDR_REQ_RECEIVED, 5000));
+	KUNIT_ASSERT_NOT_NULL(test, passive.id);
+	return a;
+}
+
+/*
+ * A SIDR_REQ that is never answered (the passive side keeps its id in SIDR_REQ_RCVD):
+ * SIDR_REQ_ERROR after timeout_ms * (max_cm_retries + 1), and the id back in IDLE; the
+ * passive side counts the retransmissions as duplicates. Destroying it then sends SIDR_REP
+ * REJECT, which the IDLE requester drops.
+ */
+static void sidr_req_times_out(struct kunit *test)
+{
+	struct ib_cm_id *a = sidr_req_reaches_passive(test, 200, 2);
+
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_SIDR_REQ_ERROR, 5000));
 	KUNIT_EXPECT_EQ(test, active.send_status, IB_WC_RESP_TIMEOUT_ERR);
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_IDLE);
@@ -1484,28 +1496,14 @@ static void destroy_waits_for_running_handler(struct kunit *test)
 static void sidr_rep_send_failure_keeps_state(struct kunit *test)
 {
 #ifdef CONFIG_FAILSLAB
-	struct conn_ctx *c = test->priv;
-	struct ib_cm_sidr_req_param req = {
-		.path = &c->path,
-		.sgid_attr = c->sgid,
-		.service_id = cpu_to_be64(CONN_SID),
-		.timeout_ms = 2000,
-		.max_cm_retries = 3,
-	};
 	struct ib_cm_sidr_rep_param rep = {
 		.qp_num = 0x77,
 		.qkey = 0x01234567,
 		.status = IB_SIDR_SUCCESS,
 	};
-	struct ib_cm_id *a;
 	int ret;
 
-	a = ib_create_cm_id(c->d1, active_handler, NULL);
-	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
-	active.id = a;
-	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_req(a, &req), 0);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_SIDR_REQ_RECEIVED, 5000));
-	KUNIT_ASSERT_NOT_NULL(test, passive.id);
+	sidr_req_reaches_passive(test, 2000, 3);
 	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_SIDR_REQ_RCVD);
 	current->make_it_fail = 1;
 	ret = ib_send_cm_sidr_rep(passive.id, &rep);
@@ -1691,6 +1689,9 @@ static int ib_init(struct kunit *test)
 static void ib_exit(struct kunit *test)
 {
 	softib_fault("clear");
+	/* An established passive id a case set apart (its events recorded in passive_old). */
+	if (passive_old.id)
+		ib_destroy_cm_id(passive_old.id);
 	conn_exit(test);
 }
 
@@ -2024,49 +2025,197 @@ static void ib_routed_req_with_grh(struct kunit *test)
 	dump_qp_attrs(test, "ib-passive-routed", passive.id);	ib_disconnect(test, a);
 }
 
-/* A CM counter delta helper: the value now of `group/name` on `dev`. */
+/*
+ * --- What the fault cases share: counters, rules, and the ways to start a connection ---
+ */
+
+/* The value now of the CM counter `group/name` of port 1 of `dev`, or a negative errno. */
 static long ib_counter(const char *dev, const char *group, const char *name)
 {
 	return read_port_counter(dev, group, name);
 }
 
+/* One CM counter of one port, read when a case starts: a case checks what it changed. */
+struct ib_ctr {
+	const char *dev, *group, *name;
+	long start;
+};
+
+static void ib_ctr_start(struct kunit *test, struct ib_ctr *c, const char *dev,
+			 const char *group, const char *name)
+{
+	c->dev = dev;
+	c->group = group;
+	c->name = name;
+	c->start = ib_counter(dev, group, name);
+	KUNIT_ASSERT_GE_MSG(test, c->start, 0, "%s %s/%s", dev, group, name);
+}
+
+static long ib_ctr_delta(const struct ib_ctr *c)
+{
+	return ib_counter(c->dev, c->group, c->name) - c->start;
+}
+
+static void ib_expect_delta(struct kunit *test, const struct ib_ctr *c, long want)
+{
+	KUNIT_EXPECT_EQ_MSG(test, ib_ctr_delta(c), want, "%s %s/%s", c->dev, c->group, c->name);
+}
+
 /*
- * A REQ lost twice on the wire, then delivered: the connection is made by the third copy,
- * and the active port's cm_tx_retries/req counts the two retransmissions (cm_send_handler
- * adds the send's retries once it completes). A loaded guest may send one more copy before
- * the REP arrives: every retransmission beyond the two lost ones must then reach the passive
- * port as a duplicate (cm_dup_req_handler counts it), no more, no less.
+ * A sender retransmitted a message at least once and at least `lost` times (its port's
+ * `retries`, cm_tx_retries/<msg>, which cm_send_handler adds to once the send completes: this
+ * waits for it), and every retransmission but `lost` of them reached the receiver as a
+ * duplicate (`dups`). `lost` counts the copies that never meet the receiver's id: dropped on
+ * the wire, or taken for a new REQ. A loaded guest may send one copy more than a case needs
+ * before the answer arrives; cm.c counts it as a duplicate, so the equation still holds.
  */
-static void ib_req_lost_twice(struct kunit *test)
+static void ib_expect_retries(struct kunit *test, const struct ib_ctr *retries,
+			      const struct ib_ctr *dups, long lost)
+{
+	long r;
+	int i;
+
+	for (i = 0; i < 40 && ib_ctr_delta(retries) < max(lost, 1L); i++)
+		msleep(50);
+	r = ib_ctr_delta(retries);
+	KUNIT_EXPECT_GE_MSG(test, r, max(lost, 1L), "%s %s/%s", retries->dev, retries->group,
+			    retries->name);
+	KUNIT_EXPECT_EQ_MSG(test, r - lost, ib_ctr_delta(dups),
+			    "%ld %s/%s of %s, %ld lost: not all the others in %s %s/%s", r,
+			    retries->group, retries->name, retries->dev, lost, dups->dev,
+			    dups->group, dups->name);
+}
+
+/* Appends a fault rule (numbered from 0 in the order written), formatted as by printf. */
+static __printf(2, 3) void ib_rule(struct kunit *test, const char *fmt, ...)
+{
+	char cmd[128];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	KUNIT_ASSERT_EQ_MSG(test, softib_fault(cmd), 0, "fault rule \"%s\"", cmd);
+}
+
+/*
+ * Waits until rule `rule` has acted on a packet (a retransmission it drops or holds: the
+ * MAD layer's timer sends it, so no fixed sleep would do on a loaded host), then checks that
+ * it acted on exactly one.
+ */
+static void ib_wait_acted(struct kunit *test, int rule)
+{
+	int i;
+
+	for (i = 0; i < 200 && softib_fault_acted(rule) < 1; i++)
+		msleep(50);
+	KUNIT_ASSERT_EQ(test, softib_fault_acted(rule), 1);
+}
+
+/*
+ * An active id (active.id) whose RC REQ goes over a LID-routed path with packet lifetime 0,
+ * so that each try waits only 2 * conv(0) + conv(`rcrt`) ms, with `retries` retransmissions;
+ * returns once the passive side has REQ_RECEIVED, within `ms`.
+ */
+static struct ib_cm_id *ib_fast_req(struct kunit *test, u8 rcrt, u8 retries, unsigned int ms)
 {
 	struct conn_ctx *c = test->priv;
-	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	const struct ib_gid_attr *sgid;
 	struct ib_cm_req_param req;
 	struct sa_path_rec fast;
-	const struct ib_gid_attr *sgid;
 	struct ib_cm_id *a;
-	long r0, r1, d0, d1;
+	int ret;
 
-	KUNIT_ASSERT_EQ(test, softib_fault("drop attr=REQ from=1 count=2"), 0);
-	r0 = ib_counter(dev1, "cm_tx_retries", "req");
-	d0 = ib_counter(dev0, "cm_rx_duplicates", "req");
-	KUNIT_ASSERT_GE(test, r0, 0);
 	KUNIT_ASSERT_EQ(test, make_ib_path(c->d1, c->d0, &fast, &sgid, 0, 0), 0);
 	a = ib_create_cm_id(c->d1, active_handler, NULL);
-	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	if (IS_ERR(a)) {
+		rdma_put_gid_attr(sgid);
+		KUNIT_FAIL_AND_ABORT(test, "ib_create_cm_id: %ld", PTR_ERR(a));
+	}
 	active.id = a;
-	/* 2 * conv(0) + conv(16): about 270 ms between copies. */
-	req_param(&req, &fast, sgid, 16, 5);
-	KUNIT_EXPECT_EQ(test, ib_send_cm_req(a, &req), 0);
+	req_param(&req, &fast, sgid, rcrt, retries);
+	ret = ib_send_cm_req(a, &req);
 	rdma_put_gid_attr(sgid);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 10000));
-	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 2);
+	KUNIT_ASSERT_EQ(test, ret, 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, ms));
+	return a;
+}
+
+/*
+ * Starts a connection whose REQ is retransmitted once into a `hold` rule (rule 0, written by
+ * the caller): the REQ's remote CM response timeout conv(16) plus twice the path's packet
+ * lifetime makes the active side send it again while the passive side has not answered; the
+ * REP goes out only once that copy is held.
+ */
+static struct ib_cm_id *ib_req_copy_held(struct kunit *test)
+{
+	struct ib_cm_id *a = timed_req(test, test->priv, 16, 20, 5);
+
+	ib_wait_acted(test, 0);
+	return a;
+}
+
+/* The listener answers the SIDR_REQ (QPN 0x77, success), which reaches the active side. */
+static void ib_sidr_answer(struct kunit *test)
+{
+	struct ib_cm_sidr_rep_param rep = { .qp_num = 0x77, .qkey = 0x1234, .status = IB_SIDR_SUCCESS };
+
+	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_SIDR_REP_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, active.sidr_status, IB_SIDR_SUCCESS);
+	KUNIT_EXPECT_EQ(test, active.sidr_qpn, 0x77);
+}
+
+/*
+ * The lost-N cases run once for each number of copies lost (KUnit parameters, reported as
+ * "lost N" under the case).
+ */
+static const int ib_lost_once_twice[] = { 1, 2 };
+static const int ib_lost_up_to_three[] = { 1, 2, 3 };
+
+static void ib_lost_desc(const int *lost, char *desc)
+{
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "lost %d", *lost);
+}
+
+KUNIT_ARRAY_PARAM(ib_lost_once_twice, ib_lost_once_twice, ib_lost_desc);
+KUNIT_ARRAY_PARAM(ib_lost_up_to_three, ib_lost_up_to_three, ib_lost_desc);
+
+/*
+ * The start of a lost-N case: a rule that drops the first N (the case's parameter) copies of
+ * `msg` (a counter's name: req, rep, dreq, sidr_req) that device `from` sends, and the
+ * sender's cm_tx_retries/`msg` and the receiver's cm_rx_duplicates/`msg` started. Returns N.
+ */
+static int ib_lose(struct kunit *test, const char *msg, int from, struct ib_ctr *retries,
+		   struct ib_ctr *dups)
+{
+	const int lost = *(const int *)test->param_value;
+
+	ib_rule(test, "drop attr=%s from=%d count=%d", msg, from, lost);
+	ib_ctr_start(test, retries, from ? dev1 : dev0, "cm_tx_retries", msg);
+	ib_ctr_start(test, dups, from ? dev0 : dev1, "cm_rx_duplicates", msg);
+	return lost;
+}
+
+/*
+ * A REQ lost `lost` times on the wire, then delivered: the connection is made by the next
+ * copy, and the active port's cm_tx_retries/req counts the `lost` retransmissions (and any
+ * later one, counted by the passive port as a duplicate in cm_dup_req_handler).
+ */
+static void ib_req_lost(struct kunit *test)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_ctr retries, dups;
+	struct ib_cm_id *a;
+	int lost;
+
+	lost = ib_lose(test, "req", 1, &retries, &dups);
+	/* 2 * conv(0) + conv(16): about 260 ms between copies, 5 retransmissions at most. */
+	a = ib_fast_req(test, 16, 5, 10000);
+	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), lost);
 	establish(test, a, &rep);
 	msleep(100);
-	r1 = ib_counter(dev1, "cm_tx_retries", "req");
-	d1 = ib_counter(dev0, "cm_rx_duplicates", "req");
-	KUNIT_EXPECT_GE(test, r1 - r0, 2);
-	KUNIT_EXPECT_EQ(test, (r1 - r0) - 2, d1 - d0);
+	ib_expect_retries(test, &retries, &dups, lost);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 2);
 	ib_disconnect(test, a);
 }
@@ -2078,22 +2227,10 @@ static void ib_req_lost_twice(struct kunit *test)
  */
 static void ib_rep_lost_until_rep_error(struct kunit *test)
 {
-	struct conn_ctx *c = test->priv;
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
-	struct ib_cm_req_param req;
-	struct sa_path_rec fast;
-	const struct ib_gid_attr *sgid;
-	struct ib_cm_id *a;
 
-	KUNIT_ASSERT_EQ(test, softib_fault("drop attr=REP count=0"), 0);
-	KUNIT_ASSERT_EQ(test, make_ib_path(c->d1, c->d0, &fast, &sgid, 0, 0), 0);
-	a = ib_create_cm_id(c->d1, active_handler, NULL);
-	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
-	active.id = a;
-	req_param(&req, &fast, sgid, 14, 2);
-	KUNIT_EXPECT_EQ(test, ib_send_cm_req(a, &req), 0);
-	rdma_put_gid_attr(sgid);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
+	ib_rule(test, "drop attr=REP count=0");
+	ib_fast_req(test, 14, 2, 5000);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
 	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_REP_ERROR, 10000));
 	KUNIT_EXPECT_EQ(test, passive.send_status, IB_WC_RESP_TIMEOUT_ERR);
@@ -2112,7 +2249,7 @@ static void ib_rtu_lost_comm_est_by_notify(struct kunit *test)
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
 	struct ib_cm_id *a;
 
-	KUNIT_ASSERT_EQ(test, softib_fault("drop attr=RTU"), 0);
+	ib_rule(test, "drop attr=RTU");
 	a = req_reaches_passive(test, test->priv);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
@@ -2142,10 +2279,7 @@ static void ib_every_message_duplicated(struct kunit *test)
 	int i;
 
 	for (i = 0; i < ARRAY_SIZE(msgs); i++) {
-		char cmd[64];
-
-		snprintf(cmd, sizeof(cmd), "dup attr=%s", msgs[i]);
-		KUNIT_ASSERT_EQ(test, softib_fault(cmd), 0);
+		ib_rule(test, "dup attr=%s", msgs[i]);
 		d0[i] = ib_counter(dev0, "cm_rx_duplicates", msgs[i]);
 		d1[i] = ib_counter(dev1, "cm_rx_duplicates", msgs[i]);
 	}
@@ -2373,60 +2507,50 @@ static void ib_lap_in_each_state_and_apr_dropped(struct kunit *test)
 }
 
 /*
- * A DREQ lost once, then delivered by its retransmission: DREQ_RECEIVED on the passive side,
- * DREP back, and one retry in the active port's cm_tx_retries/dreq.
+ * A DREQ lost `lost` times, then delivered by a retransmission (the REQ's remote CM response
+ * timeout conv(16) plus twice the packet lifetime paces it: 768 ms): DREQ_RECEIVED on the
+ * passive side, the DREP back, and the active port's cm_tx_retries/dreq counts the `lost`
+ * retransmissions (and any later one, counted by the passive port as a duplicate in
+ * DREQ_RCVD or TIMEWAIT, cm_dreq_handler).
  */
-static void ib_dreq_lost_once(struct kunit *test)
+static void ib_dreq_lost(struct kunit *test)
 {
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_ctr retries, dups;
 	struct ib_cm_id *a;
-	long r0;
+	int lost;
 
-	a = req_reaches_passive(test, test->priv);
+	a = timed_req(test, test->priv, 16, 20, 5);
 	establish(test, a, &rep);
-	KUNIT_ASSERT_EQ(test, softib_fault("drop attr=DREQ from=1"), 0);
-	r0 = ib_counter(dev1, "cm_tx_retries", "dreq");
+	lost = ib_lose(test, "dreq", 1, &retries, &dups);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(a, NULL, 0), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 10000));
-	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 1);
+	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), lost);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_drep(passive.id, NULL, 0), 0);
 	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_DREP_RECEIVED, 5000));
 	msleep(100);
-	KUNIT_EXPECT_EQ(test, ib_counter(dev1, "cm_tx_retries", "dreq") - r0, 1);
+	ib_expect_retries(test, &retries, &dups, lost);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 3);
 }
 
 /*
- * A SIDR_REQ lost once, then delivered: the listener gets one SIDR_REQ_RECEIVED, the answer
- * reaches the active side, and cm_tx_retries/sidr_req counts the retransmission.
+ * A SIDR_REQ lost `lost` times, then delivered: the listener gets one SIDR_REQ_RECEIVED, the
+ * answer reaches the active side, and cm_tx_retries/sidr_req counts the `lost`
+ * retransmissions (a later one would be counted by the passive port as a duplicate while the
+ * request is unanswered, cm_sidr_req_handler; the answer goes out at once, 500 ms before the
+ * next try).
  */
-static void ib_sidr_req_lost_once(struct kunit *test)
+static void ib_sidr_req_lost(struct kunit *test)
 {
-	struct conn_ctx *c = test->priv;
-	struct ib_cm_sidr_req_param req = {
-		.path = &c->path,
-		.sgid_attr = c->sgid,
-		.service_id = cpu_to_be64(CONN_SID),
-		.timeout_ms = 200,
-		.max_cm_retries = 3,
-	};
-	struct ib_cm_sidr_rep_param rep = { .qp_num = 0x77, .qkey = 0x1234, .status = IB_SIDR_SUCCESS };
-	struct ib_cm_id *a;
-	long r0;
+	struct ib_ctr retries, dups;
+	int lost;
 
-	KUNIT_ASSERT_EQ(test, softib_fault("drop attr=SIDR_REQ from=1"), 0);
-	r0 = ib_counter(dev1, "cm_tx_retries", "sidr_req");
-	a = ib_create_cm_id(c->d1, active_handler, NULL);
-	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
-	active.id = a;
-	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_req(a, &req), 0);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_SIDR_REQ_RECEIVED, 5000));
-	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 1);
-	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_rep(passive.id, &rep), 0);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_SIDR_REP_RECEIVED, 5000));
-	KUNIT_EXPECT_EQ(test, active.sidr_status, IB_SIDR_SUCCESS);
-	KUNIT_EXPECT_EQ(test, active.sidr_qpn, 0x77);
+	lost = ib_lose(test, "sidr_req", 1, &retries, &dups);
+	sidr_req_reaches_passive(test, 500, 3);
+	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), lost);
+	ib_sidr_answer(test);
 	msleep(100);
-	KUNIT_EXPECT_EQ(test, ib_counter(dev1, "cm_tx_retries", "sidr_req") - r0, 1);
+	ib_expect_retries(test, &retries, &dups, lost);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 1);
 }
 
@@ -2442,7 +2566,7 @@ static void ib_late_mra_ignored(struct kunit *test)
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
 	struct ib_cm_id *a;
 
-	KUNIT_ASSERT_EQ(test, softib_fault("hold attr=MRA from=0 until=REP"), 0);
+	ib_rule(test, "hold attr=MRA from=0 until=REP");
 	a = req_reaches_passive(test, test->priv);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_mra(passive.id, 20, NULL, 0), 0);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
@@ -2458,35 +2582,29 @@ static void ib_late_mra_ignored(struct kunit *test)
 }
 
 /*
- * A REP lost twice, then delivered by its second retransmission (the REQ's local CM response
+ * A REP lost `lost` times, then delivered by a retransmission (the REQ's local CM response
  * timeout, conv(16) = 268 ms, paces the REP; its remote one, conv(20), keeps the REQ from
  * being sent again meanwhile): one REP_RECEIVED, the connection completes, and the passive
- * port's cm_tx_retries/rep counts the two retransmissions once the REP's send completes. A
- * loaded guest may send one more copy before the RTU arrives: every retransmission beyond
- * the two lost ones must then reach the active port as a duplicate REP, no more, no less.
+ * port's cm_tx_retries/rep counts the `lost` retransmissions once the REP's send completes
+ * (and any later one, which reaches the active port as a duplicate REP).
  */
-static void ib_rep_lost_twice(struct kunit *test)
+static void ib_rep_lost(struct kunit *test)
 {
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_ctr retries, dups;
 	struct ib_cm_id *a;
-	long r0, r1, d0, d1;
+	int lost;
 
-	KUNIT_ASSERT_EQ(test, softib_fault("drop attr=REP from=0 count=2"), 0);
-	r0 = ib_counter(dev0, "cm_tx_retries", "rep");
-	d0 = ib_counter(dev1, "cm_rx_duplicates", "rep");
-	KUNIT_ASSERT_GE(test, r0, 0);
+	lost = ib_lose(test, "rep", 0, &retries, &dups);
 	a = timed_req(test, test->priv, 20, 16, 5);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 10000));
-	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 2);
+	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), lost);
 	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_REP_SENT);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
 	msleep(100);
-	r1 = ib_counter(dev0, "cm_tx_retries", "rep");
-	d1 = ib_counter(dev1, "cm_rx_duplicates", "rep");
-	KUNIT_EXPECT_GE(test, r1 - r0, 2);
-	KUNIT_EXPECT_EQ(test, (r1 - r0) - 2, d1 - d0);
+	ib_expect_retries(test, &retries, &dups, lost);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 2);
 	ib_disconnect(test, a);
@@ -2500,18 +2618,17 @@ static void ib_rep_lost_twice(struct kunit *test)
 static void ib_mra_for_req_duplicated(struct kunit *test)
 {
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_ctr dups;
 	struct ib_cm_id *a;
-	long d0;
 
-	KUNIT_ASSERT_EQ(test, softib_fault("dup attr=MRA from=0"), 0);
-	d0 = ib_counter(dev1, "cm_rx_duplicates", "mra");
-	KUNIT_ASSERT_GE(test, d0, 0);
+	ib_rule(test, "dup attr=MRA from=0");
+	ib_ctr_start(test, &dups, dev1, "cm_rx_duplicates", "mra");
 	a = req_reaches_passive(test, test->priv);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_mra(passive.id, 20, NULL, 0), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_MRA_RECEIVED, 5000));
 	msleep(200);
 	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 1);
-	KUNIT_EXPECT_EQ(test, ib_counter(dev1, "cm_rx_duplicates", "mra") - d0, 1);
+	ib_expect_delta(test, &dups, 1);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_MRA_REQ_RCVD);
 	establish(test, a, &rep);
@@ -2526,12 +2643,11 @@ static void ib_mra_for_req_duplicated(struct kunit *test)
 static void ib_mra_for_rep_duplicated(struct kunit *test)
 {
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_ctr dups;
 	struct ib_cm_id *a;
-	long d0;
 
-	KUNIT_ASSERT_EQ(test, softib_fault("dup attr=MRA from=1"), 0);
-	d0 = ib_counter(dev0, "cm_rx_duplicates", "mra");
-	KUNIT_ASSERT_GE(test, d0, 0);
+	ib_rule(test, "dup attr=MRA from=1");
+	ib_ctr_start(test, &dups, dev0, "cm_rx_duplicates", "mra");
 	a = req_reaches_passive(test, test->priv);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
@@ -2539,7 +2655,7 @@ static void ib_mra_for_rep_duplicated(struct kunit *test)
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_MRA_RECEIVED, 5000));
 	msleep(200);
 	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 1);
-	KUNIT_EXPECT_EQ(test, ib_counter(dev0, "cm_rx_duplicates", "mra") - d0, 1);
+	ib_expect_delta(test, &dups, 1);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 2);
 	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_MRA_REP_RCVD);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
@@ -2553,19 +2669,20 @@ static void ib_mra_for_rep_duplicated(struct kunit *test)
  * the REQ again (conv(16) plus twice the path's packet lifetime later); the copy meets the
  * passive id in MRA_REQ_SENT and cm_dup_req_handler answers it with the MRA again, which moves
  * the active id to MRA_REQ_RCVD. Every REQ retransmission reaches the passive port as a
- * duplicate (cm_tx_retries/req of the active port equals cm_rx_duplicates/req of the passive
- * one), and the passive side never sees a second REQ_RECEIVED.
+ * duplicate, and the passive side never sees a second REQ_RECEIVED. The MRA sent again
+ * answers a received message (no id owns the send), which cm_send_handler counts as
+ * retried: in cm_tx_retries/mra, once for each copy that met MRA_REQ_SENT.
  */
 static void ib_dup_req_in_mra_req_sent_resends_mra(struct kunit *test)
 {
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_ctr retries, dups, mras;
 	struct ib_cm_id *a;
-	long r0, d0, r1, d1;
 
-	KUNIT_ASSERT_EQ(test, softib_fault("drop attr=MRA from=0"), 0);
-	r0 = ib_counter(dev1, "cm_tx_retries", "req");
-	d0 = ib_counter(dev0, "cm_rx_duplicates", "req");
-	KUNIT_ASSERT_GE(test, r0, 0);
+	ib_rule(test, "drop attr=MRA from=0");
+	ib_ctr_start(test, &retries, dev1, "cm_tx_retries", "req");
+	ib_ctr_start(test, &dups, dev0, "cm_rx_duplicates", "req");
+	ib_ctr_start(test, &mras, dev0, "cm_tx_retries", "mra");
 	a = timed_req(test, test->priv, 16, 20, 5);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_mra(passive.id, 20, NULL, 0), 0);
 	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_MRA_REQ_SENT);
@@ -2576,10 +2693,9 @@ static void ib_dup_req_in_mra_req_sent_resends_mra(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_MRA_REQ_SENT);
 	establish(test, a, &rep);
 	msleep(100);
-	r1 = ib_counter(dev1, "cm_tx_retries", "req");
-	d1 = ib_counter(dev0, "cm_rx_duplicates", "req");
-	KUNIT_EXPECT_GE(test, r1 - r0, 1);
-	KUNIT_EXPECT_EQ(test, r1 - r0, d1 - d0);
+	ib_expect_retries(test, &retries, &dups, 0);
+	KUNIT_EXPECT_GE(test, ib_ctr_delta(&mras), 1);
+	KUNIT_EXPECT_LE(test, ib_ctr_delta(&mras), ib_ctr_delta(&dups));
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 2);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 2);
 	ib_disconnect(test, a);
@@ -2592,12 +2708,11 @@ static void ib_dup_req_in_mra_req_sent_resends_mra(struct kunit *test)
  */
 static void ib_rej_duplicated(struct kunit *test)
 {
+	struct ib_ctr dups;
 	struct ib_cm_id *a;
-	long d0;
 
-	KUNIT_ASSERT_EQ(test, softib_fault("dup attr=REJ from=0"), 0);
-	d0 = ib_counter(dev1, "cm_rx_duplicates", "rej");
-	KUNIT_ASSERT_GE(test, d0, 0);
+	ib_rule(test, "dup attr=REJ from=0");
+	ib_ctr_start(test, &dups, dev1, "cm_rx_duplicates", "rej");
 	a = req_reaches_passive(test, test->priv);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rej(passive.id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0,
 					     NULL, 0), 0);
@@ -2608,7 +2723,7 @@ static void ib_rej_duplicated(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 1);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_IDLE);
-	KUNIT_EXPECT_EQ(test, ib_counter(dev1, "cm_rx_duplicates", "rej") - d0, 0);
+	ib_expect_delta(test, &dups, 0);
 }
 
 /*
@@ -2619,42 +2734,26 @@ static void ib_rej_duplicated(struct kunit *test)
  */
 static void ib_sidr_req_and_rep_duplicated(struct kunit *test)
 {
-	struct conn_ctx *c = test->priv;
-	struct ib_cm_sidr_req_param req = {
-		.path = &c->path,
-		.sgid_attr = c->sgid,
-		.service_id = cpu_to_be64(CONN_SID),
-		.timeout_ms = 2000,
-		.max_cm_retries = 3,
-	};
-	struct ib_cm_sidr_rep_param rep = { .qp_num = 0x77, .qkey = 0x1234, .status = IB_SIDR_SUCCESS };
+	struct ib_ctr req_dups, rep_dups;
 	struct ib_cm_id *a;
-	long q0, p0;
 
-	KUNIT_ASSERT_EQ(test, softib_fault("dup attr=SIDR_REQ from=1"), 0);
-	KUNIT_ASSERT_EQ(test, softib_fault("dup attr=SIDR_REP from=0"), 0);
-	q0 = ib_counter(dev0, "cm_rx_duplicates", "sidr_req");
-	p0 = ib_counter(dev1, "cm_rx_duplicates", "sidr_rep");
-	KUNIT_ASSERT_GE(test, q0, 0);
-	a = ib_create_cm_id(c->d1, active_handler, NULL);
-	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
-	active.id = a;
-	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_req(a, &req), 0);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_SIDR_REQ_RECEIVED, 5000));
+	ib_rule(test, "dup attr=SIDR_REQ from=1");
+	ib_rule(test, "dup attr=SIDR_REP from=0");
+	ib_ctr_start(test, &req_dups, dev0, "cm_rx_duplicates", "sidr_req");
+	ib_ctr_start(test, &rep_dups, dev1, "cm_rx_duplicates", "sidr_rep");
+	a = sidr_req_reaches_passive(test, 2000, 3);
 	/* Let the copy arrive while the request is still unanswered. */
 	msleep(200);
 	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 1);
-	KUNIT_EXPECT_EQ(test, ib_counter(dev0, "cm_rx_duplicates", "sidr_req") - q0, 1);
+	ib_expect_delta(test, &req_dups, 1);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 1);
-	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_rep(passive.id, &rep), 0);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_SIDR_REP_RECEIVED, 5000));
-	KUNIT_EXPECT_EQ(test, active.sidr_qpn, 0x77);
+	ib_sidr_answer(test);
 	msleep(200);
 	KUNIT_EXPECT_EQ(test, softib_fault_acted(1), 1);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 1);
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_IDLE);
-	KUNIT_EXPECT_EQ(test, ib_counter(dev1, "cm_rx_duplicates", "sidr_rep") - p0, 0);
+	ib_expect_delta(test, &rep_dups, 0);
 }
 
 /*
@@ -2667,12 +2766,11 @@ static void ib_sidr_req_and_rep_duplicated(struct kunit *test)
 static void ib_rtu_overtaken_by_dreq(struct kunit *test)
 {
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_ctr dups;
 	struct ib_cm_id *a;
-	long d0;
 
-	KUNIT_ASSERT_EQ(test, softib_fault("hold attr=RTU from=1 until=DREQ"), 0);
-	d0 = ib_counter(dev0, "cm_rx_duplicates", "rtu");
-	KUNIT_ASSERT_GE(test, d0, 0);
+	ib_rule(test, "hold attr=RTU from=1 until=DREQ");
+	ib_ctr_start(test, &dups, dev0, "cm_rx_duplicates", "rtu");
 	a = req_reaches_passive(test, test->priv);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
@@ -2686,7 +2784,7 @@ static void ib_rtu_overtaken_by_dreq(struct kunit *test)
 	msleep(200);
 	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
 	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_DREQ_RCVD);
-	KUNIT_EXPECT_EQ(test, ib_counter(dev0, "cm_rx_duplicates", "rtu") - d0, 1);
+	ib_expect_delta(test, &dups, 1);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 2);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_drep(passive.id, NULL, 0), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_DREP_RECEIVED, 5000));
@@ -2694,53 +2792,268 @@ static void ib_rtu_overtaken_by_dreq(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_TIMEWAIT_EXIT, 5000));
 }
 
-/*
- * Starts a connection whose REQ is retransmitted once into a `hold` rule (rule 0, written by
- * the caller): the REQ's remote CM response timeout conv(16) plus twice the path's packet
- * lifetime makes the active side send it again while the passive side has not answered; the
- * REP goes out only once that copy is held.
- */
-static struct ib_cm_id *ib_req_copy_held(struct kunit *test)
-{
-	struct ib_cm_id *a = timed_req(test, test->priv, 16, 20, 5);
-	int i;
+/* Where a REQ copy held by the wire meets the passive id: released by `until`, in `state`. */
+struct ib_held_req {
+	const char *until;
+	enum ib_cm_state state;
+	const char *desc;
+};
 
-	for (i = 0; i < 100 && softib_fault_acted(0) < 1; i++)
-		msleep(50);
-	KUNIT_ASSERT_EQ(test, softib_fault_acted(0), 1);
+static const struct ib_held_req ib_held_reqs[] = {
+	{ "REP", IB_CM_REP_SENT, "in REP_SENT" },
+	{ "RTU", IB_CM_ESTABLISHED, "in ESTABLISHED" },
+};
+
+KUNIT_ARRAY_PARAM_DESC(ib_held_reqs, ib_held_reqs, desc);
+
+/*
+ * A copy of the REQ held until a message of the kind `until` has gone out, which puts the
+ * passive id in `state` first (REP_SENT: ib_send_cm_rep sets it under the id's lock that
+ * cm_dup_req_handler takes; ESTABLISHED: the RTU arrives before the copy). cm_dup_req_handler
+ * counts it and answers nothing in either state (no REJ, no MRA): every REQ retransmission is
+ * counted as a duplicate by the passive port (the held one, any other in REQ_RCVD), and no
+ * event follows.
+ */
+static void ib_dup_req_held_dropped(struct kunit *test)
+{
+	const struct ib_held_req *held = test->param_value;
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_ctr retries, dups, rejs, mras;
+	struct ib_cm_id *a;
+
+	ib_rule(test, "hold attr=REQ from=1 skip=1 until=%s", held->until);
+	ib_ctr_start(test, &retries, dev1, "cm_tx_retries", "req");
+	ib_ctr_start(test, &dups, dev0, "cm_rx_duplicates", "req");
+	ib_ctr_start(test, &rejs, dev0, "cm_tx_msgs", "rej");
+	ib_ctr_start(test, &mras, dev0, "cm_tx_msgs", "mra");
+	a = ib_req_copy_held(test);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
+	if (held->state == IB_CM_REP_SENT) {
+		msleep(200);
+		KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
+		ib_expect_retries(test, &retries, &dups, 0);
+		KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_REP_SENT);
+	}
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
+	msleep(200);
+	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_ESTABLISHED);
+	ib_expect_retries(test, &retries, &dups, 0);
+	ib_expect_delta(test, &rejs, 0);
+	ib_expect_delta(test, &mras, 0);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 2);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
+	ib_disconnect(test, a);
+}
+
+/*
+ * A copy of the REQ that reaches the passive id in TIMEWAIT (a retransmission held until the
+ * passive side's DREP has gone out; ib_send_cm_drep enters timewait before it sends). Entering
+ * timewait took the id's remote comm ID and QPN out of the remote tables (cm_enter_timewait
+ * calls cm_remove_remote), so cm_match_req finds neither a duplicate (cm_dup_req_handler's
+ * TIMEWAIT branch, a REJ STALE_CONN, cannot be reached in 6.12) nor a stale connection: the
+ * copy is a new REQ. The listener gets REQ_RECEIVED on a new id, the port counts no
+ * duplicate, and no REJ goes out. Refused by the test, that id's REJ (message REQ) finds no
+ * id at the active end, whose remote comm ID is set: no event there.
+ */
+static void ib_dup_req_in_timewait_is_new_req(struct kunit *test)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_ctr retries, dups, rejs;
+	struct ib_cm_id *a, *p1;
+
+	ib_rule(test, "hold attr=REQ from=1 skip=1 until=DREP");
+	ib_ctr_start(test, &retries, dev1, "cm_tx_retries", "req");
+	ib_ctr_start(test, &dups, dev0, "cm_rx_duplicates", "req");
+	ib_ctr_start(test, &rejs, dev0, "cm_tx_msgs", "rej");
+	a = ib_req_copy_held(test);
+	establish(test, a, &rep);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(a, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
+	/*
+	 * The established id records into a side of its own from here on (no event is in
+	 * flight for it now); ib_exit destroys it.
+	 */
+	p1 = passive.id;
+	passive_old.id = p1;
+	passive.id = NULL;
+	p1->cm_handler = passive_old_handler;
+	KUNIT_ASSERT_EQ(test, ib_send_cm_drep(p1, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_DREP_RECEIVED, 5000));
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
+	KUNIT_ASSERT_NOT_NULL(test, passive.id);
+	KUNIT_EXPECT_PTR_NE(test, passive.id, p1);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_REQ_RCVD);
+	KUNIT_EXPECT_EQ(test, passive.id->remote_id, a->local_id);
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive_old, IB_CM_TIMEWAIT_EXIT, 5000));
+	ib_expect_retries(test, &retries, &dups, 1);
+	ib_expect_delta(test, &rejs, 0);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_rej(passive.id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0,
+					     NULL, 0), 0);
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_TIMEWAIT_EXIT, 5000));
+	msleep(200);
+	ib_expect_delta(test, &rejs, 1);
+	/* REP, DREP, TIMEWAIT_EXIT; REQ, RTU, DREQ, the new REQ. */
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 3);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 4);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive_old.n_events), 1);
+}
+
+/*
+ * Starts a connection whose REP is retransmitted once (conv(16) ms after the first; the REQ
+ * is not sent again before conv(20)) into a `hold` rule (rule 0) that the next `until` message
+ * releases; returns once the active side has REP_RECEIVED and the copy is held. `retries`
+ * (cm_tx_retries/rep of the passive port) and `dups` (cm_rx_duplicates/rep of the active
+ * one) are started first.
+ */
+static struct ib_cm_id *ib_rep_copy_held(struct kunit *test, const char *until,
+					 struct ib_ctr *retries, struct ib_ctr *dups)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_id *a;
+
+	ib_rule(test, "hold attr=REP from=0 skip=1 until=%s", until);
+	ib_ctr_start(test, retries, dev0, "cm_tx_retries", "rep");
+	ib_ctr_start(test, dups, dev1, "cm_rx_duplicates", "rep");
+	a = timed_req(test, test->priv, 20, 16, 5);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
+	ib_wait_acted(test, 0);
 	return a;
 }
 
 /*
- * A copy of the REQ that reaches the passive id once it is ESTABLISHED (held until the RTU
- * has passed): cm_dup_req_handler counts it and answers nothing. Every REQ retransmission
- * is counted as a duplicate by the passive port (the held one in ESTABLISHED, any other in
- * REQ_RCVD), and no event follows.
+ * A REP copy that reaches the active id in ESTABLISHED (a retransmission held until the RTU
+ * has gone out; ib_send_cm_rtu enters ESTABLISHED before it sends): the REP lookup with
+ * remote ID 0 fails, cm_dup_rep_handler finds the id by both IDs, counts the copy and sends
+ * the RTU again, which the passive id, ESTABLISHED by the first RTU, counts as a duplicate
+ * (cm_rtu_handler). That RTU answers a received message, which cm_send_handler counts as
+ * retried (cm_tx_retries/rtu). Every REP retransmission reaches the active port as a
+ * duplicate; no event follows the first REP_RECEIVED and RTU_RECEIVED.
  */
-static void ib_dup_req_in_established_dropped(struct kunit *test)
+static void ib_dup_rep_in_established_resends_rtu(struct kunit *test)
 {
-	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_ctr retries, dups, rtus, rtu_dups;
 	struct ib_cm_id *a;
-	long r0, d0, t0, r1, d1;
 
-	KUNIT_ASSERT_EQ(test, softib_fault("hold attr=REQ from=1 skip=1 until=RTU"), 0);
-	r0 = ib_counter(dev1, "cm_tx_retries", "req");
-	d0 = ib_counter(dev0, "cm_rx_duplicates", "req");
-	t0 = ib_counter(dev0, "cm_tx_msgs", "rej");
-	KUNIT_ASSERT_GE(test, r0, 0);
-	a = ib_req_copy_held(test);
-	establish(test, a, &rep);
+	ib_ctr_start(test, &rtus, dev1, "cm_tx_retries", "rtu");
+	ib_ctr_start(test, &rtu_dups, dev0, "cm_rx_duplicates", "rtu");
+	a = ib_rep_copy_held(test, "RTU", &retries, &dups);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
 	msleep(200);
 	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
-	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_ESTABLISHED);
-	r1 = ib_counter(dev1, "cm_tx_retries", "req");
-	d1 = ib_counter(dev0, "cm_rx_duplicates", "req");
-	KUNIT_EXPECT_GE(test, r1 - r0, 1);
-	KUNIT_EXPECT_EQ(test, r1 - r0, d1 - d0);
-	KUNIT_EXPECT_EQ(test, ib_counter(dev0, "cm_tx_msgs", "rej") - t0, 0);
-	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 2);
+	ib_expect_retries(test, &retries, &dups, 0);
+	ib_expect_retries(test, &rtus, &rtu_dups, 0);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 2);
 	ib_disconnect(test, a);
+}
+
+/*
+ * A REP copy that reaches the active id in MRA_REP_SENT (a retransmission held until the
+ * active side's MRA for the REP has gone out; ib_send_cm_mra sets the state under the id's
+ * lock, which cm_dup_rep_handler takes): counted, and answered by the MRA again, which the
+ * passive id, in MRA_REP_RCVD since the first MRA, counts as a duplicate (cm_mra_handler).
+ * That MRA answers a received message: cm_tx_retries/mra counts it. The MRA's service timeout
+ * conv(20) stops the REP's retransmissions; the RTU then establishes the connection.
+ */
+static void ib_dup_rep_in_mra_rep_sent_resends_mra(struct kunit *test)
+{
+	struct ib_ctr retries, dups, mras, mra_dups;
+	struct ib_cm_id *a;
+
+	ib_ctr_start(test, &mras, dev1, "cm_tx_retries", "mra");
+	ib_ctr_start(test, &mra_dups, dev0, "cm_rx_duplicates", "mra");
+	a = ib_rep_copy_held(test, "MRA", &retries, &dups);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_mra(a, 20, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_MRA_REP_SENT);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_MRA_RECEIVED, 5000));
+	msleep(200);
+	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
+	ib_expect_retries(test, &mras, &mra_dups, 0);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_MRA_REP_RCVD);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_MRA_REP_SENT);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
+	msleep(100);
+	ib_expect_retries(test, &retries, &dups, 0);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 3);
+	ib_disconnect(test, a);
+}
+
+/*
+ * A DREQ copy that reaches the passive id in TIMEWAIT (a retransmission, 768 ms after the
+ * first, held until the DREP has gone out; ib_send_cm_drep enters timewait first):
+ * cm_dreq_handler counts it and sends the DREP again, an answer to a received message that
+ * cm_send_handler counts as retried (cm_tx_retries/drep); the active id, in timewait since
+ * the first DREP, drops that copy without counting it (cm_drep_handler). Every DREQ
+ * retransmission is counted by the passive port; both ends leave timewait with no other event.
+ */
+static void ib_dup_dreq_in_timewait_resends_drep(struct kunit *test)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_ctr retries, dups, dreps, drep_dups;
+	struct ib_cm_id *a;
+
+	a = timed_req(test, test->priv, 16, 20, 5);
+	establish(test, a, &rep);
+	ib_rule(test, "hold attr=DREQ from=1 skip=1 until=DREP");
+	ib_ctr_start(test, &retries, dev1, "cm_tx_retries", "dreq");
+	ib_ctr_start(test, &dups, dev0, "cm_rx_duplicates", "dreq");
+	ib_ctr_start(test, &dreps, dev0, "cm_tx_retries", "drep");
+	ib_ctr_start(test, &drep_dups, dev1, "cm_rx_duplicates", "drep");
+	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(a, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
+	ib_wait_acted(test, 0);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_drep(passive.id, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_DREP_RECEIVED, 5000));
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_TIMEWAIT_EXIT, 5000));
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_TIMEWAIT_EXIT, 5000));
+	msleep(200);
+	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
+	ib_expect_retries(test, &retries, &dups, 0);
+	KUNIT_EXPECT_GE(test, ib_ctr_delta(&dreps), 1);
+	KUNIT_EXPECT_LE(test, ib_ctr_delta(&dreps), ib_ctr_delta(&dups));
+	ib_expect_delta(test, &drep_dups, 0);
+	/* REP, DREP, TIMEWAIT_EXIT; REQ, RTU, DREQ, TIMEWAIT_EXIT. */
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 3);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 4);
+}
+
+/*
+ * An RTU that reaches the passive id in TIMEWAIT (held until the DREP has gone out): the
+ * passive id was established without it (ib_cm_notify(COMM_EST), USER_ESTABLISHED), took the
+ * DREQ and answered it; cm_rtu_handler counts the late RTU as a duplicate, and no
+ * RTU_RECEIVED follows.
+ */
+static void ib_rtu_in_timewait_counted(struct kunit *test)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_ctr dups;
+	struct ib_cm_id *a;
+
+	ib_rule(test, "hold attr=RTU from=1 until=DREP");
+	ib_ctr_start(test, &dups, dev0, "cm_rx_duplicates", "rtu");
+	/* Neither the REQ nor the REP is sent again while the RTU is held. */
+	a = timed_req(test, test->priv, 20, 20, 5);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
+	ib_wait_acted(test, 0);
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(passive.id, IB_EVENT_COMM_EST), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_USER_ESTABLISHED, 5000));
+	ib_disconnect(test, a);
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_TIMEWAIT_EXIT, 5000));
+	msleep(100);
+	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
+	ib_expect_delta(test, &dups, 1);
+	/* REQ, USER_ESTABLISHED, DREQ, TIMEWAIT_EXIT: no RTU_RECEIVED. */
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 4);
 }
 
 static struct kunit_case ib_cases[] = {
@@ -2765,21 +3078,26 @@ static struct kunit_suite ib_suite = {
  * guest-init.sh runs this suite outside the traced, compared run (as the races suite).
  */
 static struct kunit_case ib_fault_cases[] = {
-	KUNIT_CASE(ib_req_lost_twice),
+	KUNIT_CASE_PARAM(ib_req_lost, ib_lost_up_to_three_gen_params),
 	KUNIT_CASE_SLOW(ib_rep_lost_until_rep_error),
 	KUNIT_CASE(ib_rtu_lost_comm_est_by_notify),
 	KUNIT_CASE_SLOW(ib_every_message_duplicated),
-	KUNIT_CASE(ib_dreq_lost_once),
-	KUNIT_CASE(ib_sidr_req_lost_once),
+	KUNIT_CASE_PARAM(ib_dreq_lost, ib_lost_once_twice_gen_params),
+	KUNIT_CASE_PARAM(ib_sidr_req_lost, ib_lost_once_twice_gen_params),
 	KUNIT_CASE(ib_late_mra_ignored),
-	KUNIT_CASE(ib_rep_lost_twice),
+	KUNIT_CASE_PARAM(ib_rep_lost, ib_lost_once_twice_gen_params),
 	KUNIT_CASE(ib_mra_for_req_duplicated),
 	KUNIT_CASE(ib_mra_for_rep_duplicated),
 	KUNIT_CASE(ib_dup_req_in_mra_req_sent_resends_mra),
 	KUNIT_CASE(ib_rej_duplicated),
 	KUNIT_CASE(ib_sidr_req_and_rep_duplicated),
 	KUNIT_CASE(ib_rtu_overtaken_by_dreq),
-	KUNIT_CASE(ib_dup_req_in_established_dropped),
+	KUNIT_CASE_PARAM(ib_dup_req_held_dropped, ib_held_reqs_gen_params),
+	KUNIT_CASE(ib_dup_req_in_timewait_is_new_req),
+	KUNIT_CASE(ib_dup_rep_in_established_resends_rtu),
+	KUNIT_CASE(ib_dup_rep_in_mra_rep_sent_resends_mra),
+	KUNIT_CASE(ib_dup_dreq_in_timewait_resends_drep),
+	KUNIT_CASE(ib_rtu_in_timewait_counted),
 	{}
 };
 
