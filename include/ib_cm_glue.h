@@ -78,8 +78,6 @@ void ibcm_glue_synchronize_rcu(void);
 /* --- glue.c: IRQ-saving spinlock backend (src/lock.rs) --- */
 void ibcm_glue_spin_lock_init(spinlock_t *lock, const char *name,
 			      struct lock_class_key *key);
-unsigned long ibcm_glue_spin_lock_irqsave(spinlock_t *lock);
-void ibcm_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 
 /* --- glue.c: hashed waits on a counter (src/use_count.rs, the gates of src/device.rs) --- */
 void ibcm_glue_wake_var(void *var);
@@ -131,7 +129,6 @@ int ibcm_glue_reply_attr_init(struct ib_mad_agent *agent, const struct ib_wc *wc
 struct ib_ah *ibcm_glue_reply_ah_create(struct ib_mad_agent *agent,
 					const struct rdma_ah_attr *attr);
 void ibcm_glue_might_sleep(void);
-unsigned long ibcm_glue_jiffies(void);
 const struct ib_gid_attr *ibcm_glue_ah_attr_sgid_attr(const struct rdma_ah_attr *attr);
 u8 ibcm_glue_ah_attr_hop_limit(const struct rdma_ah_attr *attr);
 bool ibcm_glue_cap_opa_ah(struct ib_device *device, u32 port_num);
