@@ -73,7 +73,6 @@ u32 ibcm_glue_start_port(const struct ib_device *device);
 u32 ibcm_glue_end_port(const struct ib_device *device);
 void ibcm_glue_rcu_read_lock(void);
 void ibcm_glue_rcu_read_unlock(void);
-void ibcm_glue_synchronize_rcu(void);
 
 /* --- glue.c: IRQ-saving spinlock backend (src/lock.rs) --- */
 void ibcm_glue_spin_lock_init(spinlock_t *lock, const char *name,
@@ -98,11 +97,9 @@ struct ib_mad_agent *ibcm_glue_register_agent(struct ib_device *device, u32 port
 void ibcm_glue_clear_cm_sup(struct ib_device *device, u32 port_num);
 struct ib_ah *ibcm_glue_ah_from_wc(struct ib_mad_agent *agent, const struct ib_wc *wc,
 				   const struct ib_grh *grh);
-struct ib_ah *ibcm_glue_ah_from_attr(struct ib_mad_agent *agent, struct rdma_ah_attr *attr);
 void ibcm_glue_destroy_ah(struct ib_ah *ah);
 int ibcm_glue_conn_ahs_per_device(void);
 bool ibcm_glue_fail_conn_ahs(void); /* test builds only */
-u32 ibcm_glue_max_ah(const struct ib_device *device);
 
 /*
  * What ib_init_ah_attr_from_wc() reads from a received MAD's work completion and network
@@ -172,11 +169,8 @@ void ibcm_glue_req_event_bits(struct ib_cm_req_event_param *p, u8 local_cm_respo
 			      u8 rnr_retry_count, u8 srq);
 void ibcm_glue_rep_event_bits(struct ib_cm_rep_event_param *p, u8 target_ack_delay,
 			      u8 failover_accepted, u8 flow_control, u8 rnr_retry_count, u8 srq);
-void ibcm_glue_cancel_mad(struct ib_mad_send_buf *buf);
 u32 ibcm_glue_ah_attr_dlid(const struct rdma_ah_attr *attr);
-u8 ibcm_glue_ack_delay(const struct ib_device *device);
 bool ibcm_glue_flush_capable(const struct ib_device *device);
-u32 ibcm_glue_mad_agent_hi_tid(const struct ib_mad_agent *agent);
 
 /* --- Rust crate: RCU release and timewait expiry (src/comm_id.rs, src/timewait.rs) --- */
 void ibcm_rs_rcu_release(struct rcu_head *head);
@@ -267,7 +261,6 @@ int ibcm_rs_cm_init_qp_attr(struct ib_cm_id *cm_id, struct ib_qp_attr *qp_attr,
 
 /* --- glue.c / Rust crate: receive work items (src/recv.rs) --- */
 void ibcm_glue_init_recv_work(struct work_struct *work);
-void ibcm_glue_queue_work(struct workqueue_struct *wq, struct work_struct *work);
 void ibcm_rs_recv_work(struct work_struct *work);
 
 /* --- Rust crate: ib_client callbacks --- */

@@ -271,8 +271,9 @@ impl CmIdInner {
     /// Cancels the tracked MAD, if any (`ib_cancel_mad`): its completion reports a flush.
     pub(crate) fn cancel_tracked(&self) {
         if !self.msg.is_null() {
-            // SAFETY: A live posted buffer (type invariant).
-            unsafe { bindings::ibcm_glue_cancel_mad(self.msg) };
+            // SAFETY: A live posted buffer (type invariant); `ib_cancel_mad()` is
+            // `ib_modify_mad(buf, 0)`, which cannot fail for a buffer the agent holds.
+            unsafe { bindings::ib_modify_mad(self.msg, 0) };
         }
     }
 

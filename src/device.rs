@@ -174,8 +174,8 @@ impl CmDevice {
             // The white-box tests' devices have no ib_core device (and send nothing).
             0
         } else {
-            // SAFETY: `ib_dev` is live (`add_one`).
-            unsafe { bindings::ibcm_glue_max_ah(ib_dev) }
+            // SAFETY: `ib_dev` is live (`add_one`); its attributes are fixed.
+            u32::try_from(unsafe { (*ib_dev).attrs.max_ah }).unwrap_or(0)
         };
         let conn_ahs = AhBudget::new(max_ah);
         Arc::pin_init(
@@ -375,7 +375,7 @@ impl CmDevice {
     /// The device's local CA ACK delay, or `None` once removal began.
     pub(crate) fn ack_delay(&self) -> Option<u8> {
         // SAFETY: As in `node_guid`.
-        self.with_live(|d| unsafe { bindings::ibcm_glue_ack_delay(d) })
+        self.with_live(|d| unsafe { (*d).attrs.local_ca_ack_delay })
     }
 
     /// Whether the device supports the FLUSH access flags; false once removal began.

@@ -153,11 +153,6 @@ void ibcm_glue_init_recv_work(struct work_struct *work)
 	INIT_WORK(work, ibcm_glue_recv_work_fn);
 }
 
-void ibcm_glue_queue_work(struct workqueue_struct *wq, struct work_struct *work)
-{
-	queue_work(wq, work);
-}
-
 static struct ib_client cm_client = {
 	.name = "cm",
 	.add = ibcm_rs_add_one,
@@ -207,11 +202,6 @@ void ibcm_glue_rcu_read_lock(void)
 void ibcm_glue_rcu_read_unlock(void)
 {
 	rcu_read_unlock();
-}
-
-void ibcm_glue_synchronize_rcu(void)
-{
-	synchronize_rcu();
 }
 
 void ibcm_glue_spin_lock_init(spinlock_t *lock, const char *name,
@@ -325,11 +315,6 @@ struct ib_ah *ibcm_glue_ah_from_wc(struct ib_mad_agent *agent, const struct ib_w
 	return ib_create_ah_from_wc(agent->qp->pd, wc, grh, agent->port_num);
 }
 
-struct ib_ah *ibcm_glue_ah_from_attr(struct ib_mad_agent *agent, struct rdma_ah_attr *attr)
-{
-	return rdma_create_ah(agent->qp->pd, attr, 0);
-}
-
 void ibcm_glue_destroy_ah(struct ib_ah *ah)
 {
 	rdma_destroy_ah(ah, 0);
@@ -346,10 +331,6 @@ int ibcm_glue_conn_ahs_per_device(void)
 	return READ_ONCE(conn_ahs_per_device);
 }
 
-u32 ibcm_glue_max_ah(const struct ib_device *device)
-{
-	return device->attrs.max_ah > 0 ? device->attrs.max_ah : 0;
-}
 
 int ibcm_glue_reply_ah_key(struct ib_mad_agent *agent, const struct ib_wc *wc,
 			   const struct ib_grh *grh, struct ibcm_reply_ah_key *key)
@@ -637,19 +618,9 @@ void ibcm_glue_rep_event_bits(struct ib_cm_rep_event_param *p, u8 target_ack_del
 	p->srq = srq;
 }
 
-void ibcm_glue_cancel_mad(struct ib_mad_send_buf *buf)
-{
-	ib_cancel_mad(buf);
-}
-
 u32 ibcm_glue_ah_attr_dlid(const struct rdma_ah_attr *attr)
 {
 	return rdma_ah_get_dlid(attr);
-}
-
-u8 ibcm_glue_ack_delay(const struct ib_device *device)
-{
-	return device->attrs.local_ca_ack_delay;
 }
 
 bool ibcm_glue_flush_capable(const struct ib_device *device)
@@ -658,10 +629,6 @@ bool ibcm_glue_flush_capable(const struct ib_device *device)
 	       (IB_DEVICE_FLUSH_GLOBAL | IB_DEVICE_FLUSH_PERSISTENT);
 }
 
-u32 ibcm_glue_mad_agent_hi_tid(const struct ib_mad_agent *agent)
-{
-	return agent->hi_tid;
-}
 
 /* --- per-port counters in sysfs, exactly cm.c's four groups (spec 8) --- */
 

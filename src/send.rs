@@ -241,8 +241,9 @@ pub(crate) unsafe fn send(
             remote_qpn,
             pkey_index,
         } => {
-            // SAFETY: `agent` is registered; `attr` is valid (caller).
-            let ah = unsafe { bindings::ibcm_glue_ah_from_attr(agent, attr) };
+            // SAFETY: `agent` is registered, so its QP and PD are live; `attr` is valid
+            // (caller).
+            let ah = unsafe { bindings::rdma_create_ah((*(*agent).qp).pd, attr, 0) };
             if let Some(e) = ptr_error(ah, ENOMEM) {
                 return Err(e);
             }
@@ -326,8 +327,8 @@ pub(crate) fn send_for_id(
     }
     // `cm_form_tid`: the agent's high TID and the comm ID as `ib_cm_id.local_id` stores it.
     let tid = tid.unwrap_or_else(|| {
-        // SAFETY: `agent` is registered while the gate is held.
-        let hi = unsafe { bindings::ibcm_glue_mad_agent_hi_tid(agent) };
+        // SAFETY: `agent` is registered while the gate is held; `hi_tid` is fixed.
+        let hi = unsafe { (*agent).hi_tid };
         (u64::from(hi) << 32) | u64::from(id.local_id().to_be())
     });
     let ah = if !on_conn {
@@ -434,9 +435,9 @@ fn create_ah(
     agent: *mut bindings::ib_mad_agent,
     av: &Av,
 ) -> Result<core::ptr::NonNull<bindings::ib_ah>> {
-    // SAFETY: `agent` is registered (the caller holds the send gate); `av.attr()` is
-    // initialised.
-    let ah = unsafe { bindings::ibcm_glue_ah_from_attr(agent, av.attr()) };
+    // SAFETY: `agent` is registered (the caller holds the send gate), so its QP and PD are
+    // live; `av.attr()` is initialised.
+    let ah = unsafe { bindings::rdma_create_ah((*(*agent).qp).pd, av.attr(), 0) };
     if let Some(e) = ptr_error(ah, ENOMEM) {
         return Err(e);
     }

@@ -94,7 +94,7 @@ pub(crate) unsafe extern "C" fn ibcm_rs_remove_one(
     // grace period lets lookups already inside their RCU section take their reference first.
     unsafe {
         bindings::ibcm_glue_set_client_data(ib_dev, core::ptr::null_mut());
-        bindings::ibcm_glue_synchronize_rcu();
+        bindings::synchronize_rcu();
     }
     // Comm-table references of destroyed ids are dropped by RCU callbacks; let those run
     // before the device's state goes.

@@ -90,7 +90,14 @@ pub(crate) unsafe extern "C" fn ibcm_rs_recv(
     // not move (it stays in its box).
     let item = RecvWork::into_work(work);
     // SAFETY: `wq` is live until module exit, after every device is gone; `item` is live.
-    unsafe { bindings::ibcm_glue_queue_work(wq, item) };
+    // `queue_work()` is `queue_work_on(WORK_CPU_UNBOUND, ...)`.
+    unsafe {
+        bindings::queue_work_on(
+            bindings::wq_misc_consts_WORK_CPU_UNBOUND as ffi::c_int,
+            wq,
+            item,
+        )
+    };
 }
 
 /// What a header check's failure is called in the malformed-MAD warning.
