@@ -354,9 +354,8 @@ extern "C" fn send_after_removal_gets_einval(_test: *mut bindings::kunit) {
         core::ptr::null_mut(),
         false
     ));
-    // SAFETY: A zeroed attribute has no GID reference; `Av::drop` releases nothing.
-    let attr: bindings::rdma_ah_attr = unsafe { core::mem::zeroed() };
-    let av = require!(crate::av::Av::new(1, 0, 0, attr).boxed());
+    // An all-zero attribute holds no GID reference: dropping the address releases nothing.
+    let av = require!(crate::av::Av::new(1, 0, 0, bindings::rdma_ah_attr::default()).boxed());
     {
         let mut g = id.inner.lock();
         g.av = Some(av);
