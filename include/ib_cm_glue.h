@@ -73,13 +73,10 @@ u32 ibcm_glue_start_port(const struct ib_device *device);
 u32 ibcm_glue_end_port(const struct ib_device *device);
 void ibcm_glue_rcu_read_lock(void);
 void ibcm_glue_rcu_read_unlock(void);
-void ibcm_glue_synchronize_rcu(void);
 
 /* --- glue.c: IRQ-saving spinlock backend (src/lock.rs) --- */
 void ibcm_glue_spin_lock_init(spinlock_t *lock, const char *name,
 			      struct lock_class_key *key);
-unsigned long ibcm_glue_spin_lock_irqsave(spinlock_t *lock);
-void ibcm_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 
 /* --- glue.c: hashed waits on a counter (src/use_count.rs, the gates of src/device.rs) --- */
 void ibcm_glue_wake_var(void *var);
@@ -100,8 +97,9 @@ struct ib_mad_agent *ibcm_glue_register_agent(struct ib_device *device, u32 port
 void ibcm_glue_clear_cm_sup(struct ib_device *device, u32 port_num);
 struct ib_ah *ibcm_glue_ah_from_wc(struct ib_mad_agent *agent, const struct ib_wc *wc,
 				   const struct ib_grh *grh);
-struct ib_ah *ibcm_glue_ah_from_attr(struct ib_mad_agent *agent, struct rdma_ah_attr *attr);
 void ibcm_glue_destroy_ah(struct ib_ah *ah);
+int ibcm_glue_conn_ahs_per_device(void);
+bool ibcm_glue_fail_conn_ahs(void); /* test builds only */
 
 /*
  * What ib_init_ah_attr_from_wc() reads from a received MAD's work completion and network
@@ -128,7 +126,6 @@ int ibcm_glue_reply_attr_init(struct ib_mad_agent *agent, const struct ib_wc *wc
 struct ib_ah *ibcm_glue_reply_ah_create(struct ib_mad_agent *agent,
 					const struct rdma_ah_attr *attr);
 void ibcm_glue_might_sleep(void);
-unsigned long ibcm_glue_jiffies(void);
 const struct ib_gid_attr *ibcm_glue_ah_attr_sgid_attr(const struct rdma_ah_attr *attr);
 u8 ibcm_glue_ah_attr_hop_limit(const struct rdma_ah_attr *attr);
 bool ibcm_glue_cap_opa_ah(struct ib_device *device, u32 port_num);
@@ -172,11 +169,8 @@ void ibcm_glue_req_event_bits(struct ib_cm_req_event_param *p, u8 local_cm_respo
 			      u8 rnr_retry_count, u8 srq);
 void ibcm_glue_rep_event_bits(struct ib_cm_rep_event_param *p, u8 target_ack_delay,
 			      u8 failover_accepted, u8 flow_control, u8 rnr_retry_count, u8 srq);
-void ibcm_glue_cancel_mad(struct ib_mad_send_buf *buf);
 u32 ibcm_glue_ah_attr_dlid(const struct rdma_ah_attr *attr);
-u8 ibcm_glue_ack_delay(const struct ib_device *device);
 bool ibcm_glue_flush_capable(const struct ib_device *device);
-u32 ibcm_glue_mad_agent_hi_tid(const struct ib_mad_agent *agent);
 
 /* --- Rust crate: RCU release and timewait expiry (src/comm_id.rs, src/timewait.rs) --- */
 void ibcm_rs_rcu_release(struct rcu_head *head);
@@ -223,10 +217,12 @@ void ibcm_glue_seq_listener(struct seq_file *m, u64 service_id, u32 shares, u32 
 			    const void *handler, const void *context);
 void ibcm_glue_seq_ids_header(struct seq_file *m);
 void ibcm_glue_seq_id(struct seq_file *m, u32 local_id, u32 remote_id, const char *state,
-		      size_t state_len, u64 service_id, const char *hs_ah, size_t hs_ah_len);
+		      size_t state_len, u64 service_id, const char *conn_ah, size_t conn_ah_len);
+void ibcm_glue_seq_conn_ahs(struct seq_file *m, u32 held, u32 limit, u64 over_budget, u64 failed);
 /* Rust: the files' contents. */
 void ibcm_rs_debugfs_listeners(struct seq_file *m, void *cm_dev);
 void ibcm_rs_debugfs_ids(struct seq_file *m, void *cm_dev);
+void ibcm_rs_debugfs_conn_ahs(struct seq_file *m, void *cm_dev);
 
 /* --- glue.c: per-port counters in sysfs --- */
 int ibcm_glue_register_counters(struct ib_device *device, u32 port_num);
@@ -265,7 +261,6 @@ int ibcm_rs_cm_init_qp_attr(struct ib_cm_id *cm_id, struct ib_qp_attr *qp_attr,
 
 /* --- glue.c / Rust crate: receive work items (src/recv.rs) --- */
 void ibcm_glue_init_recv_work(struct work_struct *work);
-void ibcm_glue_queue_work(struct workqueue_struct *wq, struct work_struct *work);
 void ibcm_rs_recv_work(struct work_struct *work);
 
 /* --- Rust crate: ib_client callbacks --- */

@@ -12,7 +12,7 @@ Documentation/design.rst's "Layers" table is checked to list the same files in t
 layers), and reports:
   - an import of a file in a higher layer (upward import);
   - every file-level import cycle (strongly connected component of more than one file) but
-    KNOT, CONN_CYCLE and a module root <-> direct child cycle (root_child_only);
+    KNOT and a module root <-> direct child cycle (root_child_only);
   - a `#[no_mangle]` or `#[export_name]` function (plain or `unsafe(...)`) outside src/entry/.
 Prints `layers: ok (...)` and exits 0, or the findings and exits 1.
 `--graph` prints the edges; `--count` prints upward imports and cycle sizes only; `--table`
@@ -54,19 +54,6 @@ KNOT = {"cm_id.rs", "device.rs", "listen.rs", "timewait.rs"}
 # meet through the layer's module root, and a root that declares `mod x;` and re-exports or
 # dispatches into x while x uses the root's shared items is that pattern (root_child_only).
 #
-# The one cycle beyond that pattern, accepted by its exact edges until it is broken: conn/'s
-# root and children, joined into one cycle by two child-to-child edges that bypass the root
-# (rep_rtu.rs -> req.rs, req.rs -> dreq_drep.rs). Any edge added to or gone from this cycle
-# fails the check (keep the list exact; Documentation/design.rst lists the same edges).
-CONN_CYCLE = {
-    ("conn/dreq_drep.rs", "conn/mod.rs"), ("conn/handshake.rs", "conn/mod.rs"),
-    ("conn/mod.rs", "conn/handshake.rs"), ("conn/mod.rs", "conn/rep_rtu.rs"),
-    ("conn/mod.rs", "conn/req.rs"), ("conn/mod.rs", "conn/sidr.rs"),
-    ("conn/rep_rtu.rs", "conn/mod.rs"), ("conn/rep_rtu.rs", "conn/req.rs"),
-    ("conn/req.rs", "conn/dreq_drep.rs"), ("conn/req.rs", "conn/mod.rs"),
-    ("conn/sidr.rs", "conn/mod.rs"),
-}
-
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 # A path: `a::b::c` (spaces around `::` allowed), not itself the tail of a longer path.
 PATH_RE = re.compile(r"(?<![\w:])(" + IDENT + r"(?:\s*::\s*" + IDENT + r")+)")
@@ -506,7 +493,7 @@ def main(argv=()):
                 problems.append(f"{f} ({LAYERS[lf][0]}) calls {', '.join(sorted(names))}, a method "
                                 f"only {d} ({LAYERS[ld][0]}) defines: upward")
     cycles = sccs(graph)
-    knot_seen, conn_seen = set(), False
+    knot_seen = set()
     for c in cycles:
         if set(c) <= KNOT:
             knot_seen |= set(c)
@@ -514,15 +501,10 @@ def main(argv=()):
         if root_child_only(c, graph):
             continue
         edges = {(a, b) for a in c for b in graph[a] if b in c}
-        if CONN_CYCLE and edges == CONN_CYCLE:
-            conn_seen = True
-            continue
         inner = [f"{a}->{b}" for a, b in sorted(edges)]
         problems.append(f"import cycle of {len(c)} files: {' '.join(c)} (edges: {' '.join(inner)})")
     for f in sorted(KNOT - knot_seen):
         problems.append(f"{f} is no longer in the accepted id/device cycle: drop it from KNOT")
-    if CONN_CYCLE and not conn_seen:
-        problems.append("the accepted conn/ cycle changed or is gone: update CONN_CYCLE and design.rst")
     table = design_table()
     if table is not None:
         for idx, (name, pats) in enumerate(LAYERS):
@@ -550,8 +532,8 @@ def main(argv=()):
             print("layers:", p)
         print(f"layers: FAILED ({len(upward)} upward imports, {len(cycles)} cycles)")
         return 1
-    print(f"layers: ok ({len(files)} files, no upward import, no cycle but the id/device knot, "
-          "the conn/ cycle and module root <-> child)")
+    print(f"layers: ok ({len(files)} files, no upward import, no cycle but the id/device knot "
+          "and module root <-> child)")
     return 0
 
 
@@ -616,8 +598,8 @@ def self_test():
     import io
     import shutil
     import tempfile
-    global TOP, SRC, CONN_CYCLE
-    saved = (TOP, SRC, CONN_CYCLE)
+    global TOP, SRC
+    saved = (TOP, SRC)
     table = "".join(f"  {name:<14} | {' '.join(pats)}\n" for name, pats in LAYERS)
     design = "x\n=\n\nLayers\n======\n\n::\n\n" + table + "\nNext\n====\n"
     failures = []
@@ -625,7 +607,7 @@ def self_test():
         for name, plant in [("clean", {})] + EVASIONS:
             d = tempfile.mkdtemp(prefix="layers-selftest-")
             try:
-                TOP, SRC, CONN_CYCLE = d, os.path.join(d, "src"), set()
+                TOP, SRC = d, os.path.join(d, "src")
                 os.makedirs(os.path.join(d, "Documentation"))
                 with open(os.path.join(d, "Documentation", "design.rst"), "w") as f:
                     f.write(design)
@@ -646,7 +628,7 @@ def self_test():
             finally:
                 shutil.rmtree(d)
     finally:
-        TOP, SRC, CONN_CYCLE = saved
+        TOP, SRC = saved
     if failures:
         print(f"layers self-test: FAILED ({', '.join(failures)})")
         return 1

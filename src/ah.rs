@@ -1,39 +1,129 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-//! Address handles the CM owns beyond one send: an active id's handshake handle.
+//! Address handles the CM owns beyond one send: a connection end's handle and the per-device
+//! budget of those handles.
 //!
 //! A handle made for one send is owned by that send (`send.rs`); a cached reply handle by the
 //! device's reply cache (`reply_ah.rs`).
 
 use crate::bindings;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-/// The address handle an active id's handshake sends share. cm.c creates a handle per MAD;
-/// the REQ's serves the RTU (and an MRA or REJ before it) too, since they go along the same
-/// address, which saves creating and destroying one per connection. The handle lives while
-/// the id is in a handshake state or a send on it is in flight, and no longer: an established
-/// connection holds no handle (the memory per connection stays what it was).
+/// How many connection handles a device may hold (`conn_ahs_per_device` in
+/// `/sys/module/ib_cm/parameters/`): below zero (the default) half the device's `max_ah`, which
+/// leaves the other half to per-send handles and to user space (rxe counts both against one
+/// limit of 32767); zero turns connection handles off (a handle per send, as cm.c); a positive
+/// value is a cap, itself capped at `max_ah`.
+fn limit(max_ah: u32) -> u32 {
+    // SAFETY: Reads an `int` module parameter.
+    let param = unsafe { bindings::ibcm_glue_conn_ahs_per_device() };
+    match u32::try_from(param) {
+        Ok(n) => n.min(max_ah),
+        Err(_) => max_ah / 2,
+    }
+}
+
+/// Whether a test asks the creation of connection handles to fail (`fail_conn_ahs`, a module
+/// parameter of test builds only).
+pub(crate) fn forced_failure() -> bool {
+    #[cfg(ibcm_kunit)]
+    // SAFETY: Reads a `bool` module parameter.
+    return unsafe { bindings::ibcm_glue_fail_conn_ahs() };
+    #[cfg(not(ibcm_kunit))]
+    false
+}
+
+/// A device's connection handles: how many its connection ends hold, and how often one could
+/// not have one (the connection then runs on a handle per send).
+pub(crate) struct AhBudget {
+    /// The device's `attrs.max_ah`.
+    max_ah: u32,
+    /// Handles held.
+    held: AtomicU32,
+    /// REQs and REPs sent on a handle of their own because the budget was spent.
+    over_budget: AtomicU64,
+    /// REQs and REPs sent on a handle of their own because creating the connection's failed.
+    failed: AtomicU64,
+}
+
+/// What debugfs shows of an [`AhBudget`].
+pub(crate) struct AhBudgetStats {
+    /// Handles held.
+    pub(crate) held: u32,
+    /// The current limit.
+    pub(crate) limit: u32,
+    /// Sends that found the budget spent.
+    pub(crate) over_budget: u64,
+    /// Sends whose connection handle could not be created.
+    pub(crate) failed: u64,
+}
+
+impl AhBudget {
+    /// The budget of a device with `max_ah` address handles.
+    pub(crate) const fn new(max_ah: u32) -> Self {
+        Self {
+            max_ah,
+            held: AtomicU32::new(0),
+            over_budget: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+        }
+    }
+
+    /// Claims one handle (given back by [`ConnAh::release`] or [`AhBudget::unclaim`]), or
+    /// counts a send over budget.
+    pub(crate) fn claim(&self) -> bool {
+        let limit = limit(self.max_ah);
+        let taken = self
+            .held
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < limit).then_some(n + 1)
+            })
+            .is_ok();
+        if !taken {
+            self.over_budget.fetch_add(1, Ordering::Relaxed);
+        }
+        taken
+    }
+
+    /// Gives back a claim whose handle could not be created, and counts the failure.
+    pub(crate) fn unclaim_failed(&self) {
+        self.held.fetch_sub(1, Ordering::Relaxed);
+        self.failed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The figures, for debugfs.
+    pub(crate) fn stats(&self) -> AhBudgetStats {
+        AhBudgetStats {
+            held: self.held.load(Ordering::Relaxed),
+            limit: limit(self.max_ah),
+            over_budget: self.over_budget.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The address handle every MAD of one connection end goes on (design A in
+/// `Documentation/performance.rst`). cm.c creates and destroys a handle per MAD; here the
+/// REQ's send (active side) or the REP's (passive side) creates one from the id's primary
+/// address, and the end's later MADs (RTU, MRA, REJ, DREQ, DREP, retransmissions, answers to
+/// duplicates) go along the same address on it, until the id is back in IDLE, its address is
+/// replaced (LAP) or its device goes away. The wire is cm.c's.
+///
+/// One pointer, so that the id stays in kmalloc-256: the budget it is counted in is its
+/// device's, which every holder can reach and passes to [`ConnAh::release`]. Retired (no send
+/// takes it) on LAP and path migration (the primary address changed) and on device removal.
 ///
 /// # Invariants
 ///
-/// `ah` is NULL or a handle of the id's MAD agent PD, created from the id's `av`, that no
-/// one else destroys.
+/// When set, the handle is one of the id's MAD agent PD, created from the id's primary
+/// address, that no one else destroys, and it holds a claim on its device's [`AhBudget`].
 #[derive(Default)]
-pub(crate) struct HandshakeAh(Option<core::ptr::NonNull<bindings::ib_ah>>);
+pub(crate) struct ConnAh(Option<core::ptr::NonNull<bindings::ib_ah>>);
 
-// SAFETY: An address handle may be used and destroyed from any thread.
-unsafe impl Send for HandshakeAh {}
-// SAFETY: Shared access only reads the pointer.
-unsafe impl Sync for HandshakeAh {}
-
-impl HandshakeAh {
+impl ConnAh {
     /// In the id's count of sends on the handle: the handle is out of use (the id left the
-    /// handshake while sends on it were in flight): no send takes it any more, the last
-    /// completion destroys it.
+    /// connection, or its address or device changed, while sends on it were in flight): no
+    /// send takes it any more, the last completion destroys it.
     pub(crate) const RETIRED: u8 = 0x80;
-
-    /// Takes the handle out, leaving none.
-    pub(crate) fn take(&mut self) -> Self {
-        Self(self.0.take())
-    }
 
     /// The handle, if there is one.
     pub(crate) fn get(&self) -> Option<core::ptr::NonNull<bindings::ib_ah>> {
@@ -45,7 +135,7 @@ impl HandshakeAh {
     /// # Safety
     ///
     /// `ah` must be a handle of the id's MAD agent PD, created from the id's address, that
-    /// no one else destroys.
+    /// no one else destroys, and a claim on the device's budget must have been taken for it.
     pub(crate) unsafe fn set(&mut self, ah: core::ptr::NonNull<bindings::ib_ah>) {
         debug_assert!(self.0.is_none());
         // INVARIANT: the caller's contract.
@@ -56,16 +146,28 @@ impl HandshakeAh {
     pub(crate) fn is_some(&self) -> bool {
         self.0.is_some()
     }
+
+    /// Destroys the handle, if any, and gives its claim back to `budget`, its device's. The
+    /// caller makes sure that no send uses it any more. Non-sleeping, so it may run under the
+    /// id lock, as cm.c's `cm_free_priv_msg` destroys a MAD's handle.
+    pub(crate) fn release(&mut self, budget: &AhBudget) {
+        if let Some(ah) = self.0.take() {
+            // SAFETY: Ours alone (type invariant), no longer used (caller).
+            unsafe { bindings::ibcm_glue_destroy_ah(ah.as_ptr()) };
+            budget.held.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
 }
 
-impl Drop for HandshakeAh {
+impl Drop for ConnAh {
     fn drop(&mut self) {
-        if let Some(ah) = self.0.take() {
-            // SAFETY: Ours alone (type invariant), and no send uses it any more: the holder
-            // drops it only with no handshake send in flight (or as the id is freed, after
-            // every buffer gave its reference back). Non-sleeping, so it may run under the id
-            // lock, as cm.c's `cm_free_priv_msg`.
-            unsafe { bindings::ibcm_glue_destroy_ah(ah.as_ptr()) };
+        // Every holder releases the handle through its device's budget before the id can be
+        // freed: an id that holds one is published, and destroy (back to IDLE), its last
+        // send's completion or device removal's walk releases it. One still set here would be
+        // a bug; its PD may already be gone (ib_mad frees it once removal returns), so it is
+        // leaked, loudly, rather than destroyed.
+        if self.0.take().is_some() {
+            kernel::pr_warn!("ib_cm: connection address handle leaked by a freed id\n");
         }
     }
 }

@@ -35,8 +35,6 @@ const _: () = assert!(core::mem::align_of::<Av>() <= crate::alloc::MIN_ALIGN);
 // SAFETY: The attribute is plain data plus a reference-counted sgid attribute, which may be
 // released from any thread.
 unsafe impl Send for Av {}
-// SAFETY: See `Send`; shared access only reads.
-unsafe impl Sync for Av {}
 
 impl Av {
     /// The address in a box of its own, as an id keeps it. If the allocation fails, the

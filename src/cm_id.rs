@@ -16,7 +16,7 @@
 
 use crate::alloc::CmBox;
 use crate::{
-    ah::HandshakeAh,
+    ah::ConnAh,
     av::Av,
     bindings,
     comm_index::CommId,
@@ -142,7 +142,8 @@ impl StoredPd {
 /// # Invariants
 ///
 /// `msg` is NULL or a buffer the id posted (`send::send_for_id`) whose completion has not yet
-/// run: the completion clears it under this lock (`conn::untrack`) before the buffer is freed.
+/// run: the completion clears it under this lock ([`CmIdInner::untrack`]) before the buffer is
+/// freed. Only [`CmIdInner::track`] sets it, from a [`PostedMad`].
 pub(crate) struct CmIdInner {
     /// `ib_destroy_cm_id()` has started: nothing is delivered any more.
     pub(crate) destroyed: bool,
@@ -153,9 +154,9 @@ pub(crate) struct CmIdInner {
     /// Events waiting for the deliverer.
     pub(crate) events: EventQueue,
     /// The tracked MAD (REQ, REP, DREQ or SIDR_REQ being retransmitted), or NULL.
-    pub(crate) msg: *mut bindings::ib_mad_send_buf,
+    msg: *mut bindings::ib_mad_send_buf,
     /// The state the tracked MAD was sent in (cm.c's `msg->context[1]`).
-    pub(crate) msg_state: State,
+    msg_state: State,
     /// The primary address.
     pub(crate) av: Option<CmBox<Av>>,
     /// The alternate address.
@@ -171,15 +172,14 @@ pub(crate) struct CmIdInner {
     pub(crate) timewait_armed: bool,
     /// Which of its device's timewait lists the id was queued on (its timeout exponent).
     pub(crate) timewait_class: u8,
-    /// The address handle an active id's handshake sends share (REQ, then RTU, MRA or REJ),
-    /// created by the REQ's send (`send.rs`).
-    pub(crate) hs_ah: HandshakeAh,
-    /// Sends in flight that use `hs_ah` (low 7 bits), and [`HandshakeAh::RETIRED`] once no
+    /// The address handle every MAD of the connection goes on (`ah.rs`), made by the REQ's
+    /// or the REP's send (`send.rs`).
+    pub(crate) conn_ah: ConnAh,
+    /// Sends in flight that use `conn_ah` (low 7 bits), and [`ConnAh::RETIRED`] once no
     /// send may take the handle any more; it is destroyed, under the lock, once no send uses it
-    /// and the id has left the handshake states
-    /// ([`crate::logic::state::keeps_handshake_ah`]), its address was replaced (LAP) or its
-    /// device is going away.
-    pub(crate) hs_sends: u8,
+    /// and the id is back in IDLE ([`crate::logic::state::keeps_conn_ah`]), its address was
+    /// replaced (LAP) or its device is going away.
+    pub(crate) ah_sends: u8,
 }
 
 /// A CM id: the C-visible `struct ib_cm_id` plus the CM's private state.
@@ -219,15 +219,61 @@ pub(crate) struct CmId {
 unsafe impl Send for CmId {}
 // SAFETY: See `Send`.
 unsafe impl Sync for CmId {}
-// SAFETY: See `Send`.
+// SAFETY: See `Send`; the connection address handle (`conn_ah`) may be used and destroyed
+// from any thread.
 unsafe impl Send for CmIdInner {}
 
+/// A MAD just posted for an id, under the id's lock, whose completion therefore has not run
+/// yet: what [`CmIdInner::track`] may record.
+///
+/// # Invariants
+///
+/// The buffer was posted for the id whose lock the holder of this value holds, and that lock
+/// has not been dropped since.
+pub(crate) struct PostedMad(*mut bindings::ib_mad_send_buf);
+
+impl PostedMad {
+    /// # Safety
+    ///
+    /// `buf` was just posted for an id whose lock the caller holds, and the value is consumed
+    /// before that lock is dropped.
+    pub(crate) unsafe fn new(buf: *mut bindings::ib_mad_send_buf) -> Self {
+        // INVARIANT: the caller's contract.
+        Self(buf)
+    }
+}
+
 impl CmIdInner {
+    /// Records `mad`, sent in `state`, as the tracked MAD.
+    pub(crate) fn track(&mut self, mad: PostedMad, state: State) {
+        // INVARIANT: `mad` was posted under this lock, so its completion, which clears `msg`
+        // under this lock before the buffer is freed, has not run.
+        self.msg = mad.0;
+        self.msg_state = state;
+    }
+
+    /// The completion of `buf`: if it is the tracked MAD, forgets it and returns the state it
+    /// was sent in (`cm_process_send_error`'s check).
+    pub(crate) fn untrack(&mut self, buf: *mut bindings::ib_mad_send_buf) -> Option<State> {
+        if buf.is_null() || self.msg != buf {
+            return None;
+        }
+        // INVARIANT: cleared before the completion frees the buffer.
+        self.msg = core::ptr::null_mut();
+        Some(self.msg_state)
+    }
+
+    /// After an MRA re-armed the tracked MAD: the state it now counts as sent in.
+    pub(crate) fn retag_tracked(&mut self, state: State) {
+        self.msg_state = state;
+    }
+
     /// Cancels the tracked MAD, if any (`ib_cancel_mad`): its completion reports a flush.
     pub(crate) fn cancel_tracked(&self) {
         if !self.msg.is_null() {
-            // SAFETY: A live posted buffer (type invariant).
-            unsafe { bindings::ibcm_glue_cancel_mad(self.msg) };
+            // SAFETY: A live posted buffer (type invariant); `ib_cancel_mad()` is
+            // `ib_modify_mad(buf, 0)`, which cannot fail for a buffer the agent holds.
+            unsafe { bindings::ib_modify_mad(self.msg, 0) };
         }
     }
 
@@ -339,8 +385,8 @@ impl CmId {
                         stored_pd: None,
                         timewait_armed: false,
                         timewait_class: 0,
-                        hs_ah: HandshakeAh::default(),
-                        hs_sends: 0,
+                        conn_ah: ConnAh::default(),
+                        ah_sends: 0,
                     },
                     "CmId::inner"
                 ),

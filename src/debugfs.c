@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * debugfs: /sys/kernel/debug/ib_cm/<device>/{listeners,ids} (src/debugfs.rs writes the
+ * debugfs: /sys/kernel/debug/ib_cm/<device>/{listeners,ids,conn_ahs} (src/debugfs.rs writes the
  * lines). The in-tree CM has nothing like it. debugfs_remove() waits for readers, so a
  * device's files never outlive its state.
  */
@@ -27,6 +27,13 @@ static int ibcm_ids_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(ibcm_ids);
 
+static int ibcm_conn_ahs_show(struct seq_file *m, void *unused)
+{
+	ibcm_rs_debugfs_conn_ahs(m, m->private);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ibcm_conn_ahs);
+
 void ibcm_glue_debugfs_init(void)
 {
 	struct dentry *d = debugfs_create_dir("ib_cm", NULL);
@@ -51,6 +58,7 @@ struct dentry *ibcm_glue_debugfs_add_device(struct ib_device *device, void *cm_d
 		return NULL;
 	debugfs_create_file("listeners", 0400, dir, cm_dev, &ibcm_listeners_fops);
 	debugfs_create_file("ids", 0400, dir, cm_dev, &ibcm_ids_fops);
+	debugfs_create_file("conn_ahs", 0400, dir, cm_dev, &ibcm_conn_ahs_fops);
 	return dir;
 }
 
@@ -73,12 +81,18 @@ void ibcm_glue_seq_listener(struct seq_file *m, u64 service_id, u32 shares, u32 
 
 void ibcm_glue_seq_ids_header(struct seq_file *m)
 {
-	seq_puts(m, "local_id   remote_id  state         service_id         hs_ah\n");
+	seq_puts(m, "local_id   remote_id  state         service_id         conn_ah\n");
 }
 
 void ibcm_glue_seq_id(struct seq_file *m, u32 local_id, u32 remote_id, const char *state,
-		      size_t state_len, u64 service_id, const char *hs_ah, size_t hs_ah_len)
+		      size_t state_len, u64 service_id, const char *conn_ah, size_t conn_ah_len)
 {
 	seq_printf(m, "0x%08x 0x%08x %-13.*s 0x%016llx %.*s\n", local_id, remote_id,
-		   (int)state_len, state, service_id, (int)hs_ah_len, hs_ah);
+		   (int)state_len, state, service_id, (int)conn_ah_len, conn_ah);
+}
+
+void ibcm_glue_seq_conn_ahs(struct seq_file *m, u32 held, u32 limit, u64 over_budget, u64 failed)
+{
+	seq_printf(m, "held %u\nlimit %u\nover_budget %llu\nfailed %llu\n", held, limit,
+		   over_budget, failed);
 }

@@ -14,6 +14,7 @@
 
 use crate::alloc::CmBox;
 use crate::{
+    ah::AhBudget,
     av::{Av, SgidAttr},
     bindings,
     listen::ListenTable,
@@ -67,6 +68,8 @@ pub(crate) struct CmDevice {
     /// The device's debugfs directory (`entry/debugfs.rs`), NULL without one; removed first by
     /// removal.
     debugfs: AtomicPtr<bindings::dentry>,
+    /// The connection address handles its ids hold (`ah.rs`).
+    conn_ahs: AhBudget,
 }
 
 /// The mutable part of [`CmDevice`].
@@ -167,6 +170,14 @@ impl Drop for GateGuard<'_> {
 impl CmDevice {
     /// Allocates CM state for `ib_dev` with the given CM-capable ports.
     pub(crate) fn new(ib_dev: *mut bindings::ib_device, ports: KVec<CmPort>) -> Result<Arc<Self>> {
+        let max_ah = if ib_dev.is_null() {
+            // The white-box tests' devices have no ib_core device (and send nothing).
+            0
+        } else {
+            // SAFETY: `ib_dev` is live (`add_one`); its attributes are fixed.
+            u32::try_from(unsafe { (*ib_dev).attrs.max_ah }).unwrap_or(0)
+        };
+        let conn_ahs = AhBudget::new(max_ah);
         Arc::pin_init(
             pin_init!(Self {
                 ib_dev,
@@ -194,6 +205,7 @@ impl CmDevice {
                     unsafe { bindings::ibcm_glue_init_delayed_work(dw) }
                 }),
                 debugfs: AtomicPtr::new(core::ptr::null_mut()),
+                conn_ahs,
             }),
             GFP_KERNEL,
         )
@@ -227,6 +239,11 @@ impl CmDevice {
                 timewait
             )
         }
+    }
+
+    /// The budget of its ids' connection address handles.
+    pub(crate) fn conn_ahs(&self) -> &AhBudget {
+        &self.conn_ahs
     }
 
     /// The ib_core device.
@@ -358,7 +375,7 @@ impl CmDevice {
     /// The device's local CA ACK delay, or `None` once removal began.
     pub(crate) fn ack_delay(&self) -> Option<u8> {
         // SAFETY: As in `node_guid`.
-        self.with_live(|d| unsafe { bindings::ibcm_glue_ack_delay(d) })
+        self.with_live(|d| unsafe { (*d).attrs.local_ca_ack_delay })
     }
 
     /// Whether the device supports the FLUSH access flags; false once removal began.
@@ -552,8 +569,11 @@ impl CmDevice {
 
 /// The tick counter (`jiffies`).
 pub(crate) fn jiffies() -> usize {
-    // SAFETY: Reads the tick counter.
-    unsafe { bindings::ibcm_glue_jiffies() }
+    // SAFETY: `jiffies` is the kernel's exported tick counter, always mapped; a volatile
+    // read of a machine word (as the C macro's `volatile` declaration does).
+    let j = unsafe { core::ptr::read_volatile(core::ptr::addr_of!(bindings::jiffies)) };
+    // CAST: `unsigned long` is a machine word.
+    j as usize
 }
 
 /// The `CmDevice` behind a MAD agent's context pointer.

@@ -97,7 +97,7 @@ impl Event {
     }
 
     /// A zeroed event of type `kind` about the received MAD `mad`, pointing into it. A
-    /// received MAD that reached a handler is whole (`decode_header` checks its length), so
+    /// received MAD that reached a handler is whole (`check_header` checks its length), so
     /// every fixed-size field an event points at lies inside it; a shorter one is refused.
     ///
     /// # Safety

@@ -153,11 +153,6 @@ void ibcm_glue_init_recv_work(struct work_struct *work)
 	INIT_WORK(work, ibcm_glue_recv_work_fn);
 }
 
-void ibcm_glue_queue_work(struct workqueue_struct *wq, struct work_struct *work)
-{
-	queue_work(wq, work);
-}
-
 static struct ib_client cm_client = {
 	.name = "cm",
 	.add = ibcm_rs_add_one,
@@ -209,11 +204,6 @@ void ibcm_glue_rcu_read_unlock(void)
 	rcu_read_unlock();
 }
 
-void ibcm_glue_synchronize_rcu(void)
-{
-	synchronize_rcu();
-}
-
 void ibcm_glue_spin_lock_init(spinlock_t *lock, const char *name,
 			      struct lock_class_key *key)
 {
@@ -222,19 +212,6 @@ void ibcm_glue_spin_lock_init(spinlock_t *lock, const char *name,
 #else
 	spin_lock_init(lock);
 #endif
-}
-
-unsigned long ibcm_glue_spin_lock_irqsave(spinlock_t *lock)
-{
-	unsigned long flags;
-
-	spin_lock_irqsave(lock, flags);
-	return flags;
-}
-
-void ibcm_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
-{
-	spin_unlock_irqrestore(lock, flags);
 }
 
 void ibcm_glue_wake_var(void *var)
@@ -338,15 +315,22 @@ struct ib_ah *ibcm_glue_ah_from_wc(struct ib_mad_agent *agent, const struct ib_w
 	return ib_create_ah_from_wc(agent->qp->pd, wc, grh, agent->port_num);
 }
 
-struct ib_ah *ibcm_glue_ah_from_attr(struct ib_mad_agent *agent, struct rdma_ah_attr *attr)
-{
-	return rdma_create_ah(agent->qp->pd, attr, 0);
-}
-
 void ibcm_glue_destroy_ah(struct ib_ah *ah)
 {
 	rdma_destroy_ah(ah, 0);
 }
+
+/* The budget of connection address handles (src/ah.rs); documented in install.rst. */
+static int conn_ahs_per_device = -1;
+module_param(conn_ahs_per_device, int, 0644);
+MODULE_PARM_DESC(conn_ahs_per_device,
+		 "Address handles a device's connection ends may keep (-1: half the device's max_ah; 0: one per MAD, as the in-tree CM)");
+
+int ibcm_glue_conn_ahs_per_device(void)
+{
+	return READ_ONCE(conn_ahs_per_device);
+}
+
 
 int ibcm_glue_reply_ah_key(struct ib_mad_agent *agent, const struct ib_wc *wc,
 			   const struct ib_grh *grh, struct ibcm_reply_ah_key *key)
@@ -406,11 +390,6 @@ struct ib_ah *ibcm_glue_reply_ah_create(struct ib_mad_agent *agent,
 void ibcm_glue_might_sleep(void)
 {
 	might_sleep();
-}
-
-unsigned long ibcm_glue_jiffies(void)
-{
-	return jiffies;
 }
 
 const struct ib_gid_attr *ibcm_glue_ah_attr_sgid_attr(const struct rdma_ah_attr *attr)
@@ -639,19 +618,9 @@ void ibcm_glue_rep_event_bits(struct ib_cm_rep_event_param *p, u8 target_ack_del
 	p->srq = srq;
 }
 
-void ibcm_glue_cancel_mad(struct ib_mad_send_buf *buf)
-{
-	ib_cancel_mad(buf);
-}
-
 u32 ibcm_glue_ah_attr_dlid(const struct rdma_ah_attr *attr)
 {
 	return rdma_ah_get_dlid(attr);
-}
-
-u8 ibcm_glue_ack_delay(const struct ib_device *device)
-{
-	return device->attrs.local_ca_ack_delay;
 }
 
 bool ibcm_glue_flush_capable(const struct ib_device *device)
@@ -660,10 +629,6 @@ bool ibcm_glue_flush_capable(const struct ib_device *device)
 	       (IB_DEVICE_FLUSH_GLOBAL | IB_DEVICE_FLUSH_PERSISTENT);
 }
 
-u32 ibcm_glue_mad_agent_hi_tid(const struct ib_mad_agent *agent)
-{
-	return agent->hi_tid;
-}
 
 /* --- per-port counters in sysfs, exactly cm.c's four groups (spec 8) --- */
 
@@ -753,6 +718,19 @@ void ibcm_glue_unregister_counters(struct ib_device *device, u32 port_num)
 #include <net/ipv6.h>
 #include <rdma/ib_cache.h>
 #include <kunit/test-bug.h>
+
+/*
+ * Makes every connection address handle's creation fail, as a driver out of handles would
+ * (src/ah.rs): the guest test checks that connections then run on a handle per send.
+ */
+static bool fail_conn_ahs;
+module_param(fail_conn_ahs, bool, 0644);
+MODULE_PARM_DESC(fail_conn_ahs, "Test builds: fail the creation of connection address handles");
+
+bool ibcm_glue_fail_conn_ahs(void)
+{
+	return READ_ONCE(fail_conn_ahs);
+}
 
 /* The last MADs the CM sent, for the white-box receive-path tests (src/kunit.rs). */
 #define IBCM_CAPTURE_SLOTS 8

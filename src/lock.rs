@@ -4,8 +4,11 @@
 //! 6.12's `SpinLock` disables neither interrupts nor saves their state, but the CM's locks are
 //! taken from hard-IRQ context (`ib_cm_notify()` from QP event handlers, spec section 3.1) and
 //! nest inside each other, so every CM spinlock saves and restores the IRQ state, like cm.c's
-//! `spin_lock_irqsave()`. The lock and unlock halves are small C helpers in `glue.c` because
-//! `spin_lock_irqsave` is a macro.
+//! `spin_lock_irqsave()`. That macro expands to `_raw_spin_lock_irqsave()` on the lock's
+//! `raw_spinlock_t`, an exported function the kernel crate's bindings carry, which the lock
+//! and unlock halves call directly (no C wrapper per lock); only the initialisation, which
+//! needs the lock class, is a `glue.c` helper. PREEMPT_RT (a sleeping `spinlock_t`) is not
+//! supported by this backend.
 
 use crate::bindings;
 use kernel::{ffi, sync::lock::Backend, sync::lock::Lock};
@@ -24,6 +27,11 @@ macro_rules! new_spinlock_irq {
     };
 }
 pub(crate) use new_spinlock_irq;
+
+// A `spinlock_t` is its `raw_spinlock_t` (the first member of its union), and the raw lock
+// functions are what `spin_lock_irqsave()` calls, only without PREEMPT_RT.
+#[cfg(CONFIG_PREEMPT_RT)]
+compile_error!("ib_cm-rs's IRQ-saving spinlock needs a kernel without PREEMPT_RT");
 
 /// [`Backend`] over `spin_lock_irqsave()` / `spin_unlock_irqrestore()`.
 pub(crate) struct IrqSaveSpinLockBackend;
@@ -45,13 +53,19 @@ unsafe impl Backend for IrqSaveSpinLockBackend {
     }
 
     unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
-        // SAFETY: The caller guarantees the lock was initialised by `init`.
-        unsafe { bindings::ibcm_glue_spin_lock_irqsave(ptr) }
+        // SAFETY: The caller guarantees the lock was initialised by `init`; its
+        // `raw_spinlock_t` is at offset 0 (`spinlock_check()`).
+        unsafe { bindings::_raw_spin_lock_irqsave(ptr.cast::<bindings::raw_spinlock_t>()) }
     }
 
     unsafe fn unlock(ptr: *mut Self::State, guard_state: &Self::GuardState) {
         // SAFETY: The caller owns the lock; `guard_state` holds the flags `lock` saved.
-        unsafe { bindings::ibcm_glue_spin_unlock_irqrestore(ptr, *guard_state) }
+        unsafe {
+            bindings::_raw_spin_unlock_irqrestore(
+                ptr.cast::<bindings::raw_spinlock_t>(),
+                *guard_state,
+            )
+        }
     }
 }
 

@@ -3,10 +3,11 @@
 //! workqueue (cm.c's `cm_work`, without the event: the handler that reports the MAD allocates
 //! its event, and most received MADs wait in the queue as this small item).
 
-use crate::{alloc::CmBox, bindings, device::CmDevice, recv_wc::RecvWc};
+use crate::{alloc::CmBox, bindings, device::CmDevice, logic::wire::AttrId, recv_wc::RecvWc};
 use kernel::{prelude::*, sync::Arc, types::Opaque};
 
-/// A received MAD queued for the receive work.
+/// A received MAD queued for the receive work (`attr` fits in what was padding: the item
+/// stays in kmalloc-64 without lock debugging).
 ///
 /// # Invariants
 ///
@@ -18,6 +19,8 @@ pub(crate) struct RecvWork {
     pub(crate) dev: Arc<CmDevice>,
     /// Its port.
     pub(crate) port_num: u32,
+    /// Its attribute, from the header the receive callback checked.
+    pub(crate) attr: AttrId,
     /// The MAD.
     pub(crate) wc: RecvWc,
 }
@@ -27,12 +30,18 @@ const _: () = assert!(core::mem::align_of::<RecvWork>() <= crate::alloc::MIN_ALI
 
 impl RecvWork {
     /// A work item for `wc`, received on port `port_num` of `dev`.
-    pub(crate) fn new(dev: Arc<CmDevice>, port_num: u32, wc: RecvWc) -> Result<CmBox<RecvWork>> {
+    pub(crate) fn new(
+        dev: Arc<CmDevice>,
+        port_num: u32,
+        attr: AttrId,
+        wc: RecvWc,
+    ) -> Result<CmBox<RecvWork>> {
         let w = CmBox::new(
             RecvWork {
                 work: Opaque::uninit(),
                 dev,
                 port_num,
+                attr,
                 wc,
             },
             GFP_KERNEL,

@@ -9,10 +9,10 @@
 //! those in flight before it unregisters the agents.
 
 use crate::{
-    ah::HandshakeAh,
+    ah::ConnAh,
     av::Av,
     bindings,
-    cm_id::CmId,
+    cm_id::{CmId, CmIdInner, PostedMad},
     device::CmDevice,
     error::ptr_error,
     logic::{
@@ -60,23 +60,23 @@ pub(crate) enum SendAh {
     /// A cached reply handle (`reply_ah.rs`) and its `ib_ah`: the send holds a reference
     /// until it completes.
     Shared(Arc<ReplyAh>, *mut bindings::ib_ah),
-    /// The id's handshake handle ([`HandshakeAh`]): the id counts the send in `hs_sends`,
+    /// The id's connection handle ([`ConnAh`]): the id counts the send in `ah_sends`,
     /// and that count keeps the handle from being destroyed until the completion gives it
     /// back (the buffer's id reference keeps the id, which holds the handle, alive).
-    Handshake(*mut bindings::ib_ah),
+    Conn(*mut bindings::ib_ah),
 }
 
-/// What `context[0]` of a buffer on its id's handshake handle points at: neither an own
+/// What `context[0]` of a buffer on its id's connection handle points at: neither an own
 /// handle (NULL) nor a cached reply handle (an `Arc<ReplyAh>`).
-static HANDSHAKE_TAG: u8 = 0;
+static CONN_AH_TAG: u8 = 0;
 
-fn handshake_tag() -> *mut ffi::c_void {
-    core::ptr::addr_of!(HANDSHAKE_TAG).cast_mut().cast()
+fn conn_ah_tag() -> *mut ffi::c_void {
+    core::ptr::addr_of!(CONN_AH_TAG).cast_mut().cast()
 }
 
 impl SendAh {
     /// Moves the handle into `buf`: `buf.ah` is the handle, `buf.context[0]` the shared
-    /// reference (NULL for an own handle, the handshake tag for the id's handshake handle),
+    /// reference (NULL for an own handle, the tag for the id's connection handle),
     /// both released by [`release`].
     ///
     /// # Safety
@@ -86,7 +86,7 @@ impl SendAh {
         let this = ManuallyDrop::new(self);
         let (ah, ctx) = match &*this {
             SendAh::Own(ah) => (*ah, core::ptr::null_mut()),
-            SendAh::Handshake(ah) => (*ah, handshake_tag()),
+            SendAh::Conn(ah) => (*ah, conn_ah_tag()),
             SendAh::Shared(shared, ah) => {
                 // SAFETY: Reads the `Arc` out of `this`, which is never dropped: the
                 // reference moves into the buffer.
@@ -112,7 +112,7 @@ impl Drop for SendAh {
 }
 
 /// Releases the address handle of a send buffer filled by [`SendAh::into_buf`]; a buffer on
-/// its id's handshake handle leaves the handle alone (its id accounts for it).
+/// its id's connection handle leaves the handle alone (its id accounts for it).
 ///
 /// # Safety
 ///
@@ -120,7 +120,7 @@ impl Drop for SendAh {
 unsafe fn release(buf: *mut bindings::ib_mad_send_buf) {
     // SAFETY: `buf` is ours (caller).
     let (ah, ctx) = unsafe { ((*buf).ah, (*buf).context[0]) };
-    if ctx == handshake_tag() {
+    if ctx == conn_ah_tag() {
         return;
     }
     if !ctx.is_null() {
@@ -241,8 +241,9 @@ pub(crate) unsafe fn send(
             remote_qpn,
             pkey_index,
         } => {
-            // SAFETY: `agent` is registered; `attr` is valid (caller).
-            let ah = unsafe { bindings::ibcm_glue_ah_from_attr(agent, attr) };
+            // SAFETY: `agent` is registered, so its QP and PD are live; `attr` is valid
+            // (caller).
+            let ah = unsafe { bindings::rdma_create_ah((*(*agent).qp).pd, attr, 0) };
             if let Some(e) = ptr_error(ah, ENOMEM) {
                 return Err(e);
             }
@@ -293,59 +294,52 @@ pub(crate) unsafe fn send(
     Ok(())
 }
 
-/// Sends `msg` for `id` along `av` (`cm_alloc_msg` + `ib_post_send_mad`), with the MAD
-/// layer retransmitting it `retries` times every `timeout_ms` if that is non-zero. The buffer
-/// carries a reference to the id (`context[1]`) until its completion. `trace` fires
-/// once the buffer is allocated, just before the post (where cm.c traces its sends).
-/// Non-sleeping: called with the id lock held, possibly in atomic context.
+/// Sends `msg` for `id` along its primary address (`cm_alloc_msg` + `ib_post_send_mad`), with
+/// the MAD layer retransmitting it the id's `max_cm_retries` times every `timeout_ms` if that
+/// is non-zero. The buffer carries a reference to the id (`context[1]`) until its completion.
+/// `trace` fires once the buffer is allocated, just before the post (where cm.c traces its
+/// sends). Non-sleeping: `g` is the id's locked state (the proof that the lock is held, which
+/// the returned [`PostedMad`] relies on), possibly in atomic context.
 ///
-/// With `hs` (the id's handshake handle and its count of sends, see [`HandshakeAh`]), the
-/// send goes on that handle, or creates it if there is none (the REQ) and counts itself;
-/// without, it creates a handle of its own.
+/// With `on_conn`, the send goes on the id's connection handle ([`ConnAh`]) and counts itself
+/// in `ah_sends`, or, if there is none (the REQ, the REP), creates it within the device's
+/// budget; without, or when the budget is spent or the creation fails, it creates a handle of
+/// its own (cm.c's way).
 #[expect(clippy::too_many_arguments)]
 pub(crate) fn send_for_id(
     id: &Arc<CmId>,
-    av: &Av,
+    g: &mut CmIdInner,
     msg: &CmMessage<'_>,
     tid: Option<u64>,
     attr_mod: u32,
     timeout_ms: u32,
-    retries: u8,
     trace: Option<IdTrace>,
-    mut hs: Option<(&mut HandshakeAh, &mut u8)>,
-) -> Result<(*mut bindings::ib_mad_send_buf, u64)> {
+    on_conn: bool,
+) -> Result<(PostedMad, u64)> {
+    let retries = g.conn.max_cm_retries;
+    let av = g.av.as_deref().ok_or(EINVAL)?;
     let dev = &*id.dev;
-    let _gate = dev.enter_send().ok_or(ENODEV)?;
+    // Once removal began, cm.c's `cm_alloc_msg` finds the port's MAD agent gone: `-EINVAL`.
+    let _gate = dev.enter_send().ok_or(EINVAL)?;
     let agent = dev.port(av.port_num()).map(|p| p.agent()).ok_or(EINVAL)?;
     if agent.is_null() {
         return Err(EINVAL);
     }
     // `cm_form_tid`: the agent's high TID and the comm ID as `ib_cm_id.local_id` stores it.
     let tid = tid.unwrap_or_else(|| {
-        // SAFETY: `agent` is registered while the gate is held.
-        let hi = unsafe { bindings::ibcm_glue_mad_agent_hi_tid(agent) };
+        // SAFETY: `agent` is registered while the gate is held; `hi_tid` is fixed.
+        let hi = unsafe { (*agent).hi_tid };
         (u64::from(hi) << 32) | u64::from(id.local_id().to_be())
     });
-    let ah = match hs.as_mut().and_then(|(h, _)| h.get()) {
-        Some(ah) => SendAh::Handshake(ah.as_ptr()),
-        None => {
-            // SAFETY: `agent` is registered (gate held); `av.attr()` is initialised.
-            let ah = unsafe { bindings::ibcm_glue_ah_from_attr(agent, av.attr()) };
-            if let Some(e) = ptr_error(ah, ENOMEM) {
-                return Err(e);
-            }
-            match (hs.as_mut(), core::ptr::NonNull::new(ah)) {
-                (Some((h, _)), Some(nn)) => {
-                    // SAFETY: Created just above on the agent's PD from the id's address, for
-                    // this id alone.
-                    unsafe { h.set(nn) };
-                    SendAh::Handshake(ah)
-                }
-                _ => SendAh::Own(ah),
-            }
+    let ah = if !on_conn {
+        SendAh::Own(create_ah(agent, av)?.as_ptr())
+    } else {
+        match g.conn_ah.get() {
+            Some(ah) => SendAh::Conn(ah.as_ptr()),
+            None => first_conn_send(dev, agent, av, &mut g.conn_ah)?,
         }
     };
-    let on_hs = matches!(ah, SendAh::Handshake(_));
+    let on_conn_ah = matches!(ah, SendAh::Conn(_));
     // SAFETY: `agent` is registered; sizes are the CM's fixed MAD layout.
     let buf = unsafe {
         bindings::ib_create_send_mad(
@@ -398,10 +392,56 @@ pub(crate) fn send_for_id(
         }
         return Err(Error::from_errno(ret));
     }
-    if let (true, Some((_, n))) = (on_hs, hs) {
-        *n += 1;
+    if on_conn_ah {
+        g.ah_sends += 1;
     }
-    Ok((buf, tid))
+    // SAFETY: Posted just above, under the id lock (`g` proves it is held), which the caller
+    // keeps until it records or drops the value.
+    Ok((unsafe { PostedMad::new(buf) }, tid))
+}
+
+/// The handle of a connection's first send (its REQ or REP): the connection's own, made now
+/// and kept in `conn_ah`, within the device's budget; else one for this send alone.
+fn first_conn_send(
+    dev: &crate::device::CmDevice,
+    agent: *mut bindings::ib_mad_agent,
+    av: &Av,
+    conn_ah: &mut ConnAh,
+) -> Result<SendAh> {
+    if dev.conn_ahs().claim() {
+        let made = if crate::ah::forced_failure() {
+            Err(ENOMEM)
+        } else {
+            create_ah(agent, av)
+        };
+        match made {
+            Ok(ah) => {
+                // SAFETY: Created just above on the agent's PD from the id's address, for
+                // this id alone, with a claim on the device's budget.
+                unsafe { conn_ah.set(ah) };
+                return Ok(SendAh::Conn(ah.as_ptr()));
+            }
+            // The driver is out of handles or memory: this send makes one of its own (it may
+            // succeed: the connection's handle could have been the last one), and the
+            // connection goes on so.
+            Err(_) => dev.conn_ahs().unclaim_failed(),
+        }
+    }
+    Ok(SendAh::Own(create_ah(agent, av)?.as_ptr()))
+}
+
+/// A new address handle to `av` on `agent`'s PD, owned by the caller.
+fn create_ah(
+    agent: *mut bindings::ib_mad_agent,
+    av: &Av,
+) -> Result<core::ptr::NonNull<bindings::ib_ah>> {
+    // SAFETY: `agent` is registered (the caller holds the send gate), so its QP and PD are
+    // live; `av.attr()` is initialised.
+    let ah = unsafe { bindings::rdma_create_ah((*(*agent).qp).pd, av.attr(), 0) };
+    if let Some(e) = ptr_error(ah, ENOMEM) {
+        return Err(e);
+    }
+    core::ptr::NonNull::new(ah).ok_or(ENOMEM)
 }
 
 /// A completed send, taken back from the MAD layer (the first half of `cm_send_handler`):
@@ -411,13 +451,13 @@ pub(crate) fn send_for_id(
 /// # Invariants
 ///
 /// `buf` is a buffer posted by [`send`] whose send has completed: it is ours, its address
-/// handle or handshake tag is still in `context[0]`, and it is freed once, by `drop`.
+/// handle or connection-handle tag is still in `context[0]`, and it is freed once, by `drop`.
 pub(crate) struct Completed {
     buf: *mut bindings::ib_mad_send_buf,
     /// The id the buffer held a reference to (`context[1]`), taken back.
     pub(crate) id: Option<Arc<CmId>>,
-    /// The send used the id's handshake address handle.
-    pub(crate) on_hs: bool,
+    /// The send used the id's connection address handle.
+    pub(crate) on_conn_ah: bool,
     /// The completion's status.
     pub(crate) status: bindings::ib_wc_status,
 }
@@ -468,7 +508,7 @@ impl Completed {
         Self {
             buf,
             id,
-            on_hs: ctx == handshake_tag(),
+            on_conn_ah: ctx == conn_ah_tag(),
             status,
         }
     }

@@ -3,7 +3,7 @@
 //! a share; any other id says the farewell its state requires (REJ, DREQ, DREP, SIDR_REP
 //! REJECT, cancel), leaves every table and waits until no use of it is in flight.
 
-use super::{leave_remote, run, Ctx, Outcome};
+use super::{leave_remote, retire_conn_ah, run, Ctx, Outcome};
 use crate::{
     bindings,
     cm_id::CmId,
@@ -118,6 +118,9 @@ fn destroy_actions(id: &Arc<CmId>, err: i32) -> Farewell {
     let (leftover, farewell) = {
         let mut g = id.inner.lock();
         id.set_state(State::Idle.raw());
+        // Back in IDLE: the connection's address handle goes (after its last send if some
+        // are in flight; a timewait state left by the step kept it until now).
+        retire_conn_ah(id, &mut g);
         // The destroy step leaves the remote tables in every state that holds keys except an
         // established XRC target, whose step is empty (no DREQ): it leaves them here.
         let mut o = Outcome::default();

@@ -11,7 +11,7 @@ use crate::{
         wire::{
             conn::{CommIdsAndData, Dreq, DREP_PRIVATE_DATA, DREQ_PRIVATE_DATA},
             field::Bytes,
-            AttrId, CmMessage, MadHeader,
+            AttrId, CmMessage, RecvHdr,
         },
     },
     port::Counter,
@@ -65,7 +65,7 @@ pub(crate) fn on_dreq(
     dev: &crate::device::CmDevice,
     port_num: u32,
     wc: &RecvWc,
-    hdr: &MadHeader,
+    hdr: &RecvHdr<'_>,
     dreq: &Dreq<'_>,
 ) {
     let Some(id) = comm_id::acquire(dreq.remote_comm_id, dreq.local_comm_id) else {
@@ -77,7 +77,7 @@ pub(crate) fn on_dreq(
             remote_comm_id: dreq.local_comm_id,
             private_data: Bytes::EMPTY,
         };
-        crate::recv::respond(dev, port_num, wc, hdr.tid, &CmMessage::Drep(drep));
+        crate::recv::respond(dev, port_num, wc, hdr.tid(), &CmMessage::Drep(drep));
         let (l, r) = (dreq.local_comm_id, dreq.remote_comm_id);
         trace::local(Local::IssueDrep, l, r);
         trace::local(Local::NoPrivErr, l, r);
@@ -101,7 +101,7 @@ pub(crate) fn on_drep(
     dev: &crate::device::CmDevice,
     port_num: u32,
     wc: &RecvWc,
-    hdr: &MadHeader,
+    hdr: &RecvHdr<'_>,
     drep: &CommIdsAndData<'_>,
 ) {
     let Some(id) = comm_id::acquire(drep.remote_comm_id, drep.local_comm_id) else {

@@ -21,7 +21,7 @@ use crate::{
         state::Input,
         wire::{
             lap::{Apr, Lap},
-            AttrId, MadHeader,
+            AttrId, RecvHdr,
         },
     },
     path::fill_typed_path,
@@ -44,7 +44,7 @@ fn takes_alternate_paths(dev: &CmDevice, port_num: u32, wc: &RecvWc) -> bool {
 /// P_Key and MTU; the sender's address (from the completion) and the alternate path's address
 /// are resolved before the id's lock is taken and replace the id's in whatever state it is;
 /// the step decides the rest. A LAP whose addresses cannot be resolved is dropped.
-pub(crate) fn on_lap(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, lap: &Lap<'_>) {
+pub(crate) fn on_lap(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &RecvHdr<'_>, lap: &Lap<'_>) {
     if !takes_alternate_paths(dev, port_num, wc) {
         return;
     }
@@ -97,7 +97,7 @@ pub(crate) fn on_lap(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
 
 /// An APR (`cm_apr_handler`): taken only while our LAP is outstanding, which nothing in 6.12
 /// can make so; kept so that the table of inputs is cm.c's whole.
-pub(crate) fn on_apr(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, apr: &Apr<'_>) {
+pub(crate) fn on_apr(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &RecvHdr<'_>, apr: &Apr<'_>) {
     if !takes_alternate_paths(dev, port_num, wc) {
         return;
     }

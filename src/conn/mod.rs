@@ -11,19 +11,21 @@
 //! The files next to this one own one message family each: `req.rs` (REQ out and in),
 //! `rep_rtu.rs`, `dreq_drep.rs`, `rej_mra.rs`, `lap_apr.rs`, `sidr.rs`, and `qp_attr.rs`.
 
+mod conn_ah;
 pub(crate) mod deliver;
 pub(crate) mod destroy;
 pub(crate) mod dreq_drep;
-mod handshake;
 pub(crate) mod lap_apr;
 pub(crate) mod qp_attr;
 pub(crate) mod rej_mra;
 pub(crate) mod rep_rtu;
 pub(crate) mod req;
+mod resend;
 pub(crate) mod sidr;
 
-use handshake::{end_handshake_ah, on_handshake_ah, retire_handshake_ah};
-pub(crate) use handshake::{handshake_ah_status, retire_handshake_ahs, send_done, untrack};
+pub(crate) use conn_ah::{conn_ah_status, retire_conn_ahs, send_done, untrack};
+use conn_ah::{end_conn_ah, on_conn_ah, retire_conn_ah};
+use resend::{resend, Resend};
 
 use crate::alloc::CmBox;
 use crate::{
@@ -32,13 +34,14 @@ use crate::{
     cm_id::{CmId, CmIdInner, StoredPd},
     event::Event,
     logic::{
+        remote::{Held, Verdict},
         req_event::SIDR_REJECT,
         state::{self, Action, Input, MsgKind, OnFail, Out, Refusal, State},
         timeout, trace as logic_trace,
         wire::{
-            conn::{CommIdsAndData, Dreq, Mra, Rej, REJ_ARI},
+            conn::{CommIdsAndData, Dreq, Rej, REJ_ARI},
             field::Bytes,
-            AttrId, CmMessage, MadHeader,
+            AttrId, CmMessage, RecvHdr,
         },
     },
     port::Counter,
@@ -50,7 +53,8 @@ use crate::{
 };
 use kernel::{alloc::KBox, prelude::*, sync::Arc};
 
-pub(crate) use crate::logic::{req_event::REJ_STALE_CONN, state::REJ_TIMEOUT};
+pub(crate) use crate::logic::state::REJ_TIMEOUT;
+pub(crate) use resend::REJ_STALE_CONN;
 
 // Every REJ reason the CM sends or matches on is the value of `<rdma/ib_cm.h>`'s
 // `enum ib_cm_rej_reason` (REJ_TIMEOUT was once 1, NO_QP's value, and no test compared it),
@@ -100,14 +104,14 @@ impl<'a> Recv<'a> {
         dev: &'a crate::device::CmDevice,
         port_num: u32,
         attr: AttrId,
-        hdr: &MadHeader,
+        hdr: &RecvHdr<'_>,
         wc: &'a crate::recv_wc::RecvWc,
     ) -> Self {
         Recv {
             dev,
             port_num,
             attr,
-            tid: hdr.tid,
+            tid: hdr.tid(),
             wc,
         }
     }
@@ -215,8 +219,8 @@ pub(crate) fn run(
             av.dlid_datapath = old.dlid_datapath;
         }
         ctx.replaced_avs = Slot::some((g.av.replace(av), g.alt_av.replace(alt)));
-        // The handshake handle was made from the replaced address: no send may take it.
-        retire_handshake_ah(&mut g);
+        // The connection handle was made from the replaced address: no send may take it.
+        retire_conn_ah(id, &mut g);
     }
     if let (Input::SendFailed { sent_in }, Some(status)) = (input, ctx.send_status) {
         // cm.c traces a failed tracked MAD whenever the id is still in the state it was sent
@@ -276,7 +280,7 @@ pub(crate) fn run(
         id.set_lap(st.lap);
         post(id, &mut g);
     }
-    end_handshake_ah(id, &mut g);
+    end_conn_ah(id, &mut g);
     if let Some(ev) = out.deliver.take() {
         if g.delivering {
             g.events.push(ev);
@@ -366,6 +370,59 @@ pub(crate) fn api(
     out.result
 }
 
+/// Executes [`crate::logic::remote::verdict`] on a REQ or REP (`kind`) one of whose keys `holder`
+/// holds as `held` (`cm_match_req`'s first two checks, `cm_rep_handler`'s). `after_rej` runs
+/// between a stale connection's REJ and its DREQ (where cm.c traces a REP's
+/// `icm_staleconn_err`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn on_held(
+    dev: &crate::device::CmDevice,
+    port_num: u32,
+    wc: &crate::recv_wc::RecvWc,
+    hdr: &RecvHdr<'_>,
+    kind: MsgKind,
+    held: Held,
+    holder: &CmId,
+    after_rej: impl FnOnce(),
+) {
+    match crate::logic::remote::verdict(kind, held) {
+        Verdict::Proceed | Verdict::Duplicate { holder: None } => {}
+        Verdict::Duplicate {
+            holder: Some(input),
+        } => {
+            // Only an id that is visible by comm ID (set up and handed over) answers, as
+            // cm.c's `cm_acquire_id` in `cm_match_req`; one still being set up ignores it.
+            let Some(id) = crate::comm_id::acquire(holder.local_id(), holder.remote_id()) else {
+                return;
+            };
+            let attr = if kind == MsgKind::Req {
+                AttrId::Req
+            } else {
+                AttrId::Rep
+            };
+            let mut ctx = Ctx {
+                recv: Some(Recv::new(dev, port_num, attr, hdr, wc)),
+                ..Ctx::default()
+            };
+            let out = run(&id, input, &mut ctx, |_, _| {}, |_, _| {});
+            let _ = finish(&id, out, ctx.recv.as_ref());
+        }
+        Verdict::Stale {
+            rej_reason,
+            rejected,
+        } => {
+            crate::recv::issue_rej(dev, port_num, wc, hdr.tid(), rej_reason, rejected.wire());
+            after_rej();
+            // To the holder if it is visible by comm ID, as cm.c's `cm_acquire_id` (effective
+            // if ESTABLISHED); the use it takes is given back after the call (`cm_deref_id`).
+            if let Some(old) = crate::comm_id::acquire(holder.local_id(), holder.remote_id()) {
+                let _ = dreq_drep::send_dreq(&old, &[]);
+                old.put_user();
+            }
+        }
+    }
+}
+
 /// The tracepoint cm.c emits where it refuses `input` (`logic::trace`).
 fn trace_refusal(id: &CmId, input: Input, r: Refusal, ctx: &Ctx<'_>) {
     if input == Input::SendRej {
@@ -444,7 +501,7 @@ fn act(
             let av_timeout = g.av.as_ref().map_or(0, |av| av.timeout);
             let ms = timeout::mra_wait_ms(ctx.mra_timeout, av_timeout);
             g.modify_tracked(ms)?;
-            g.msg_state = next;
+            g.retag_tracked(next);
         }
         Action::ResetRemote => leave_remote(id, g, out),
         Action::EnterTimewait => {
@@ -493,6 +550,9 @@ fn act(
             // interrupts off.
             if let (Some(av), Some(alt)) = (g.av.as_mut(), g.alt_av.as_ref()) {
                 av.copy_from(alt);
+                // The connection's handle goes to the old primary (perhaps from another port's
+                // PD): no send may take it any more; later ones make their own, as after a LAP.
+                retire_conn_ah(id, g);
             }
         }
     }
@@ -572,6 +632,10 @@ fn send_out(
         o,
         Out::ResendRtu | Out::ResendMra(_) | Out::ResendDrep | Out::ResendRejStale
     ) {
+        // Not on the connection's handle: cm.c answers the received MAD's sender, on QP1 with
+        // the received P_Key index, along the work completion's address (for a routed REQ the
+        // router's LID, not the path's), and counts the answer as an id-less send retried
+        // once. The device's reply cache (`respond`) does exactly that, with a cached handle.
         // Without memory the answer is dropped (and not traced), as cm.c drops it when its
         // allocation fails; the peer retransmits.
         if let Some(msg) = resend(id, g, o) {
@@ -647,109 +711,28 @@ fn send_out(
         _ => 0,
     };
     let timeout_ms = if o.tracked() { g.conn.timeout_ms } else { 0 };
-    let hs = on_handshake_ah(id, g, o);
-    let av = g.av.as_deref().ok_or(EINVAL)?;
+    let hs = on_conn_ah(id, g, o);
     // Traced once the MAD is allocated, with the state the id sends in (REJs: see `run`).
     let (buf, tid) = send::send_for_id(
         id,
-        av,
+        g,
         msg,
         tid,
         attr_mod,
         timeout_ms,
-        g.conn.max_cm_retries,
         logic_trace::for_send(o),
-        hs.then_some((&mut g.hs_ah, &mut g.hs_sends)),
+        hs,
     )?;
     if o == Out::Req {
         g.conn.tid = tid;
     }
     if o.tracked() {
-        // INVARIANT: posted just above; its completion clears it (`untrack`).
-        g.msg = buf;
-        g.msg_state = next;
+        g.track(buf, next);
     }
     if let Some(pd) = ctx.keep_pd.take() {
         g.stored_pd = pd;
     }
     Ok(())
-}
-
-/// An answer to a retransmission, built under the id lock and sent after it: the message,
-/// and a copy of the id's stored private data, which the message cannot borrow once the lock
-/// is dropped.
-pub(crate) struct Resend {
-    /// The message, its private data left out.
-    msg: CmMessage<'static>,
-    /// A copy of the id's stored private data.
-    pd: StoredPd,
-}
-
-impl Resend {
-    /// The message to send, with its private data.
-    fn message(&self) -> CmMessage<'_> {
-        let pd = Bytes::new(self.pd.as_slice());
-        let mut m: CmMessage<'_> = self.msg.clone();
-        match &mut m {
-            CmMessage::Rtu(d) | CmMessage::Drep(d) => d.private_data = pd,
-            CmMessage::Mra(x) => x.private_data = Bytes::new(pd.as_slice()),
-            _ => {}
-        }
-        m
-    }
-}
-
-/// An answer to a retransmission (`cm_dup_req_handler`, `cm_dup_rep_handler`, the TIMEWAIT
-/// branch of `cm_dreq_handler`): built under the lock, sent after it. `None` without memory.
-fn resend(id: &CmId, g: &CmIdInner, o: Out) -> Option<CmBox<Resend>> {
-    let (local, remote) = (id.local_id(), id.remote_id());
-    let msg = match o {
-        Out::ResendRtu | Out::ResendDrep => {
-            let d = CommIdsAndData {
-                local_comm_id: local,
-                remote_comm_id: remote,
-                private_data: Bytes::EMPTY,
-            };
-            if o == Out::ResendRtu {
-                CmMessage::Rtu(d)
-            } else {
-                CmMessage::Drep(d)
-            }
-        }
-        Out::ResendMra(kind) => CmMessage::Mra(Mra {
-            local_comm_id: local,
-            remote_comm_id: remote,
-            message_mraed: kind.wire(),
-            service_timeout: g.conn.service_timeout,
-            private_data: Bytes::EMPTY,
-        }),
-        _ => {
-            let mut rej = default_rej(id);
-            rej.reason = REJ_STALE_CONN;
-            rej.ari_length = 0;
-            rej.ari = [0; REJ_ARI];
-            rej.local_comm_id = local;
-            rej.remote_comm_id = remote;
-            rej.message_rejected = MsgKind::Other.wire();
-            CmMessage::Rej(rej)
-        }
-    };
-    // A STALE_CONN REJ carries no private data.
-    let stored = if matches!(msg, CmMessage::Rej(_)) {
-        &[][..]
-    } else {
-        StoredPd::bytes(&g.stored_pd)
-    };
-    let mut r = CmBox::new(
-        Resend {
-            msg,
-            pd: StoredPd::EMPTY,
-        },
-        GFP_ATOMIC,
-    )
-    .ok()?;
-    r.pd.set(stored);
-    Some(r)
 }
 
 /// `ib_cm_notify()` (`cm_establish`, `cm_migrate`).

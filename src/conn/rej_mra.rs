@@ -12,7 +12,7 @@ use crate::{
         wire::{
             conn::{Mra, Rej, MRA_PRIVATE_DATA, REJ_ARI},
             field::Bytes,
-            AttrId, CmMessage, MadHeader,
+            AttrId, CmMessage, RecvHdr,
         },
     },
     recv_wc::RecvWc,
@@ -83,7 +83,7 @@ pub(crate) fn send_mra(id: &Arc<CmId>, service_timeout: u8, pd: &[u8]) -> Result
 }
 
 /// A REJ (`cm_rej_handler`).
-pub(crate) fn on_rej(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, rej: &Rej<'_>) {
+pub(crate) fn on_rej(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &RecvHdr<'_>, rej: &Rej<'_>) {
     let id = if rej.reason == REJ_TIMEOUT {
         // The peer timed out our REP: found by its CA GUID (the ARI) and its comm ID.
         let mut guid = [0u8; 8];
@@ -121,7 +121,7 @@ pub(crate) fn on_rej(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader
 }
 
 /// An MRA (`cm_mra_handler`).
-pub(crate) fn on_mra(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &MadHeader, mra: &Mra<'_>) {
+pub(crate) fn on_mra(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &RecvHdr<'_>, mra: &Mra<'_>) {
     let Some(kind) = MsgKind::from_wire(mra.message_mraed) else {
         return;
     };

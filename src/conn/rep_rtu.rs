@@ -16,7 +16,7 @@ use crate::{
         wire::{
             conn::{CommIdsAndData, Rep, RTU_PRIVATE_DATA},
             field::Bytes,
-            AttrId, CmMessage, MadHeader,
+            AttrId, CmMessage, RecvHdr,
         },
     },
     recv_wc::RecvWc,
@@ -29,11 +29,12 @@ use kernel::{prelude::*, sync::Arc};
 /// layer).
 pub(crate) fn send_rep(id: &Arc<CmId>, param: &bindings::ib_cm_rep_param, pd: &[u8]) -> Result {
     let xrc_tgt = id.inner.lock().conn.qp_type() == bindings::ib_qp_type_IB_QPT_XRC_TGT;
-    // Read inside the device's send gate: once removal began, EINVAL (as cm.c, whose port
-    // has no MAD agent any more then).
-    let (Some(guid), Some(ack_delay)) = (id.dev.node_guid(), id.dev.ack_delay()) else {
-        return Err(EINVAL);
-    };
+    // Read inside the device's send gate. Once removal began they read as zeros: the step
+    // still checks the state first (a wrong one traces `icm_send_rep_err`, as cm.c), and the
+    // send then fails with EINVAL (as cm.c, whose port has no MAD agent any more), so the
+    // zeros never reach the wire.
+    let guid = id.dev.node_guid().unwrap_or(0);
+    let ack_delay = id.dev.ack_delay().unwrap_or(0);
     let qpn = param.qp_num & 0x00FF_FFFF;
     let mut msg = CmMessage::Rep(Rep {
         local_comm_id: 0,
@@ -188,7 +189,7 @@ pub(crate) fn on_rep(
     dev: &crate::device::CmDevice,
     port_num: u32,
     wc: &RecvWc,
-    hdr: &MadHeader,
+    hdr: &RecvHdr<'_>,
     rep: &Rep<'_>,
 ) {
     let recv = Recv::new(dev, port_num, AttrId::Rep, hdr, wc);
@@ -209,7 +210,7 @@ pub(crate) fn on_rep(
     let (Ok(ev), Ok(res)) = (
         // SAFETY: The receive work owns `wc` until this event is delivered or dropped in it;
         // queueing it copies the MAD first.
-        unsafe { rep_event(wc, rep, qp_type, hdr.attr_mod) },
+        unsafe { rep_event(wc, rep, qp_type, hdr.attr_mod()) },
         ConnReservation::new(GFP_KERNEL),
     ) else {
         id.put_user();
@@ -228,7 +229,7 @@ pub(crate) fn on_rep(
     if let Some(holder) = holder {
         // A stale connection: REJ STALE_CONN for the REP, then a DREQ from the id that holds
         // the peer's QP; this id stays in REQ_SENT until its REQ times out.
-        super::req::on_held(
+        super::on_held(
             dev,
             port_num,
             wc,
@@ -246,7 +247,7 @@ pub(crate) fn on_rtu(
     dev: &crate::device::CmDevice,
     port_num: u32,
     wc: &RecvWc,
-    hdr: &MadHeader,
+    hdr: &RecvHdr<'_>,
     rtu: &CommIdsAndData<'_>,
 ) {
     let Some(id) = comm_id::acquire(rtu.remote_comm_id, rtu.local_comm_id) else {

@@ -8,12 +8,10 @@ use crate::{
     av::{Av, SgidAttr},
     bindings,
     cm_id::{CmId, Conn, Init},
-    comm_id, conn,
+    conn,
     device::CmDevice,
     event::{self, Event},
     logic::{
-        self,
-        remote::{Held, Verdict},
         req_event::{self, RecvPort},
         service_id::ServiceId,
         state::{Input, MsgKind, State},
@@ -21,7 +19,7 @@ use crate::{
         wire::{
             conn::{Path, Req, MSG_REQ},
             field::Bytes,
-            AttrId, CmMessage, MadHeader,
+            CmMessage, RecvHdr,
         },
     },
     path::{self, fill_path, fill_typed_path},
@@ -197,59 +195,6 @@ pub(crate) fn send_req(id: &Arc<CmId>, args: &ReqArgs<'_>) -> Result {
     )
 }
 
-/// Executes [`logic::remote::verdict`] on a REQ or REP (`kind`) one of whose keys `holder`
-/// holds as `held` (`cm_match_req`'s first two checks, `cm_rep_handler`'s). `after_rej` runs
-/// between a stale connection's REJ and its DREQ (where cm.c traces a REP's
-/// `icm_staleconn_err`).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn on_held(
-    dev: &CmDevice,
-    port_num: u32,
-    wc: &RecvWc,
-    hdr: &MadHeader,
-    kind: MsgKind,
-    held: Held,
-    holder: &CmId,
-    after_rej: impl FnOnce(),
-) {
-    match logic::remote::verdict(kind, held) {
-        Verdict::Proceed | Verdict::Duplicate { holder: None } => {}
-        Verdict::Duplicate {
-            holder: Some(input),
-        } => {
-            // Only an id that is visible by comm ID (set up and handed over) answers, as
-            // cm.c's `cm_acquire_id` in `cm_match_req`; one still being set up ignores it.
-            let Some(id) = comm_id::acquire(holder.local_id(), holder.remote_id()) else {
-                return;
-            };
-            let attr = if kind == MsgKind::Req {
-                AttrId::Req
-            } else {
-                AttrId::Rep
-            };
-            let mut ctx = conn::Ctx {
-                recv: Some(conn::Recv::new(dev, port_num, attr, hdr, wc)),
-                ..conn::Ctx::default()
-            };
-            let out = conn::run(&id, input, &mut ctx, |_, _| {}, |_, _| {});
-            let _ = conn::finish(&id, out, ctx.recv.as_ref());
-        }
-        Verdict::Stale {
-            rej_reason,
-            rejected,
-        } => {
-            issue_rej(dev, port_num, wc, hdr.tid, rej_reason, rejected.wire());
-            after_rej();
-            // To the holder if it is visible by comm ID, as cm.c's `cm_acquire_id` (effective
-            // if ESTABLISHED); the use it takes is given back after the call (`cm_deref_id`).
-            if let Some(old) = comm_id::acquire(holder.local_id(), holder.remote_id()) {
-                let _ = conn::dreq_drep::send_dreq(&old, &[]);
-                old.put_user();
-            }
-        }
-    }
-}
-
 /// The passive id's parameters from a REQ (`cm_req_handler`).
 fn conn_of_req(req: &Req<'_>, tid: u64) -> Conn {
     let mut conn = Conn {
@@ -281,7 +226,7 @@ pub(crate) fn on_req(
     dev: &Arc<CmDevice>,
     port_num: u32,
     wc: &RecvWc,
-    hdr: &MadHeader,
+    hdr: &RecvHdr<'_>,
     req: &Req<'_>,
 ) {
     let sid = ServiceId::new(req.service_id);
@@ -298,7 +243,7 @@ pub(crate) fn on_req(
     // connection, no listener) as `icm_no_listener_err`, after its answer.
     if let Some(taken) = found {
         let (held, holder) = taken.held();
-        on_held(dev, port_num, wc, hdr, MsgKind::Req, held, &holder, || {});
+        conn::on_held(dev, port_num, wc, hdr, MsgKind::Req, held, &holder, || {});
         return trace::no_listener(req.local_comm_id);
     }
     let listener = dev.inner.lock().listen.find(sid);
@@ -307,7 +252,7 @@ pub(crate) fn on_req(
             dev,
             port_num,
             wc,
-            hdr.tid,
+            hdr.tid(),
             req_event::REJ_INVALID_SERVICE_ID,
             MSG_REQ,
         );
@@ -352,7 +297,7 @@ pub(crate) fn on_req(
                 ari.as_ref().map_or(&[][..], |a| &a[..]),
                 &[],
             );
-            return respond(dev, port_num, wc, hdr.tid, &CmMessage::Rej(rej));
+            return respond(dev, port_num, wc, hdr.tid(), &CmMessage::Rej(rej));
         }
     };
     if av.is_ib() {
@@ -373,7 +318,7 @@ pub(crate) fn on_req(
                 // cm.c sends this one from the id, on the primary path's address it has just
                 // built (`cm_alloc_msg`), not back along the REQ's packet as the INVALID_GID
                 // REJ above; without a handle nothing is sent, as there.
-                let _ = send::send_along(dev, &av, &CmMessage::Rej(rej), hdr.tid);
+                let _ = send::send_along(dev, &av, &CmMessage::Rej(rej), hdr.tid());
                 return;
             }
         }
@@ -400,7 +345,7 @@ pub(crate) fn on_req(
         remote_id: req.local_comm_id,
         av: Some(av),
         alt_av,
-        conn: conn_of_req(req, hdr.tid),
+        conn: conn_of_req(req, hdr.tid()),
         remote: Some(RemoteKey::req(key, qp)),
         delivering: true,
     };
@@ -421,12 +366,12 @@ pub(crate) fn on_req(
         let (held, holder) = taken.held();
         id.inner.lock().remote = None;
         id.destroy_with(-(bindings::ENOMEM as i32));
-        on_held(dev, port_num, wc, hdr, MsgKind::Req, held, &holder, || {});
+        conn::on_held(dev, port_num, wc, hdr, MsgKind::Req, held, &holder, || {});
         // As on the early path (cm.c traces every failed `cm_match_req`).
         return trace::no_listener(req.local_comm_id);
     }
 
-    let params = req_event::req_params(req, hdr.attr_mod);
+    let params = req_event::req_params(req, hdr.attr_mod());
     let pd = ev.payload_ptr(140);
     let (primary_ptr, alt_ptr) = {
         let (a, b) = ev.paths().split_at_mut(1);

@@ -17,7 +17,7 @@ use crate::{
         wire::{
             field::Bytes,
             sidr::{SidrRep, SidrReq},
-            AttrId, CmMessage, MadHeader,
+            AttrId, CmMessage, RecvHdr,
         },
     },
     recv::{bth_pkey, count_duplicate, hand_over, respond, ListenerPin},
@@ -96,7 +96,7 @@ pub(crate) fn on_sidr_rep(
     dev: &crate::device::CmDevice,
     port_num: u32,
     wc: &RecvWc,
-    hdr: &MadHeader,
+    hdr: &RecvHdr<'_>,
     rep: &SidrRep<'_>,
 ) {
     let Some(id) = comm_id::acquire(rep.request_id, 0) else {
@@ -133,7 +133,7 @@ pub(crate) fn on_sidr_req(
     dev: &Arc<CmDevice>,
     port_num: u32,
     wc: &RecvWc,
-    hdr: &MadHeader,
+    hdr: &RecvHdr<'_>,
     sidr: &SidrReq<'_>,
 ) {
     let sid = ServiceId::new(sidr.service_id);
@@ -157,7 +157,7 @@ pub(crate) fn on_sidr_req(
             info: &[],
             private_data: &[],
         });
-        return respond(dev, port_num, wc, hdr.tid, &CmMessage::SidrRep(rep));
+        return respond(dev, port_num, wc, hdr.tid(), &CmMessage::SidrRep(rep));
     };
     let listener = ListenerPin(listener);
     let Ok(av) = Av::from_recv(dev, port_num, wc).and_then(Av::boxed) else {
@@ -181,7 +181,7 @@ pub(crate) fn on_sidr_req(
         av: Some(av),
         alt_av: None,
         conn: Conn {
-            tid: hdr.tid,
+            tid: hdr.tid(),
             ..Conn::default()
         },
         remote: Some(RemoteKey::Sidr(key)),

@@ -2,7 +2,7 @@
 //! The ib_client "cm" (`cm_add_one()`, `cm_remove_one()` in cm.c), the reply-cache sweep
 //! work and the sysfs counter files: what ib_core, sysfs and the workqueue call for a device.
 //! The device object (`device.rs`) exposes its parts; teardown, which crosses the receive
-//! work, timewait and the ids' handshake handles, is ordered here.
+//! work, timewait and the ids' connection handles, is ordered here.
 
 use crate::{
     bindings, comm_id, conn, device::CmDevice, entry::debugfs, error, port::CmPort, timewait, wq,
@@ -94,7 +94,7 @@ pub(crate) unsafe extern "C" fn ibcm_rs_remove_one(
     // grace period lets lookups already inside their RCU section take their reference first.
     unsafe {
         bindings::ibcm_glue_set_client_data(ib_dev, core::ptr::null_mut());
-        bindings::ibcm_glue_synchronize_rcu();
+        bindings::synchronize_rcu();
     }
     // Comm-table references of destroyed ids are dropped by RCU callbacks; let those run
     // before the device's state goes.
@@ -105,7 +105,7 @@ pub(crate) unsafe extern "C" fn ibcm_rs_remove_one(
 /// Tears down the first `registered` ports of a device marked `going_down`, in cm.c's order
 /// (`cm_remove_one`): CM support off, receive callbacks past the receive gate done queueing,
 /// sends past the send gate drained, queued receive work run, the timewaits still queued
-/// ended, the ids' handshake address handles given up and the reply cache closed (and its
+/// ended, the ids' connection address handles given up and the reply cache closed (and its
 /// sweep stopped), then the agents (waiting for their callbacks, which destroy the handles
 /// still in use) and the sysfs groups. Every handle made on the port's MAD protection domain
 /// is gone when this returns: ib_mad frees that domain after.
@@ -113,9 +113,9 @@ fn shut_down(dev: &CmDevice, registered: usize) {
     dev.quiesce(registered);
     wq::flush();
     timewait::end_all(dev);
-    // No send starts any more: the ids' handshake address handles go now if idle, else
+    // No send starts any more: the ids' connection address handles go now if idle, else
     // with the completions that the agents' unregistration below flushes.
-    conn::retire_handshake_ahs(dev);
+    conn::retire_conn_ahs(dev);
     dev.unregister_ports(registered);
 }
 

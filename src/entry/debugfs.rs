@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-//! Introspection: `/sys/kernel/debug/ib_cm/<device>/listeners` and `.../ids`.
+//! Introspection: `/sys/kernel/debug/ib_cm/<device>/listeners`, `.../ids` and `.../conn_ahs`.
 //!
 //! cm.c has nothing like it. The files are C (`src/debugfs.c`); their contents come from here.
 //! Neither file holds a lock across its output, so reading them never stalls the receive
@@ -11,12 +11,15 @@
 //!   lookups beyond the owner's), the handler (`%ps`) and the context (a hashed pointer).
 //! - `ids` walks the comm-ID table one id at a time under RCU (as the receive path looks them
 //!   up), keeps a reference to the id it prints and prints it unlocked. Each line shows the
-//!   local and remote comm ID, the state, the service ID and the handshake address handle
+//!   local and remote comm ID, the state, the service ID and the connection address handle
 //!   (`-` for none, `held`, or `retired`: waiting for its last send) of every id of the
 //!   device that has a comm ID (`ib_cm_insert_listen` listeners have none; `ib_cm_listen`
 //!   ones show LISTEN).
+//! - `conn_ahs` shows the device's budget of connection address handles (`ah.rs`): how many
+//!   its ids hold, the limit (`conn_ahs_per_device`), and how many REQs and REPs went on a
+//!   handle of their own because the budget was spent or the handle could not be created.
 //!
-//! Both are snapshots that may be a moment stale, good enough to look at a running system.
+//! All are snapshots that may be a moment stale, good enough to look at a running system.
 
 use crate::{bindings, device::CmDevice};
 use kernel::{alloc::KVec, prelude::*};
@@ -112,7 +115,7 @@ pub(crate) unsafe extern "C" fn ibcm_rs_debugfs_ids(
     let mut index = 0u32;
     while let Some((id, at)) = crate::comm_id::next_of_device(index, dev) {
         let state = id.cm_state().name();
-        let hs = crate::conn::handshake_ah_status(&id);
+        let hs = crate::conn::conn_ah_status(&id);
         // SAFETY: `m` is live; `state` and `hs` are valid for their lengths.
         unsafe {
             bindings::ibcm_glue_seq_id(
@@ -132,4 +135,21 @@ pub(crate) unsafe extern "C" fn ibcm_rs_debugfs_ids(
             None => break,
         }
     }
+}
+
+/// The `conn_ahs` file.
+///
+/// # Safety
+///
+/// As [`ibcm_rs_debugfs_listeners`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ibcm_rs_debugfs_conn_ahs(
+    m: *mut bindings::seq_file,
+    dev: *mut kernel::ffi::c_void,
+) {
+    // SAFETY: As in `ibcm_rs_debugfs_listeners`.
+    let dev = unsafe { &*dev.cast::<CmDevice>() };
+    let s = dev.conn_ahs().stats();
+    // SAFETY: `m` is live for the call; the values are plain.
+    unsafe { bindings::ibcm_glue_seq_conn_ahs(m, s.held, s.limit, s.over_budget, s.failed) };
 }

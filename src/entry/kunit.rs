@@ -342,6 +342,34 @@ extern "C" fn own_events_survive_alloc_failure(_test: *mut bindings::kunit) {
     }
 }
 
+/// A send after device removal began fails with `-EINVAL`, as cm.c's `cm_alloc_msg` finds the
+/// port's MAD agent gone (it once gave `-ENODEV`). The id has an address, so the send gets as
+/// far as the device's send gate.
+extern "C" fn send_after_removal_gets_einval(_test: *mut bindings::kunit) {
+    use crate::logic::state::State;
+    let dev = require!(fake_device());
+    let id = require!(CmId::new(
+        dev.clone(),
+        Some(handler_a),
+        core::ptr::null_mut(),
+        false
+    ));
+    // An all-zero attribute holds no GID reference: dropping the address releases nothing.
+    let av = require!(crate::av::Av::new(1, 0, 0, bindings::rdma_ah_attr::default()).boxed());
+    {
+        let mut g = id.inner.lock();
+        g.av = Some(av);
+        id.set_state(State::RepRcvd.raw());
+    }
+    dev.mark_going_down();
+    // The gate refuses (the device has no ports either, which would give EINVAL too: the
+    // case shows the gate's errno, as it did when it was ENODEV).
+    expect!(dev.enter_send().is_none());
+    expect!(crate::conn::rep_rtu::send_rtu(&id, &[]) == Err(EINVAL));
+    expect!(id.cm_state() == State::RepRcvd);
+    expect!(destroy(&id));
+}
+
 /// Memory one listener costs: the `Arc<CmId>` allocation plus its tree node, each rounded up to
 /// its kmalloc bucket. Printed for the comparison with C's `cm_id_private` (measured with
 /// `ksize()` by the conformance suite); the bound keeps the tree node from growing into a
@@ -1044,7 +1072,7 @@ const fn suite(name: &[u8], cases: *mut bindings::kunit_case) -> bindings::kunit
 
 // KUnit writes run status into the cases and the suite, hence `static mut`; nothing in Rust
 // touches them after initialisation.
-static mut CASES: [bindings::kunit_case; 16] = [
+static mut CASES: [bindings::kunit_case; 17] = [
     case(c"tree_share_and_release", tree_share_and_release),
     case(c"listen_never_shares", listen_never_shares),
     case(c"assign_allocator", assign_allocator),
@@ -1080,6 +1108,10 @@ static mut CASES: [bindings::kunit_case; 16] = [
     case(
         c"own_events_survive_alloc_failure",
         own_events_survive_alloc_failure,
+    ),
+    case(
+        c"send_after_removal_gets_einval",
+        send_after_removal_gets_einval,
     ),
     // SAFETY: The zeroed terminator KUnit looks for.
     unsafe { core::mem::zeroed() },

@@ -8,11 +8,12 @@ use crate::{
     bindings, conn,
     device::{device_of_agent, CmDevice},
     logic::wire::{
+        check_header,
         conn::{Drep, Dreq, Mra, Rej, Rep, Req, Rtu},
-        decode_header,
         lap::{Apr, Lap},
+        payload,
         sidr::{SidrRep, SidrReq},
-        AttrId, MadHeader, WireError,
+        AttrId, RecvHdr, WireError, MAD_LEN,
     },
     port::Counter,
     recv_wc::RecvWc,
@@ -32,7 +33,7 @@ use kernel::{c_str, ffi, sync::Arc};
 pub(crate) unsafe extern "C" fn ibcm_rs_recv_work(work: *mut bindings::work_struct) {
     // SAFETY: `work` is the work item `ibcm_rs_recv` leaked, taken back once.
     let w = unsafe { RecvWork::from_work(work) };
-    process(&w.dev, w.port_num, &w.wc);
+    process(&w.dev, w.port_num, w.attr, &w.wc);
 }
 
 /// The MAD agent's receive callback (`cm_recv_handler`): count, then queue or drop.
@@ -54,15 +55,24 @@ pub(crate) unsafe extern "C" fn ibcm_rs_recv(
     let Some(port) = dev.port(port_num) else {
         return;
     };
-    let attr = MadHeader::decode(wc.mad())
-        .ok()
-        .and_then(|h| AttrId::from_wire(h.attr_id));
-    let Some(attr) = attr else {
+    // The header is checked once, here: the work gets the attribute, the handlers read the
+    // TID and attribute modifier where they use them. A MAD of a known attribute is counted
+    // received before the rest of its header is looked at (cm.c counts by attribute alone).
+    let mad = wc.mad();
+    let known = (mad.len() >= MAD_LEN)
+        .then(|| AttrId::from_wire(u16::from_be_bytes([mad[16], mad[17]])))
+        .flatten();
+    let Some(attr) = known else {
         port.count_malformed();
         dev.warn_malformed(port_num, c_str!("unknown attribute or short MAD"), &wc);
         return;
     };
     port.count(Counter::RxMsgs, attr.counter_index(), 1);
+    if let Err(e) = check_header(mad) {
+        port.count_malformed();
+        dev.warn_malformed(port_num, wire_error(e), &wc);
+        return;
+    }
     // Inside the receive gate until the work is queued: removal closes the gate and waits for
     // callbacks inside it before it flushes the CM workqueue, so its flush sees every work
     // queued here (cm.c queues under `cm.lock` for the same ordering with `going_down`).
@@ -73,39 +83,41 @@ pub(crate) unsafe extern "C" fn ibcm_rs_recv(
     if wq.is_null() {
         return;
     }
-    let Ok(work) = RecvWork::new(dev.into(), port_num, wc) else {
+    let Ok(work) = RecvWork::new(dev.into(), port_num, attr, wc) else {
         return;
     };
     // The work item owns itself from here until `ibcm_rs_recv_work` takes it back; it does
     // not move (it stays in its box).
     let item = RecvWork::into_work(work);
     // SAFETY: `wq` is live until module exit, after every device is gone; `item` is live.
-    unsafe { bindings::ibcm_glue_queue_work(wq, item) };
+    // `queue_work()` is `queue_work_on(WORK_CPU_UNBOUND, ...)`.
+    unsafe {
+        bindings::queue_work_on(
+            bindings::wq_misc_consts_WORK_CPU_UNBOUND as ffi::c_int,
+            wq,
+            item,
+        )
+    };
 }
 
-/// Dispatches one received MAD (`cm_work_handler`).
-fn process(dev: &Arc<CmDevice>, port_num: u32, wc: &RecvWc) {
-    let Some(port) = dev.port(port_num) else {
-        return;
-    };
-    // Each message is decoded straight into the handler's argument: no enum of every message
-    // kind is built and moved around.
-    let (hdr, attr, p) = match decode_header(wc.mad()) {
-        Ok(x) => x,
-        Err(e) => {
-            port.count_malformed();
-            let what = match e {
-                WireError::Truncated => c_str!("truncated"),
-                WireError::WrongClassVersion => c_str!("wrong class version"),
-                WireError::WrongBaseVersion => c_str!("wrong base version"),
-                WireError::WrongClass => c_str!("wrong class"),
-                WireError::WrongMethod => c_str!("wrong method"),
-                WireError::UnknownAttribute => c_str!("unknown attribute"),
-            };
-            dev.warn_malformed(port_num, what, wc);
-            return;
-        }
-    };
+/// What a header check's failure is called in the malformed-MAD warning.
+fn wire_error(e: WireError) -> &'static kernel::str::CStr {
+    match e {
+        WireError::Truncated => c_str!("truncated"),
+        WireError::WrongClassVersion => c_str!("wrong class version"),
+        WireError::WrongBaseVersion => c_str!("wrong base version"),
+        WireError::WrongClass => c_str!("wrong class"),
+        WireError::WrongMethod => c_str!("wrong method"),
+        WireError::UnknownAttribute => c_str!("unknown attribute"),
+    }
+}
+
+/// Dispatches one received MAD of attribute `attr`, whose header the receive callback checked
+/// (`cm_work_handler`). Each message is decoded straight into the handler's argument: no enum
+/// of every message kind is built and moved around.
+fn process(dev: &Arc<CmDevice>, port_num: u32, attr: AttrId, wc: &RecvWc) {
+    let mad = wc.mad();
+    let (hdr, p) = (RecvHdr::of(mad), payload(mad));
     match attr {
         AttrId::Req => conn::req::on_req(dev, port_num, wc, &hdr, &Req::decode(p)),
         AttrId::SidrReq => conn::sidr::on_sidr_req(dev, port_num, wc, &hdr, &SidrReq::decode(p)),
@@ -142,10 +154,10 @@ pub(crate) unsafe extern "C" fn ibcm_rs_send_done(
     let id = done.id.take();
     let status = done.status;
     // The id forgets the buffer (if it is its tracked one) before the buffer is freed, and
-    // gives back its use of the handshake handle (the last one destroys it).
+    // gives back its use of the connection handle (the last one destroys it).
     let failed_in = id
         .as_ref()
-        .and_then(|id| conn::untrack(id, done.buf(), done.on_hs));
+        .and_then(|id| conn::untrack(id, done.buf(), done.on_conn_ah));
     drop(done);
     if let Some(id) = id {
         conn::send_done(&id, failed_in, status);

@@ -301,13 +301,14 @@ impl Out {
     }
 }
 
-/// Whether an id in `state` keeps its handshake address handle (`send.rs`): the active side
-/// from its REQ until the REP is answered (RTU, MRA, REJ) or the handshake fails. Every later
-/// send (DREQ, DREP) creates a handle of its own, as cm.c's sends all do.
-pub(crate) fn keeps_handshake_ah(state: State) -> bool {
-    matches!(
+/// Whether an id in `state` keeps its connection address handle (`ah.rs`, design A in
+/// `Documentation/performance.rst`): made by the REQ (active side) or the REP (passive side)
+/// and kept through the connection and its timewait, until the id is back in IDLE. Listeners
+/// and SIDR ids never have one (a SIDR_REQ and its SIDR_REP go on a handle per send).
+pub(crate) fn keeps_conn_ah(state: State) -> bool {
+    !matches!(
         state,
-        State::ReqSent | State::MraReqRcvd | State::RepRcvd | State::MraRepSent
+        State::Idle | State::Listen | State::SidrReqSent | State::SidrReqRcvd
     )
 }
 

@@ -575,48 +575,46 @@ fn qp_attr_masks_are_cm_c_s() {
     );
 }
 
-/// The handshake address handle (`send.rs`): kept from the REQ's send until the active side
-/// leaves its REQ/REP states, so the RTU (or an MRA or REJ before it) reuses the REQ's, and an
-/// established connection, a passive id or a SIDR id holds none.
+/// The connection address handle (`ah.rs`, design A): made by the REQ (active) or the REP
+/// (passive) and kept until the id is back in IDLE, so every later MAD of the connection goes
+/// on it; listeners and SIDR ids hold none.
 #[test]
-fn handshake_handle_lives_from_req_to_rtu_only() {
-    use crate::logic::state::keeps_handshake_ah;
-    let kept: Vec<State> = State::ALL
+fn connection_handle_lives_from_req_or_rep_until_idle() {
+    use crate::logic::state::keeps_conn_ah;
+    let dropped: Vec<State> = State::ALL
         .iter()
         .copied()
-        .filter(|s| keeps_handshake_ah(*s))
+        .filter(|s| !keeps_conn_ah(*s))
         .collect();
-    assert_eq!(kept, vec![ReqSent, MraReqRcvd, RepRcvd, MraRepSent]);
-    // The REQ is sent from IDLE into a state that keeps it.
+    assert_eq!(dropped, vec![Idle, Listen, SidrReqSent, SidrReqRcvd]);
+    // The REQ and the REP are sent into states that keep the handle they make.
     let req = step(Idle, Lap::Idle, Input::SendReq).unwrap();
     assert!(req.actions.iter().any(|a| a == Action::Send(Out::Req)));
-    assert!(keeps_handshake_ah(req.next));
-    // Every way out of those states that is taken lands where no handle is kept, but for the
-    // MRA exchanges between them; in particular the RTU leaves for ESTABLISHED.
-    for s in [ReqSent, MraReqRcvd, RepRcvd, MraRepSent] {
+    assert!(keeps_conn_ah(req.next));
+    for s in [ReqRcvd, MraReqSent] {
+        let rep = step(s, Lap::Idle, Input::SendRep).unwrap();
+        assert!(rep.actions.iter().any(|a| a == Action::Send(Out::Rep)));
+        assert!(keeps_conn_ah(rep.next));
+    }
+    // The handle outlives the handshake: the RTU, the DREQ and the DREP go on it, and it lives
+    // through timewait (a retransmitted DREQ is answered on it).
+    let rtu = step(RepRcvd, Lap::Idle, Input::SendRtu).unwrap();
+    assert!(keeps_conn_ah(rtu.next));
+    let dreq = step(Established, Lap::Idle, Input::SendDreq).unwrap();
+    assert!(keeps_conn_ah(dreq.next));
+    // Every input that ends a connection, from any state that keeps a handle, leads to IDLE
+    // (handle dropped) or to TIMEWAIT (kept until its expiry leads to IDLE).
+    for s in State::ALL.into_iter().filter(|s| keeps_conn_ah(*s)) {
         for i in inputs() {
-            for lap in Lap::ALL {
-                if let Ok(st) = step(s, lap, i) {
-                    if keeps_handshake_ah(st.next) {
-                        assert!(
-                            matches!(
-                                i,
-                                Input::RecvMra { .. }
-                                    | Input::SendMra { .. }
-                                    | Input::RecvRep
-                                    | Input::RecvDupRep
-                            ) || st.next == s,
-                            "{s:?} --{i:?}--> {:?} keeps the handle",
-                            st.next
-                        );
-                    }
+            if let Ok(st) = step(s, Lap::Idle, i) {
+                if !keeps_conn_ah(st.next) {
+                    assert_eq!(st.next, Idle, "{s:?} --{i:?}--> {:?}", st.next);
                 }
             }
         }
     }
-    let rtu = step(RepRcvd, Lap::Idle, Input::SendRtu).unwrap();
-    assert_eq!(rtu.next, Established);
-    assert!(!keeps_handshake_ah(rtu.next));
+    let exit = step(Timewait, Lap::Idle, Input::TimewaitExpired).unwrap();
+    assert!(!keeps_conn_ah(exit.next));
 }
 
 /// What cm.c does for an accepted input (LAP state UNINIT), written per handler from cm.c:

@@ -7,8 +7,9 @@
 
 use crate::golden::defined_mask;
 use crate::logic::wire::{
-    conn::*, decode_mad, encode_mad, encode_zeroed_mad, lap::*, sidr::*, AttrId, CmMessage,
-    MadHeader, WireError, MAD_HDR_LEN, MAD_LEN, PAYLOAD_LEN,
+    check_header, conn::*, decode_mad, encode_mad, encode_zeroed_mad, lap::*,
+    payload as payload_of, sidr::*, AttrId, CmMessage, MadHeader, RecvHdr, WireError, MAD_HDR_LEN,
+    MAD_LEN, PAYLOAD_LEN,
 };
 use crate::properties::Rng;
 
@@ -515,4 +516,67 @@ fn fuzz_smoke() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0x1BC0);
     fuzz(iterations, seed);
+}
+
+/// The receive callback's one header check (`check_header`, then `RecvHdr` and `payload` where
+/// the handlers read) against a reference written here from IBTA 13.4.3 (offsets and values by
+/// hand, not from the codec): the same verdict, attribute, TID, attribute modifier and payload
+/// on every MAD. Headers are random around valid ones (each checked byte valid half the time),
+/// lengths around a whole MAD.
+#[test]
+fn header_checked_once_matches_the_ibta_header() {
+    fn reference(b: &[u8]) -> Result<(u16, u64, u32, &[u8]), WireError> {
+        if b.len() < 256 {
+            return Err(WireError::Truncated);
+        }
+        let checks = [
+            (b[0], 1, WireError::WrongBaseVersion),
+            (b[1], 0x07, WireError::WrongClass),
+            (b[2], 2, WireError::WrongClassVersion),
+            (b[3], 0x03, WireError::WrongMethod),
+        ];
+        for (got, want, err) in checks {
+            if got != want {
+                return Err(err);
+            }
+        }
+        let attr = u16::from_be_bytes([b[16], b[17]]);
+        if !(0x0010..=0x001A).contains(&attr) {
+            return Err(WireError::UnknownAttribute);
+        }
+        let tid = u64::from_be_bytes(b[8..16].try_into().unwrap());
+        let attr_mod = u32::from_be_bytes(b[20..24].try_into().unwrap());
+        Ok((attr, tid, attr_mod, &b[24..256]))
+    }
+    let mut rng = Rng::new(7);
+    for _ in 0..20_000 {
+        let mut m = [0u8; MAD_LEN];
+        for b in m.iter_mut() {
+            *b = rng.next() as u8;
+        }
+        for (i, v) in [1u8, 0x07, 2, 0x03].iter().enumerate() {
+            if rng.next() % 2 == 0 {
+                m[i] = *v;
+            }
+        }
+        if rng.next() % 2 == 0 {
+            m[16] = 0;
+            m[17] = 0x10 + (rng.next() % 12) as u8;
+        }
+        let len = match rng.next() % 4 {
+            0 => (rng.next() % MAD_LEN as u64) as usize,
+            _ => MAD_LEN,
+        };
+        let buf = &m[..len];
+        match (check_header(buf), reference(buf)) {
+            (Ok(a), Ok((attr, tid, attr_mod, p))) => {
+                assert_eq!(a.wire(), attr);
+                assert_eq!(RecvHdr::of(buf).tid(), tid);
+                assert_eq!(RecvHdr::of(buf).attr_mod(), attr_mod);
+                assert_eq!(payload_of(buf), p);
+            }
+            (Err(e), Err(f)) => assert_eq!(e, f),
+            (x, y) => panic!("check_header {x:?}, reference {:?}", y.map(|t| t.0)),
+        }
+    }
 }

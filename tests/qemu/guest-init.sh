@@ -474,18 +474,36 @@ if pair rdma_server 30 7192 "rdma_server -s 10.0.0.1 -p 7192" "rdma_client -s 10
 	pair_result rdma_server
 fi
 
+# conn_ah_field NAME: the sum of the field NAME of both devices' debugfs conn_ahs files.
+conn_ah_field() {
+	awk -v f="$1" '$1 == f { n += $2 } END { print n + 0 }' /sys/kernel/debug/ib_cm/rxe[01]/conn_ahs 2>/dev/null
+}
+
+# wait_conn_ahs_released: waits (up to 60 s, timewaits included) until no id of either device
+# holds a connection handle; prints how many still do.
+wait_conn_ahs_released() {
+	i=0
+	while [ "$(conn_ah_field held)" != 0 ] && [ $i -lt 120 ]; do
+		usleep 500000
+		i=$((i + 1))
+	done
+	conn_ah_field held
+}
+
 # --- 5. cmtime: 200 connections, each step timed (the table goes into the log) ---
 # The server never exits by itself.
 # On ours, debugfs is read in a loop all through it: the reads must not stall the CM (cmtime
 # passes) and must all succeed.
 rm -f /tmp/cmtime-done
 if [ "$CM" = rs ]; then
-	(n=0 bad=0; while [ ! -e /tmp/cmtime-done ]; do
+	(n=0 bad=0 peak=0; while [ ! -e /tmp/cmtime-done ]; do
 		cat /sys/kernel/debug/ib_cm/rxe0/listeners /sys/kernel/debug/ib_cm/rxe0/ids \
 			/sys/kernel/debug/ib_cm/rxe1/ids >/dev/null 2>&1 || bad=$((bad + 1))
+		h=$(conn_ah_field held)
+		[ "${h:-0}" -gt $peak ] && peak=$h
 		n=$((n + 1))
 		usleep 20000
-	done; echo "$n $bad" >/tmp/debugfs-reads) &
+	done; echo "$n $bad $peak" >/tmp/debugfs-reads) &
 	rdr=$!
 fi
 if pair cmtime 120 7193 "cmtime -b 10.0.0.1 -p 7193" "cmtime -s 10.0.0.1 -b 10.0.0.2 -p 7193 -c 200" forever; then
@@ -495,12 +513,62 @@ fi
 touch /tmp/cmtime-done
 if [ "$CM" = rs ]; then
 	wait $rdr 2>/dev/null
-	read -r n bad </tmp/debugfs-reads 2>/dev/null
+	read -r n bad peak </tmp/debugfs-reads 2>/dev/null
 	if [ "${n:-0}" -gt 0 ] && [ "${bad:-1}" = 0 ]; then
 		e2e "ok debugfs_read_during_cmtime_$CM # $n reads of 3 files"
 	else
 		e2e "not ok debugfs_read_during_cmtime_$CM # ${n:-0} reads, ${bad:-?} failed"
 	fi
+fi
+
+# Ours: once cmtime's 200 connections are gone (their timewaits ended), no connection handle
+# is held any more. Then the fallback: with conn_ahs_per_device=0 no connection may keep a
+# handle, every REQ and REP goes on a handle of its own (counted as over budget), and cmtime's
+# connections must still all complete.
+if [ "$CM" = rs ]; then
+	# The handles were there (a peak of at least 100 of the 400 connection ends, sampled
+	# every 20 ms while cmtime ran), and all are gone.
+	left=$(wait_conn_ahs_released)
+	if [ "$left" = 0 ] && [ "${peak:-0}" -ge 100 ]; then
+		e2e "ok conn_ahs_released_after_cmtime_$CM # peak $peak held"
+	else
+		e2e "not ok conn_ahs_released_after_cmtime_$CM # peak ${peak:-?} held (want >= 100), $left still held: $(cat /sys/kernel/debug/ib_cm/rxe[01]/conn_ahs | tr '\n' ' ')"
+	fi
+	P=/sys/module/ib_cm/parameters/conn_ahs_per_device
+	over0=$(conn_ah_field over_budget)
+	if echo 0 >$P; then
+		if pair cmtime_without_conn_ahs 120 7194 "cmtime -b 10.0.0.1 -p 7194" "cmtime -s 10.0.0.1 -b 10.0.0.2 -p 7194 -c 50" forever; then
+			over=$(($(conn_ah_field over_budget) - over0))
+			held=$(conn_ah_field held)
+			# 50 REQs and 50 REPs, each sent on its own handle.
+			if [ $over -ge 100 ] && [ "$held" = 0 ]; then
+				pair_result cmtime_without_conn_ahs
+			else
+				pair_result cmtime_without_conn_ahs "over budget $over (want >= 100), held $held (want 0)"
+			fi
+		fi
+	else
+		e2e "not ok cmtime_without_conn_ahs_$CM # cannot write $P"
+	fi
+	echo -1 >$P
+	# The driver cannot make the handle (the test build's fail_conn_ahs fails every creation,
+	# as a driver out of handles or memory would): the same fallback, counted as failed.
+	F=/sys/module/ib_cm/parameters/fail_conn_ahs
+	failed0=$(conn_ah_field failed)
+	if echo 1 >$F; then
+		if pair cmtime_conn_ah_creation_fails 120 7195 "cmtime -b 10.0.0.1 -p 7195" "cmtime -s 10.0.0.1 -b 10.0.0.2 -p 7195 -c 20" forever; then
+			failed=$(($(conn_ah_field failed) - failed0))
+			held=$(conn_ah_field held)
+			if [ $failed -ge 40 ] && [ "$held" = 0 ]; then
+				pair_result cmtime_conn_ah_creation_fails
+			else
+				pair_result cmtime_conn_ah_creation_fails "failed $failed (want >= 40), held $held (want 0)"
+			fi
+		fi
+	else
+		e2e "not ok cmtime_conn_ah_creation_fails_$CM # cannot write $F"
+	fi
+	echo 0 >$F
 fi
 
 # --- 6. perftest over RDMA CM ---
@@ -782,20 +850,13 @@ debugfs_check() {
 		e2e "not ok debugfs_shows_listener_and_connection_$CM # listener: '$l'; ESTABLISHED ids: rxe0 ${e0:-none}, rxe1 ${e1:-none}"
 		for f in $D/*/*; do sed "s|^|debugfs $f: |" $f >/dev/kmsg 2>/dev/null; done
 	fi
-	# The active side's REQ address handle serves its RTU and goes once the RTU's send
-	# completes: an established id holds none (hs_ah column '-'), on either side.
-	i=0
-	while :; do
-		h=$(cat $D/rxe0/ids $D/rxe1/ids 2>/dev/null | awk '$3 == "ESTABLISHED" && $5 != "-"' | wc -l)
-		[ "$h" = 0 ] && break
-		i=$((i + 1))
-		[ $i -ge 20 ] && break
-		usleep 100000
-	done
-	if [ "${e1:-0}" -ge 1 ] && [ "$h" = 0 ]; then
-		e2e "ok debugfs_established_ids_hold_no_handshake_ah_$CM"
+	# Design A: each connection end keeps the address handle its REQ or REP made until it is
+	# back in IDLE, so every established id holds one (conn_ah column 'held'), on either side.
+	h=$(cat $D/rxe0/ids $D/rxe1/ids 2>/dev/null | awk '$3 == "ESTABLISHED" && $5 != "held"' | wc -l)
+	if [ "${e0:-0}" -ge 1 ] && [ "${e1:-0}" -ge 1 ] && [ "$h" = 0 ]; then
+		e2e "ok debugfs_established_ids_hold_conn_ah_$CM"
 	else
-		e2e "not ok debugfs_established_ids_hold_no_handshake_ah_$CM # $h established id(s) still hold one: $(cat $D/rxe1/ids | tr '\n' '|')"
+		e2e "not ok debugfs_established_ids_hold_conn_ah_$CM # $h established id(s) without one: $(cat $D/rxe0/ids $D/rxe1/ids | tr '\n' '|')"
 	fi
 }
 

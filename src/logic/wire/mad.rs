@@ -11,6 +11,29 @@ pub(crate) const MAD_HDR_LEN: usize = 24;
 /// Size of a CM message payload (everything after the header).
 pub(crate) const PAYLOAD_LEN: usize = MAD_LEN - MAD_HDR_LEN;
 
+/// A received MAD's header, checked once (by [`super::check_header`] in the receive callback)
+/// and read where used: the message handlers need only its TID and attribute modifier, so
+/// nothing is decoded up front.
+#[derive(Clone, Copy)]
+pub(crate) struct RecvHdr<'a>(&'a [u8]);
+
+impl<'a> RecvHdr<'a> {
+    /// The header of the received MAD `mad`.
+    pub(crate) fn of(mad: &'a [u8]) -> Self {
+        Self(mad)
+    }
+
+    /// The transaction ID.
+    pub(crate) fn tid(&self) -> u64 {
+        field::u64_at(self.0, 8)
+    }
+
+    /// The attribute modifier (the ECE `attr_mod` of a REQ, REP or SIDR_REP).
+    pub(crate) fn attr_mod(&self) -> u32 {
+        field::u32_at(self.0, 20)
+    }
+}
+
 /// The MAD common header, every field.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub(crate) struct MadHeader {

@@ -13,7 +13,7 @@ pub(crate) mod lap;
 pub(crate) mod mad;
 pub(crate) mod sidr;
 
-pub(crate) use mad::{MadHeader, MAD_HDR_LEN, MAD_LEN, PAYLOAD_LEN};
+pub(crate) use mad::{MadHeader, RecvHdr, MAD_HDR_LEN, MAD_LEN, PAYLOAD_LEN};
 
 /// Why a MAD was dropped.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -204,25 +204,33 @@ impl<'a> CmMessage<'a> {
 /// and returns it with the attribute and the payload (the 232 bytes after the header), so a
 /// receiver can decode the one message it names in place.
 pub(crate) fn decode_header(mad: &[u8]) -> Result<(MadHeader, AttrId, &[u8]), WireError> {
-    let hdr = MadHeader::decode(mad)?;
-    if hdr.base_version != BASE_VERSION {
+    let attr = check_header(mad)?;
+    Ok((MadHeader::decode(mad)?, attr, payload(mad)))
+}
+
+/// Checks a received MAD's header as [`decode_header`] does and returns its attribute,
+/// reading only the fields it checks (the receive callback: the handlers then read the rest
+/// where they use it, through [`mad::RecvHdr`]).
+pub(crate) fn check_header(mad: &[u8]) -> Result<AttrId, WireError> {
+    let b = mad.get(..MAD_LEN).ok_or(WireError::Truncated)?;
+    if b[0] != BASE_VERSION {
         return Err(WireError::WrongBaseVersion);
     }
-    if hdr.mgmt_class != MGMT_CLASS_CM {
+    if b[1] != MGMT_CLASS_CM {
         return Err(WireError::WrongClass);
     }
-    if hdr.class_version != CM_CLASS_VERSION {
+    if b[2] != CM_CLASS_VERSION {
         return Err(WireError::WrongClassVersion);
     }
-    if hdr.method != METHOD_SEND {
+    if b[3] != METHOD_SEND {
         return Err(WireError::WrongMethod);
     }
-    let attr = AttrId::from_wire(hdr.attr_id).ok_or(WireError::UnknownAttribute)?;
-    let payload = mad
-        .get(MAD_HDR_LEN..)
-        .and_then(|p| p.get(..PAYLOAD_LEN))
-        .ok_or(WireError::Truncated)?;
-    Ok((hdr, attr, payload))
+    AttrId::from_wire(field::u16_at(b, 16)).ok_or(WireError::UnknownAttribute)
+}
+
+/// The payload of a MAD [`check_header`] accepted (empty for a shorter buffer).
+pub(crate) fn payload(mad: &[u8]) -> &[u8] {
+    mad.get(MAD_HDR_LEN..MAD_LEN).unwrap_or(&[])
 }
 
 /// Decodes a whole received MAD: [`decode_header`], then the message (for the tests, as

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-//! An active id's handshake address handle (see `ah::HandshakeAh`) and what a send
+//! A connection end's address handle (see `ah::ConnAh`) and what a send
 //! completion does to the id (`cm_send_handler()` / `cm_process_send_error()` in cm.c): the
 //! id forgets its tracked MAD and gives back its use of the handle, and a tracked MAD that
 //! failed delivers the `*_ERROR` event of the state it was sent in.
 
 use super::{finish, run, Ctx};
 use crate::{
-    ah::HandshakeAh,
+    ah::ConnAh,
     bindings,
     cm_id::{CmId, CmIdInner},
     event::Event,
@@ -20,78 +20,74 @@ use kernel::sync::Arc;
 pub(crate) fn untrack(
     id: &CmId,
     buf: *mut bindings::ib_mad_send_buf,
-    on_hs: bool,
+    on_conn_ah: bool,
 ) -> Option<State> {
     let mut g = id.inner.lock();
-    if on_hs && hs_in_flight(g.hs_sends) != 0 {
-        g.hs_sends -= 1;
+    if on_conn_ah && ah_in_flight(g.ah_sends) != 0 {
+        g.ah_sends -= 1;
     }
-    end_handshake_ah(id, &mut g);
-    if g.msg != buf {
-        return None;
-    }
-    g.msg = core::ptr::null_mut();
-    Some(g.msg_state)
+    end_conn_ah(id, &mut g);
+    g.untrack(buf)
 }
 
-/// The sends in flight on the handshake handle, from `CmIdInner::hs_sends`.
-pub(super) fn hs_in_flight(hs_sends: u8) -> u8 {
-    hs_sends & !HandshakeAh::RETIRED
+/// The sends in flight on the connection handle, from `CmIdInner::ah_sends`.
+pub(super) fn ah_in_flight(ah_sends: u8) -> u8 {
+    ah_sends & !ConnAh::RETIRED
 }
 
-/// Whether the handshake handle is retired, from `CmIdInner::hs_sends`.
-pub(super) fn hs_retired(hs_sends: u8) -> bool {
-    hs_sends & HandshakeAh::RETIRED != 0
+/// Whether the connection handle is retired, from `CmIdInner::ah_sends`.
+pub(super) fn ah_retired(ah_sends: u8) -> bool {
+    ah_sends & ConnAh::RETIRED != 0
 }
 
-/// Ends the use of the id's handshake handle once the id is out of the handshake states (or
-/// the handle was retired): see [`retire_handshake_ah`].
-pub(super) fn end_handshake_ah(id: &CmId, g: &mut CmIdInner) {
-    if !hs_retired(g.hs_sends) && state::keeps_handshake_ah(id.cm_state()) {
+/// Ends the use of the id's connection handle once the id is back in IDLE (or the handle
+/// was retired): see [`retire_conn_ah`].
+pub(super) fn end_conn_ah(id: &CmId, g: &mut CmIdInner) {
+    if !ah_retired(g.ah_sends) && state::keeps_conn_ah(id.cm_state()) {
         return;
     }
-    retire_handshake_ah(g);
+    retire_conn_ah(id, g);
 }
 
-/// Ends the use of the id's handshake handle whatever the state. With no send on it in flight
+/// Ends the use of the id's connection handle whatever the state. With no send on it in flight
 /// it is destroyed here, under the id lock, as cm.c's `cm_free_priv_msg()` destroys a MAD's
 /// handle (`rdma_destroy_ah(ah, 0)` does not sleep), so no one can see the id without a handle
 /// while the handle still exists (device removal relies on that). With sends in flight it is
-/// retired: no later send takes it (a new handshake of the same id gets a handle of its own),
-/// and the last completion destroys it.
-pub(super) fn retire_handshake_ah(g: &mut CmIdInner) {
-    if !g.hs_ah.is_some() {
+/// retired: no later send takes it (a new connection of the same id gets a handle of its
+/// own), and the last completion destroys it.
+pub(super) fn retire_conn_ah(id: &CmId, g: &mut CmIdInner) {
+    if !g.conn_ah.is_some() {
         return;
     }
-    if hs_in_flight(g.hs_sends) == 0 {
-        g.hs_sends = 0;
-        drop(g.hs_ah.take());
+    if ah_in_flight(g.ah_sends) == 0 {
+        g.ah_sends = 0;
+        g.conn_ah.release(id.dev.conn_ahs());
     } else {
-        g.hs_sends |= HandshakeAh::RETIRED;
+        g.ah_sends |= ConnAh::RETIRED;
     }
 }
 
-/// What the id's handshake handle is, for debugfs: `-` (none), `held` or `retired`.
-pub(crate) fn handshake_ah_status(id: &CmId) -> &'static str {
+/// What the id's connection handle is, for debugfs: `-` (none), `held` or `retired`.
+pub(crate) fn conn_ah_status(id: &CmId) -> &'static str {
     let g = id.inner.lock();
-    if !g.hs_ah.is_some() {
+    if !g.conn_ah.is_some() {
         "-"
-    } else if hs_retired(g.hs_sends) {
+    } else if ah_retired(g.ah_sends) {
         "retired"
     } else {
         "held"
     }
 }
 
-/// Device removal, once no send can start: every id of `dev` gives up its handshake handle
+/// Device removal, once no send can start: every id of `dev` gives up its connection handle
 /// before the CM's removal returns (after which ib_mad frees the port's protection domain the
-/// handles were made on). An idle one (an id waiting in REP_RCVD for its RTU) is destroyed
-/// now; one with sends in flight (a REQ still queued at the agent counts) is retired, and the
+/// handles were made on). An idle one (an established id, an id waiting in REP_RCVD for its
+/// RTU) is destroyed now; one with sends in flight (a REQ still queued at the agent counts) is retired, and the
 /// completions that the agents' unregistration flushes destroy it.
-pub(crate) fn retire_handshake_ahs(dev: &crate::device::CmDevice) {
+pub(crate) fn retire_conn_ahs(dev: &crate::device::CmDevice) {
     let mut index = 0u32;
     while let Some((id, at)) = crate::comm_id::next_of_device(index, dev) {
-        retire_handshake_ah(&mut id.inner.lock());
+        retire_conn_ah(&id, &mut id.inner.lock());
         drop(id);
         match at.checked_add(1) {
             Some(i) => index = i,
@@ -100,15 +96,15 @@ pub(crate) fn retire_handshake_ahs(dev: &crate::device::CmDevice) {
     }
 }
 
-/// Whether a send `o` of `id` in its current state goes on the id's handshake handle (or, the
-/// REQ, creates it): see [`HandshakeAh`].
-pub(super) fn on_handshake_ah(id: &CmId, g: &CmIdInner, o: Out) -> bool {
-    // The count stays below the retired bit: a handshake sends a few MADs.
-    let room = hs_in_flight(g.hs_sends) < HandshakeAh::RETIRED - 1;
-    if g.hs_ah.is_some() {
-        !hs_retired(g.hs_sends) && room && state::keeps_handshake_ah(id.cm_state())
+/// Whether a send `o` of `id` in its current state goes on the id's connection handle (or, the
+/// REQ or the REP, creates it): see [`ConnAh`].
+pub(super) fn on_conn_ah(id: &CmId, g: &CmIdInner, o: Out) -> bool {
+    // The count stays below the retired bit: a connection has a few MADs in flight at most.
+    let room = ah_in_flight(g.ah_sends) < ConnAh::RETIRED - 1;
+    if g.conn_ah.is_some() {
+        !ah_retired(g.ah_sends) && room && state::keeps_conn_ah(id.cm_state())
     } else {
-        o == Out::Req && g.hs_sends == 0
+        matches!(o, Out::Req | Out::Rep) && g.ah_sends == 0
     }
 }
 
