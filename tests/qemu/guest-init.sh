@@ -65,8 +65,13 @@ kmemleak_check() {
 	sleep 1
 	echo scan >/sys/kernel/debug/kmemleak
 	leaks=$(grep -c "unreferenced object" /sys/kernel/debug/kmemleak)
+	# A leak of the C CM that a case provokes on purpose (KNOWN_LEAKS objects, each allocated
+	# under ib_core's add_client_context: the client's per-device state) is named, not hidden.
+	client=$(grep -c "add_client_context" /sys/kernel/debug/kmemleak)
 	if [ "$leaks" = 0 ]; then
 		e2e "ok kmemleak_clean_$1"
+	elif [ "$leaks" = "${KNOWN_LEAKS:-0}" ] && [ "$client" = "$leaks" ]; then
+		e2e "ok kmemleak_clean_$1 # only the $leaks known objects: $KNOWN_WHY"
 	else
 		# One line per write: /dev/kmsg refuses a multi-line record.
 		head -120 /sys/kernel/debug/kmemleak | while IFS= read -r l; do echo "kmemleak: $l" >/dev/kmsg; done
@@ -207,6 +212,17 @@ softib_check() {
 		e2e "not ok conn_ib_faults_load_$CM # insmod failed"
 	klog "IBCM-KTAP-END conn-ib-faults-$CM"
 	rmmod ib_cm_conn_conformance 2>/dev/null
+	# Documented divergences from cm.c: each CM checked against its own result, not compared.
+	printf '%s' 'ib_cm_conn_ib_divergences.*' >$KF
+	klog "IBCM-KTAP-BEGIN conn-ib-divergences-$CM"
+	ins /lib/modules/test/ib_cm_conn_conformance.ko cm=$CM dev0=softib0 dev1=softib1 ||
+		e2e "not ok conn_ib_divergences_load_$CM # insmod failed"
+	klog "IBCM-KTAP-END conn-ib-divergences-$CM"
+	rmmod ib_cm_conn_conformance 2>/dev/null
+	if [ "$CM" = c ]; then
+		KNOWN_LEAKS=2
+		KNOWN_WHY="cm.c's cm_device and port of softib1, whose reference cm_migrate drops (ib_path_mig_without_alternate)"
+	fi
 	printf '%s' '*.*' >$KF
 	klog "IBCM-INFO: softib stats: $(tr '\n' ' ' </sys/kernel/debug/softib/stats 2>/dev/null)"
 	if rmmod softib; then

@@ -44,8 +44,9 @@ fi
 
 # attempt: boots A and B; as soon as one of them is gone with a failure, the other is ended
 # (it would otherwise wait for its peer until its own timeout). Status 0 if both reached the
-# end; 4 if a guest died before its /init ran (the pair is then booted once more, together:
-# one side cannot rejoin the other's socket network alone).
+# end; 4 if the guest that failed first died before its /init ran (the pair is then booted
+# once more, together: one side cannot rejoin the other's socket network alone). Only that
+# guest's log decides: the other one, ended here, may not have reached its init either.
 attempt() {
 	local port=$(( 20000 + RANDOM % 20000 ))
 	RUN_NO_RETRY=1 QEMU_NET="-netdev socket,id=n0,listen=127.0.0.1:$port -device virtio-net-pci,netdev=n0,mac=52:54:00:12:34:01" \
@@ -54,34 +55,41 @@ attempt() {
 	sleep 1
 	RUN_NO_RETRY=1 QEMU_NET="-netdev socket,id=n0,connect=127.0.0.1:$port -device virtio-net-pci,netdev=n0,mac=52:54:00:12:34:02" \
 	KAPPEND="ibcm.role=b $tsc ${IBCM_PROF:+ibcm.prof=$IBCM_PROF}" "$here/run.sh" "$bz" "$initrd" "$bcm" "$mode" "$log_b" "$limit" &
-	local pb=$! rc=0 first=0 done_pid
+	local pb=$! first=0 second=0 done_pid
 	wait -n -p done_pid $pa $pb || first=$?
-	local other=$pb gone=A
-	[[ $done_pid == "$pb" ]] && other=$pa gone=B
+	local other=$pb gone=A gone_log=$log_a other_log=$log_b
+	[[ $done_pid == "$pb" ]] && other=$pa gone=B gone_log=$log_b other_log=$log_a
 	if ((first != 0)); then
 		echo "run-pair: guest $gone ended with status $first; ending the other one now" >&2
 		kill -TERM $other 2>/dev/null
-		rc=1
 	fi
-	wait $other || rc=1
-	if ((rc != 0)); then
-		for l in "$log_a" "$log_b"; do
-			grep -q IBCM-INIT "$l" 2>/dev/null || return 4
-		done
+	wait $other || second=$?
+	# The guest that failed first, with its run.sh status (2: timed out, never retried).
+	local failed=$first failed_log=$gone_log
+	died=$gone
+	if ((first == 0)); then
+		failed=$second failed_log=$other_log
+		[[ $gone == A ]] && died=B || died=A
 	fi
-	return $rc
+	((failed == 0)) && return 0
+	if ((failed != 2)) && ! grep -q IBCM-INIT "$failed_log" 2>/dev/null; then
+		died_log=$failed_log
+		return 4
+	fi
+	return 1
 }
+died= died_log=
 attempt
 rc=$?
 if ((rc == 4)); then
-	why=$(grep -h -m 1 -E "Kernel panic" "$log_a" "$log_b" 2>/dev/null | head -1 | tr -d '\r' | cut -c1-160)
+	why=$(grep -m 1 -E "Kernel panic|BUG:" "$died_log" 2>/dev/null | tr -d '\r' | cut -c1-160)
 	cp "$log_a" "$log_a.boot1" 2>/dev/null
 	cp "$log_b" "$log_b.boot1" 2>/dev/null
-	echo "run-pair: retry: a guest died before its init ran (${why:-no panic line}); booting the pair again" >&2
+	echo "run-pair: retry: guest $died died before its init ran (${why:-no panic line}); booting the pair again" >&2
 	attempt
 	rc=$?
 	for l in "$log_a" "$log_b"; do
-		echo "IBCM-RETRY: pair ($bcm, $mode) booted twice: a guest of the first pair died before its init ran (${why:-no panic line}; logs *.boot1)" >>"$l"
+		echo "IBCM-RETRY: pair ($bcm, $mode) booted twice: guest $died of the first pair died before its init ran (${why:-no panic line}; logs *.boot1)" >>"$l"
 	done
 fi
 ((rc == 0)) || exit 1

@@ -8,8 +8,8 @@
 # $KAPPEND to the kernel command line. QEMU_SMP=N gives the guest
 # N CPUs (default 2); QEMU_ICOUNT=1 runs it on QEMU's instruction-counting clock (below).
 # Exit status: 0 if the guest reached the end, 2 if QEMU timed out (the guest hung), 3 if it
-# was ended by a TERM, 1 on any other QEMU failure. A guest that dies before its /init runs is
-# booted once more (see below).
+# was ended by a TERM, 1 on any other QEMU failure or a guest that did not reach the end. A
+# guest that dies before its /init runs is booted once more (see below).
 set -uo pipefail
 bz=$1 initrd=$2 cm=$3 mode=$4 log=$5 limit=${6:-600}
 
@@ -64,8 +64,11 @@ boot
 rc=$?
 # A guest that ended before its /init printed IBCM-INIT died in the kernel's boot (a panic of
 # a starved TCG guest, QEMU killed): boot it once more, and say so in the log and on stderr.
-# RUN_NO_RETRY=1 (a pair run retries both guests together) turns this off.
-if ((rc != 0)) && [[ -z ${RUN_NO_RETRY:-} ]] && ! grep -q "IBCM-INIT" "$log" 2>/dev/null; then
+# Whatever QEMU's status: with panic=-1 and -no-reboot a guest panic ends QEMU with status 0.
+# Not after a timeout (124, or 137 once `timeout` had to KILL): a guest that hangs before its
+# init hangs again. RUN_NO_RETRY=1 (a pair run retries both guests together) turns this off.
+if ((rc != 124 && rc != 137)) && [[ -z ${RUN_NO_RETRY:-} ]] &&
+	! grep -q "IBCM-INIT" "$log" 2>/dev/null; then
 	cp "$log" "$log.boot1" 2>/dev/null
 	why=$(grep -m 1 -E "Kernel panic|timed out|BUG:" "$log.boot1" 2>/dev/null | tr -d '\r' | cut -c1-160)
 	echo "run: retry: guest ($cm, $mode) died before its init ran (status $rc: ${why:-no panic line}); booting it again (first log: $log.boot1)" >&2

@@ -30,6 +30,16 @@ struct softib_stats {
 };
 extern struct softib_stats softib_stats;
 
+/*
+ * The LID layout of the simulated subnet: port 1 of softibN has base LID
+ * `base_lid` + SOFTIB_LID_STRIDE * N (module parameter base_lid, default 0x10) and answers to
+ * the 2^lmc LIDs from there. Both helpers are softib_main.c's; the fault rules use the second.
+ */
+#define SOFTIB_LID_STRIDE 0x10
+u16 softib_port_lid(int index);
+/* The index of the device whose port owns `lid`, or -1. */
+int softib_dev_of_lid(u16 lid);
+
 typedef void (*softib_put_fn)(struct softib_pkt *p, unsigned long delay);
 
 /*

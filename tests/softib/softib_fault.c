@@ -32,6 +32,8 @@
 
 enum softib_action { SOFTIB_DROP, SOFTIB_DELAY, SOFTIB_DUP, SOFTIB_HOLD };
 
+#define SOFTIB_MAX_COPIES 16
+
 struct softib_rule {
 	struct list_head list;
 	enum softib_action action;
@@ -64,12 +66,6 @@ static u32 softib_random(void)
 	softib_rng ^= softib_rng >> 7;
 	softib_rng ^= softib_rng << 17;
 	return (u32)(softib_rng >> 32);
-}
-
-/* The device a LID belongs to (LIDs 0x10 * (index + 1) upwards), or -1. */
-static int softib_dev_of_lid(u16 lid)
-{
-	return lid >= 0x10 && lid < 0x50 ? lid / 0x10 - 1 : -1;
 }
 
 static bool softib_rule_matches(const struct softib_rule *r, const struct softib_pkt *p)
@@ -152,19 +148,22 @@ void softib_fault_send(struct softib_pkt *p, softib_put_fn put)
 		put(p, act ? msecs_to_jiffies(ms) : 0);
 		break;
 	case SOFTIB_DUP: {
-		u32 i;
+		struct softib_pkt *c[SOFTIB_MAX_COPIES];
+		u32 i, n = 0;
 
-		/* The copies go after the original, in order. */
+		/*
+		 * Every copy is made before `p` goes on the wire: once put, `p` belongs to the
+		 * delivery work, which may free it at once. The copies go after the original,
+		 * in order.
+		 */
 		for (i = 0; i < copies; i++) {
-			struct softib_pkt *c = kmemdup(p, sizeof(*p) + p->len, GFP_ATOMIC);
-
-			if (i == 0)
-				put(p, 0);
-			if (c)
-				put(c, 0);
+			c[n] = kmemdup(p, sizeof(*p) + p->len, GFP_ATOMIC);
+			if (c[n])
+				n++;
 		}
-		if (!copies)
-			put(p, 0);
+		put(p, 0);
+		for (i = 0; i < n; i++)
+			put(c[i], 0);
 		break;
 	}
 	}
@@ -254,7 +253,7 @@ static int softib_parse_rule(char *line, struct softib_rule *r)
 				return -EINVAL;
 			r->ms = n;
 		} else if (!strcmp(tok, "copies")) {
-			if (n > 16)
+			if (n > SOFTIB_MAX_COPIES)
 				return -EINVAL;
 			r->copies = n;
 		} else {

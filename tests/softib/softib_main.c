@@ -50,6 +50,9 @@ MODULE_PARM_DESC(lmc, "LID mask control of every port (0..2)");
 static int sm_lid = 1;
 module_param(sm_lid, int, 0444);
 MODULE_PARM_DESC(sm_lid, "SM LID every port reports (nobody answers there)");
+static int base_lid = 0x10;
+module_param(base_lid, int, 0444);
+MODULE_PARM_DESC(base_lid, "base LID of softib0's port; softibN's is base_lid + 0x10 * N");
 
 #define SOFTIB_MAX_DEV 4
 #define SOFTIB_GIDS 2
@@ -111,6 +114,7 @@ struct softib_cq {
 	struct ib_wc *ring;
 	int size, head, count;
 	bool armed, solicited_only, overflowed;
+	bool dead;			/* being destroyed: no more notifications */
 	struct work_struct notify;
 };
 
@@ -175,6 +179,21 @@ static struct softib_ah *to_sah(struct ib_ah *a) { return container_of(a, struct
 static u16 lmc_mask(void)
 {
 	return (1u << lmc) - 1;
+}
+
+u16 softib_port_lid(int index)
+{
+	return base_lid + SOFTIB_LID_STRIDE * index;
+}
+
+int softib_dev_of_lid(u16 lid)
+{
+	int i;
+
+	for (i = 0; i < ndev; i++)
+		if ((lid & ~lmc_mask()) == softib_port_lid(i))
+			return i;
+	return -1;
 }
 
 /* --- device and port --- */
@@ -338,6 +357,31 @@ static void softib_cq_notify(struct work_struct *w)
 		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
 }
 
+/*
+ * Stops the CQ's notifications for good: once `dead` is set under the CQ's lock,
+ * softib_cq_add queues no notify work (it queues under that lock), and the one that may be
+ * queued or running is waited for. ib_free_cq calls this (.pre_destroy_cq) before it cancels
+ * its own cq->work: a notify work running after that cancel would call the consumer's
+ * comp_handler (ib_cq_completion_workqueue), which queues cq->work again, and ib_free_cq
+ * frees the CQ right after destroy_cq.
+ */
+static void softib_cq_kill(struct softib_cq *cq)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	cq->dead = true;
+	cq->armed = false;
+	spin_unlock_irqrestore(&cq->lock, flags);
+	cancel_work_sync(&cq->notify);
+}
+
+static int softib_pre_destroy_cq(struct ib_cq *ibcq)
+{
+	softib_cq_kill(to_scq(ibcq));
+	return 0;
+}
+
 static int softib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 			    struct uverbs_attr_bundle *attrs)
 {
@@ -359,16 +403,20 @@ static int softib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct softib_cq *cq = to_scq(ibcq);
 
-	cancel_work_sync(&cq->notify);
+	/* Again for ib_destroy_cq_user, which has no pre_destroy_cq step. */
+	softib_cq_kill(cq);
 	kfree(cq->ring);
 	return 0;
 }
 
-/* Adds a completion; wakes the CQ's consumer if it armed the CQ. */
+/*
+ * Adds a completion; wakes the CQ's consumer if it armed the CQ, unless the CQ is being
+ * destroyed (the notify work is queued under the CQ's lock, so softib_cq_kill's cancel sees
+ * every queued one).
+ */
 static void softib_cq_add(struct softib_cq *cq, const struct ib_wc *wc, bool solicited)
 {
 	unsigned long flags;
-	bool fire = false;
 
 	spin_lock_irqsave(&cq->lock, flags);
 	if (cq->count == cq->size) {
@@ -381,13 +429,12 @@ static void softib_cq_add(struct softib_cq *cq, const struct ib_wc *wc, bool sol
 		cq->ring[(cq->head + cq->count) % cq->size] = *wc;
 		cq->count++;
 	}
-	if (cq->armed && (!cq->solicited_only || solicited || wc->status != IB_WC_SUCCESS)) {
+	if (!cq->dead && cq->armed &&
+	    (!cq->solicited_only || solicited || wc->status != IB_WC_SUCCESS)) {
 		cq->armed = false;
-		fire = true;
+		queue_work(softib_wq, &cq->notify);
 	}
 	spin_unlock_irqrestore(&cq->lock, flags);
-	if (fire)
-		queue_work(softib_wq, &cq->notify);
 }
 
 static int softib_poll_cq(struct ib_cq *ibcq, int n, struct ib_wc *wc)
@@ -931,17 +978,16 @@ static int softib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 
 static struct softib_dev *softib_port_of_lid(u16 dlid)
 {
+	struct softib_dev *d;
 	int i;
 
 	if (!dlid || dlid >= be16_to_cpu(IB_MULTICAST_LID_BASE))
 		return NULL;
-	for (i = 0; i < ndev; i++) {
-		struct softib_dev *d = softib_devs[i];
-
-		if (d && d->registered && (dlid & ~lmc_mask()) == d->port.lid)
-			return d;
-	}
-	return NULL;
+	i = softib_dev_of_lid(dlid);
+	if (i < 0)
+		return NULL;
+	d = softib_devs[i];
+	return d && d->registered ? d : NULL;
 }
 
 /* The receiver's index of a P_Key matching `pkey` (IBA 10.9.3), or -1. */
@@ -1085,9 +1131,14 @@ static void softib_deliver_work(struct work_struct *w)
 		spin_unlock_irqrestore(&softib_fabric_lock, flags);
 		kfree(p);
 	}
+	/*
+	 * queue_delayed_work does nothing if the work is pending: a softib_wire_put that ran
+	 * meanwhile queued it for now (mod_delayed_work(..., 0)), and that must not be pushed
+	 * back to the next delayed packet's time.
+	 */
 	if (next)
-		mod_delayed_work(softib_wq, &softib_deliver_dw,
-				 time_after(next, jiffies) ? next - jiffies : 0);
+		queue_delayed_work(softib_wq, &softib_deliver_dw,
+				   time_after(next, jiffies) ? next - jiffies : 0);
 }
 
 static const struct ib_device_ops softib_ops = {
@@ -1108,6 +1159,7 @@ static const struct ib_device_ops softib_ops = {
 	.reg_user_mr = softib_reg_user_mr,
 	.dereg_mr = softib_dereg_mr,
 	.create_cq = softib_create_cq,
+	.pre_destroy_cq = softib_pre_destroy_cq,
 	.destroy_cq = softib_destroy_cq,
 	.poll_cq = softib_poll_cq,
 	.req_notify_cq = softib_req_notify_cq,
@@ -1169,6 +1221,12 @@ static int __init softib_init(void)
 
 	if (ndev < 1 || ndev > SOFTIB_MAX_DEV || lmc < 0 || lmc > 2 || sm_lid < 1 || sm_lid >= 0xc000)
 		return -EINVAL;
+	/* Every port's LIDs unicast, its base LID's low lmc bits clear, the SM LID nobody's. */
+	if (base_lid < 1 || (base_lid & lmc_mask()) ||
+	    base_lid + SOFTIB_LID_STRIDE * (ndev - 1) + lmc_mask() >=
+	    be16_to_cpu(IB_MULTICAST_LID_BASE) ||
+	    softib_dev_of_lid(sm_lid) >= 0)
+		return -EINVAL;
 	softib_wq = alloc_workqueue("softib", WQ_UNBOUND, 0);
 	if (!softib_wq)
 		return -ENOMEM;
@@ -1184,8 +1242,8 @@ static int __init softib_init(void)
 		}
 		softib_devs[i] = d;
 		d->index = i;
-		/* LIDs 0x10, 0x20, ...: each port owns 2^lmc of them. */
-		d->port.lid = 0x10 * (i + 1);
+		/* base_lid, base_lid + 0x10, ...: each port owns 2^lmc of them. */
+		d->port.lid = softib_port_lid(i);
 		d->port.cap_flags = IB_PORT_SM_DISABLED | IB_PORT_SYS_IMAGE_GUID_SUP;
 		memcpy(d->port.pkey, softib_pkey_table[i], sizeof(d->port.pkey));
 		d->port.gid[0].global.subnet_prefix = cpu_to_be64(0xfe80000000000000ULL);
