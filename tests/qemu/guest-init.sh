@@ -147,6 +147,23 @@ softib_wait_active() {
 	done
 	return 1
 }
+# conn_ah_field NAME [DEVS]: the sum of the field NAME of the debugfs conn_ahs files of the
+# devices DEVS (a glob; rxe0 and rxe1 by default). Ours only.
+conn_ah_field() {
+	awk -v f="$1" '$1 == f { n += $2 } END { print n + 0 }' /sys/kernel/debug/ib_cm/${2:-rxe[01]}/conn_ahs 2>/dev/null
+}
+
+# wait_conn_ahs_released [DEVS]: waits (up to 60 s, timewaits included) until no id of those
+# devices holds a connection handle; prints how many still do.
+wait_conn_ahs_released() {
+	i=0
+	while [ "$(conn_ah_field held "$1")" != 0 ] && [ $i -lt 120 ]; do
+		usleep 500000
+		i=$((i + 1))
+	done
+	conn_ah_field held "$1"
+}
+
 softib_check() {
 	if ! ins /lib/modules/test/softib.ko; then
 		e2e "not ok softib_loads_$CM # insmod softib failed"
@@ -224,6 +241,16 @@ softib_check() {
 		KNOWN_WHY="cm.c's cm_device and port of softib1, whose reference cm_migrate drops (ib_path_mig_without_alternate)"
 	fi
 	printf '%s' '*.*' >$KF
+	# Ours: every IB connection's address handle went back to its device's budget, also on
+	# the paths that retire one early (LAP, PATH_MIG) or never make one.
+	if [ "$CM" = rs ]; then
+		left=$(wait_conn_ahs_released 'softib[01]')
+		if [ "$left" = 0 ]; then
+			e2e "ok conn_ahs_released_after_ib_suites_$CM"
+		else
+			e2e "not ok conn_ahs_released_after_ib_suites_$CM # $left still held: $(cat /sys/kernel/debug/ib_cm/softib[01]/conn_ahs | tr '\n' ' ')"
+		fi
+	fi
 	klog "IBCM-INFO: softib stats: $(tr '\n' ' ' </sys/kernel/debug/softib/stats 2>/dev/null)"
 	if rmmod softib; then
 		e2e "ok softib_removed_under_cm_$CM"
@@ -489,22 +516,6 @@ fi
 if pair rdma_server 30 7192 "rdma_server -s 10.0.0.1 -p 7192" "rdma_client -s 10.0.0.1 -p 7192"; then
 	pair_result rdma_server
 fi
-
-# conn_ah_field NAME: the sum of the field NAME of both devices' debugfs conn_ahs files.
-conn_ah_field() {
-	awk -v f="$1" '$1 == f { n += $2 } END { print n + 0 }' /sys/kernel/debug/ib_cm/rxe[01]/conn_ahs 2>/dev/null
-}
-
-# wait_conn_ahs_released: waits (up to 60 s, timewaits included) until no id of either device
-# holds a connection handle; prints how many still do.
-wait_conn_ahs_released() {
-	i=0
-	while [ "$(conn_ah_field held)" != 0 ] && [ $i -lt 120 ]; do
-		usleep 500000
-		i=$((i + 1))
-	done
-	conn_ah_field held
-}
 
 # --- 5. cmtime: 200 connections, each step timed (the table goes into the log) ---
 # The server never exits by itself.
