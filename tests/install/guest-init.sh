@@ -13,6 +13,8 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t tmpfs tmpfs /tmp
+# The harness (tests/qemu/run.sh) retries a boot whose log lacks this line: its init never ran.
+echo "IBCM-INIT" >/dev/kmsg
 mkdir -p /dev/pts /run
 # The kernel's own module requests (a crypto algorithm, a netdev type) go to kmod's modprobe
 # and the image's module tree, as on a real machine.
