@@ -2445,6 +2445,28 @@ static void crafted_close(struct crafted *cr)
 	ib_unregister_mad_agent(cr->agent);
 }
 
+KUNIT_DEFINE_ACTION_WRAPPER(crafted_close_action, crafted_close, struct crafted *);
+
+/*
+ * crafted_open for a case: the agent and its AH are closed when the case ends, also when a
+ * KUNIT_ASSERT leaves it early; crafted_done closes them before that where the case needs it.
+ */
+static struct crafted *crafted_open_kunit(struct kunit *test, struct ib_device *from, u32 dlid)
+{
+	struct crafted *cr = kunit_kzalloc(test, sizeof(*cr), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, cr);
+	KUNIT_ASSERT_EQ(test, crafted_open(cr, from, dlid), 0);
+	KUNIT_ASSERT_EQ_MSG(test, kunit_add_action_or_reset(test, crafted_close_action, cr), 0,
+			    "cannot defer closing the crafted-MAD agent");
+	return cr;
+}
+
+static void crafted_done(struct kunit *test, struct crafted *cr)
+{
+	kunit_release_action(test, crafted_close_action, cr);
+}
+
 /* Sends a CM MAD whose payload `fill` writes; waits until it left. */
 static int crafted_send(struct crafted *cr, __be16 attr_id, u64 tid,
 			void (*fill)(void *msg, void *arg), void *arg)
@@ -2528,16 +2550,16 @@ static void ib_lap_in_each_state_and_apr_dropped(struct kunit *test)
 	struct conn_ctx *c = test->priv;
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
 	struct lap_args la = { .d0 = c->d0, .d1 = c->d1 };
-	struct crafted cr;
+	struct crafted *cr;
 	struct ib_qp_attr attr;
 	long dup0, mra0, apr0, dup1, mra1, apr1;
 	int mask, n;
 
-	KUNIT_ASSERT_EQ(test, crafted_open(&cr, c->d1, port_lid(c->d0)), 0);
+	cr = crafted_open_kunit(test, c->d1, port_lid(c->d0));
 	la.a = req_reaches_passive(test, c);
 	la.p = passive.id;
 	/* REQ_RCVD: dropped. */
-	KUNIT_EXPECT_EQ(test, crafted_send(&cr, CM_LAP_ATTR_ID, 1, fill_lap, &la), 0);
+	KUNIT_EXPECT_EQ(test, crafted_send(cr, CM_LAP_ATTR_ID, 1, fill_lap, &la), 0);
 	msleep(200);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 1);
 	KUNIT_EXPECT_EQ(test, passive.id->lap_state, IB_CM_LAP_UNINIT);
@@ -2547,7 +2569,7 @@ static void ib_lap_in_each_state_and_apr_dropped(struct kunit *test)
 	mra0 = ib_counter(dev0, "cm_tx_msgs", "mra");
 	apr0 = ib_counter(dev0, "cm_rx_msgs", "apr");
 	/* ESTABLISHED, LAP_UNINIT: delivered. */
-	KUNIT_EXPECT_EQ(test, crafted_send(&cr, CM_LAP_ATTR_ID, 2, fill_lap, &la), 0);
+	KUNIT_EXPECT_EQ(test, crafted_send(cr, CM_LAP_ATTR_ID, 2, fill_lap, &la), 0);
 	if (wait_event_is(test, &passive, IB_CM_LAP_RECEIVED, 5000)) {
 		KUNIT_EXPECT_EQ(test, passive.id->lap_state, IB_CM_LAP_RCVD);
 		KUNIT_EXPECT_EQ(test, passive.req_dlid, port_lid(c->d1) + 1);
@@ -2560,7 +2582,7 @@ static void ib_lap_in_each_state_and_apr_dropped(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, rdma_ah_get_dlid(&attr.alt_ah_attr), port_lid(c->d1) + 1);
 	}
 	/* LAP_RCVD: a copy is a duplicate. */
-	KUNIT_EXPECT_EQ(test, crafted_send(&cr, CM_LAP_ATTR_ID, 2, fill_lap, &la), 0);
+	KUNIT_EXPECT_EQ(test, crafted_send(cr, CM_LAP_ATTR_ID, 2, fill_lap, &la), 0);
 	msleep(200);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), n + 1);
 	dup1 = ib_counter(dev0, "cm_rx_duplicates", "lap");
@@ -2571,7 +2593,7 @@ static void ib_lap_in_each_state_and_apr_dropped(struct kunit *test)
 	msleep(200);
 	mra1 = ib_counter(dev0, "cm_tx_msgs", "mra");
 	KUNIT_EXPECT_EQ(test, mra1 - mra0, 1);
-	KUNIT_EXPECT_EQ(test, crafted_send(&cr, CM_LAP_ATTR_ID, 2, fill_lap, &la), 0);
+	KUNIT_EXPECT_EQ(test, crafted_send(cr, CM_LAP_ATTR_ID, 2, fill_lap, &la), 0);
 	msleep(200);
 	KUNIT_EXPECT_EQ(test, ib_counter(dev0, "cm_rx_duplicates", "lap") - dup1, 1);
 	/*
@@ -2581,7 +2603,7 @@ static void ib_lap_in_each_state_and_apr_dropped(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ib_counter(dev0, "cm_tx_msgs", "mra") - mra1, 2);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), n + 1);
 	/* An APR: dropped, no event, the LAP state unchanged. */
-	KUNIT_EXPECT_EQ(test, crafted_send(&cr, CM_APR_ATTR_ID, 3, fill_apr, &la), 0);
+	KUNIT_EXPECT_EQ(test, crafted_send(cr, CM_APR_ATTR_ID, 3, fill_apr, &la), 0);
 	msleep(200);
 	apr1 = ib_counter(dev0, "cm_rx_msgs", "apr");
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), n + 1);
@@ -2590,7 +2612,7 @@ static void ib_lap_in_each_state_and_apr_dropped(struct kunit *test)
 	pr_info("IBCM-QPATTR: ib-lap COUNTERS passive_lap_dups=%ld passive_mra_sent=%ld passive_apr_rcvd=%ld active_events=%d\n",
 		ib_counter(dev0, "cm_rx_duplicates", "lap") - dup0,
 		ib_counter(dev0, "cm_tx_msgs", "mra") - mra0, apr1 - apr0, READ_ONCE(active.n_events));
-	crafted_close(&cr);
+	crafted_done(test, cr);
 	ib_disconnect(test, la.a);
 }
 
@@ -2611,7 +2633,7 @@ static void ib_lap_in_lap_idle_after_path_mig(struct kunit *test)
 	struct ib_cm_req_param req;
 	struct ib_qp_attr attr;
 	struct sa_path_rec alt;
-	struct crafted cr;
+	struct crafted *cr;
 	struct ib_cm_id *a;
 	int mask = 0;
 
@@ -2627,11 +2649,11 @@ static void ib_lap_in_lap_idle_after_path_mig(struct kunit *test)
 	establish(test, a, &rep);
 	KUNIT_EXPECT_EQ(test, ib_cm_notify(passive.id, IB_EVENT_PATH_MIG), 0);
 	KUNIT_EXPECT_EQ(test, passive.id->lap_state, IB_CM_LAP_IDLE);
-	KUNIT_ASSERT_EQ(test, crafted_open(&cr, c->d1, port_lid(c->d0)), 0);
+	cr = crafted_open_kunit(test, c->d1, port_lid(c->d0));
 	la.a = a;
 	la.p = passive.id;
-	KUNIT_EXPECT_EQ(test, crafted_send(&cr, CM_LAP_ATTR_ID, 7, fill_lap, &la), 0);
-	crafted_close(&cr);
+	KUNIT_EXPECT_EQ(test, crafted_send(cr, CM_LAP_ATTR_ID, 7, fill_lap, &la), 0);
+	crafted_done(test, cr);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_LAP_RECEIVED, 5000));
 	KUNIT_EXPECT_EQ(test, passive.id->lap_state, IB_CM_LAP_RCVD);
 	KUNIT_EXPECT_EQ(test, passive.req_dlid, port_lid(c->d1) + 1);
@@ -3461,13 +3483,13 @@ static void ib_prob_rule_is_deterministic(struct kunit *test)
 {
 	struct conn_ctx *c = test->priv;
 	struct lap_args la = { .a = c->listener, .p = c->listener };
-	struct crafted cr;
+	struct crafted *cr;
 	u32 first, second;
 
-	KUNIT_ASSERT_EQ(test, crafted_open(&cr, c->d1, port_lid(c->d0)), 0);
-	first = ib_prob_pattern(test, &cr, &la);
-	second = ib_prob_pattern(test, &cr, &la);
-	crafted_close(&cr);
+	cr = crafted_open_kunit(test, c->d1, port_lid(c->d0));
+	first = ib_prob_pattern(test, cr, &la);
+	second = ib_prob_pattern(test, cr, &la);
+	crafted_done(test, cr);
 	KUNIT_EXPECT_EQ(test, first, second);
 	KUNIT_EXPECT_NE(test, first, 0);
 	KUNIT_EXPECT_NE(test, first, ~0u);
@@ -3485,15 +3507,15 @@ static void ib_delayed_mad_passes_later(struct kunit *test)
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
 	struct lap_args la = { .a = c->listener, .p = c->listener };
 	struct ib_ctr aprs;
-	struct crafted cr;
+	struct crafted *cr;
 	struct ib_cm_id *a;
 	int i;
 
 	ib_rule(test, "delay attr=APR from=1 ms=20000");
 	ib_ctr_start(test, &aprs, dev0, "cm_rx_msgs", "apr");
-	KUNIT_ASSERT_EQ(test, crafted_open(&cr, c->d1, port_lid(c->d0)), 0);
-	KUNIT_EXPECT_EQ(test, crafted_send(&cr, CM_APR_ATTR_ID, 200, fill_apr, &la), 0);
-	crafted_close(&cr);
+	cr = crafted_open_kunit(test, c->d1, port_lid(c->d0));
+	KUNIT_EXPECT_EQ(test, crafted_send(cr, CM_APR_ATTR_ID, 200, fill_apr, &la), 0);
+	crafted_done(test, cr);
 	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 1);
 	a = req_reaches_passive(test, test->priv);
 	establish(test, a, &rep);

@@ -7,7 +7,8 @@
 #   panic1   prints a kernel panic and exits 1
 #   latepanic  panic0 after 2 s (its peer of a pair is up by then)
 #   hang     prints nothing and sleeps until `timeout` ends it
-#   waitkill prints IBCM-INIT only after a long sleep, i.e. never, until run-pair ends it
+#   waitkill sleeps 60 s without printing IBCM-INIT, until run-pair ends it; notes the end
+#            (boot number) in ended-<role>, and nothing is left of it once run.sh returns
 #   postinit prints IBCM-INIT, then exits 0 without IBCM-DONE (a failure after init)
 #   ok       prints IBCM-INIT and IBCM-DONE, exits 0
 # Prints one line per check and exits non-zero if any failed.
@@ -38,7 +39,12 @@ panic0) echo "Kernel panic - not syncing: IO-APIC + timer doesn't work!" >>"$log
 panic1) echo "Kernel panic - not syncing: stub" >>"$log"; exit 1 ;;
 latepanic) sleep 2; echo "Kernel panic - not syncing: stub" >>"$log"; exit 0 ;;
 hang) exec sleep 60 ;;
-waitkill) exec sleep 60 ;;
+waitkill)
+	sleep 60 &
+	trap 'kill $! 2>/dev/null; echo $n >>"$STUB_DIR/ended-$role"; exit 143' TERM
+	wait
+	exit 0
+	;;
 postinit) echo "IBCM-INIT" >>"$log"; exit 0 ;;
 ok) printf 'IBCM-INIT\nIBCM-DONE\n' >>"$log"; exit 0 ;;
 *) echo "stub: no plan for boot $n of $role" >>"$log"; exit 1 ;;
@@ -85,23 +91,33 @@ RUN_NO_RETRY=1 single no_retry_in_pair_mode "panic0 ok" 1 1 0
 
 # run-pair.sh with one plan per role: status, boots of each guest, RETRY lines.
 pair() {
-	local name=$1 plan_a=$2 plan_b=$3 want_rc=$4 want_boots=$5 want_retry=$6 rc
-	rm -f "$tmp"/boots-* "$tmp"/*.log*
+	local name=$1 plan_a=$2 plan_b=$3 want_rc=$4 want_boots=$5 want_retry=$6 want_ended=${7:-0} rc
+	rm -f "$tmp"/boots-* "$tmp"/ended-* "$tmp"/*.log*
 	tr ' ' '\n' <<<"$plan_a" >"$tmp/plan-a"
 	tr ' ' '\n' <<<"$plan_b" >"$tmp/plan-b"
+	local t0=$SECONDS
 	"$here/run-pair.sh" "$tmp/bzImage" "$tmp/initrd" rs "$tmp/a.log" "$tmp/b.log" 20 bench \
 		2>"$tmp/stderr"
 	rc=$?
+	local took=$((SECONDS - t0))
 	check "pair_${name}_status" "$want_rc" "$rc"
 	check "pair_${name}_boots" "$want_boots" "$(cat "$tmp/boots-a")/$(cat "$tmp/boots-b")"
 	check "pair_${name}_retry_lines" "$want_retry" "$(cat "$tmp"/a.log "$tmp"/b.log | grep -c IBCM-RETRY)"
+	# A waitkill guest is ended by run-pair as soon as its peer is gone, not by its own 20 s
+	# limit: its stub saw the TERM, the pair returned well before the limit (the other side
+	# is gone after at most 2 s per boot), and no stub process outlives run-pair.
+	if [[ "$plan_a $plan_b" == *waitkill* ]]; then
+		check "pair_${name}_other_ended" "$want_ended" "$(cat "$tmp"/ended-* 2>/dev/null | wc -l)"
+		check "pair_${name}_stopped_early" yes "$( ((took < 15)) && echo yes || echo "no (${took} s)")"
+		check "pair_${name}_nothing_left" 0 "$(pgrep -fc "$tmp/bin/qemu-system-x86_64")"
+	fi
 }
 
 # A dies before its init: B (waiting for its peer) is ended at once, the pair booted again.
-pair a_panics_retried "latepanic ok" "waitkill ok" 0 2/2 2
+pair a_panics_retried "latepanic ok" "waitkill ok" 0 2/2 2 1
 # B fails after its init while A is still booting (ended before its own init): not retried,
 # although A's log has no IBCM-INIT either.
-pair b_fails_after_init_not_retried "waitkill ok" "postinit ok" 1 1/1 0
+pair b_fails_after_init_not_retried "waitkill ok" "postinit ok" 1 1/1 0 1
 # A passes first, then B dies before its init: retried on B's log.
 pair b_panics_after_a_passed_retried "ok ok" "panic1 ok" 0 2/2 2
 pair both_ok "ok" "ok" 0 1/1 0

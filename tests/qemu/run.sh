@@ -47,7 +47,9 @@ smp=${QEMU_SMP:-2}
 # QEMU runs in the background so that a TERM (run-pair.sh ending a pair whose other side is
 # gone) reaches it through `timeout`, which passes the signal on.
 qpid=
-trap '[[ -n $qpid ]] && kill -TERM $qpid 2>/dev/null; exit 3' TERM INT
+# The trap waits for QEMU (through `timeout`, whose -k 5 KILLs a QEMU that ignores the TERM)
+# so that nothing of this guest is left running when run.sh ends.
+trap '[[ -n $qpid ]] && { kill -TERM $qpid 2>/dev/null; wait $qpid; }; exit 3' TERM INT
 boot() {
 	timeout --foreground -k 5 "$limit" qemu-system-x86_64 \
 		-machine pc -cpu max -m 2G -smp "$smp,sockets=$smp" \
