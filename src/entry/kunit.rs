@@ -998,6 +998,39 @@ extern "C" fn queued_event_owns_its_mad(_test: *mut bindings::kunit) {
     expect!(q.pop().is_none());
 }
 
+/// The slab size class of an event about a received MAD carrying `paths` path records (REQ:
+/// one or two, LAP: one, every other message none), and the bytes it asks for.
+fn received_event_size(mad: &[u8], paths: usize) -> Result<(usize, usize)> {
+    use crate::event::Event;
+    // SAFETY: `mad` outlives the event, which is dropped here.
+    let mut ev = unsafe { Event::for_mad(0, mad) }?;
+    if paths > 0 {
+        ev.paths()[paths - 1].service_id = 1;
+    }
+    // SAFETY: A live kmalloc allocation; `ksize()` reads slab metadata.
+    let class = unsafe { bindings::ksize(core::ptr::from_ref(&*ev).cast()) };
+    Ok((class, core::mem::size_of::<Event>()))
+}
+
+/// A received MAD reaching a handler costs no more than cm.c's `cm_work` for it
+/// (`sizeof(struct cm_work)` plus its path records, x86_64: 224, 312 and 400 bytes, in
+/// kmalloc-256, -512 and -512): a plain event, a REQ or LAP event with one path record, a REQ
+/// event with an alternate path. Each must ask for fewer bytes than cm.c's and land in the
+/// expected slab class.
+extern "C" fn received_event_sizes(_test: *mut bindings::kunit) {
+    use crate::logic::wire::MAD_LEN;
+    let mad = require!(KBox::new([0u8; MAD_LEN], GFP_KERNEL));
+    // (path records, slab class, cm.c's bytes)
+    for (paths, class, cm_c) in [(0usize, 128usize, 224usize), (1, 256, 312), (2, 512, 400)] {
+        let (got, bytes) = require!(received_event_size(&mad[..], paths));
+        if got != class || bytes >= cm_c {
+            pr_err!("event with {paths} path(s): {bytes} bytes in kmalloc-{got}, want < {cm_c} in kmalloc-{class}\n");
+        }
+        expect!(got == class);
+        expect!(bytes < cm_c);
+    }
+}
+
 /// `error::is_err_or_null` restates `IS_ERR_OR_NULL()`: NULL and the top `MAX_ERRNO` (4095)
 /// addresses are errors, nothing else is.
 extern "C" fn is_err_or_null_as_c(_test: *mut bindings::kunit) {
@@ -1072,7 +1105,7 @@ const fn suite(name: &[u8], cases: *mut bindings::kunit_case) -> bindings::kunit
 
 // KUnit writes run status into the cases and the suite, hence `static mut`; nothing in Rust
 // touches them after initialisation.
-static mut CASES: [bindings::kunit_case; 17] = [
+static mut CASES: [bindings::kunit_case; 18] = [
     case(c"tree_share_and_release", tree_share_and_release),
     case(c"listen_never_shares", listen_never_shares),
     case(c"assign_allocator", assign_allocator),
@@ -1099,6 +1132,7 @@ static mut CASES: [bindings::kunit_case; 17] = [
         debugfs_walk_finds_published_ids,
     ),
     case(c"queued_event_owns_its_mad", queued_event_owns_its_mad),
+    case(c"received_event_sizes", received_event_sizes),
     case(
         c"dup_req_gets_mra_with_the_ids_tid",
         dup_req_gets_mra_with_the_ids_tid,
