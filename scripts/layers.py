@@ -33,7 +33,7 @@ LAYERS = [
     ("L1 rim", ["bindings.rs", "alloc.rs", "lock.rs", "error.rs", "use_count.rs", "slot.rs",
                 "wq.rs", "comm_index.rs", "ah.rs", "av.rs", "recv_wc.rs", "path.rs"]),
     ("L2 objects", ["cm_id.rs", "device.rs", "listen.rs", "timewait.rs", "port.rs", "event.rs",
-                    "reply_ah.rs", "send.rs", "trace.rs", "recv_work.rs"]),
+                    "reply_ah.rs", "send.rs", "trace.rs"]),
     ("L3 containers", ["comm_id.rs", "remote.rs"]),
     ("L4 protocol", ["conn/", "recv.rs"]),
     ("L5 entry", ["entry/"]),

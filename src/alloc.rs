@@ -98,3 +98,34 @@ pub(crate) fn new_uninit_nofail<T>() -> CmBox<MaybeUninit<T>> {
         }
     }
 }
+
+/// An uninitialised box of `T` at the start of a kmalloc allocation of `size >= size_of::<T>()`
+/// bytes, and a pointer to the bytes after `T` (a flexible array that the box's owner manages
+/// and must not use after the box is dropped). The box frees the whole allocation: `kfree()`
+/// takes no size. `T` needs no more than kmalloc's alignment.
+pub(crate) fn new_uninit_with_tail<T>(
+    size: usize,
+    flags: Flags,
+) -> Result<(CmBox<MaybeUninit<T>>, NonNull<u8>), AllocError> {
+    const {
+        assert!(core::mem::size_of::<T>() != 0);
+        assert!(core::mem::align_of::<T>() <= MIN_ALIGN);
+    }
+    let gfp = raw_gfp(flags).ok_or(AllocError)?;
+    if size < core::mem::size_of::<T>() {
+        return Err(AllocError);
+    }
+    // SAFETY: A plain allocation of a non-zero size.
+    let p = unsafe { bindings::ibcm_glue_kmalloc(size, gfp) };
+    let p = NonNull::new(p.cast::<u8>()).ok_or(AllocError)?;
+    // SAFETY: kmalloc memory of at least `T`'s size and kmalloc's alignment, owned here; `Kmem`
+    // frees it with `kfree()`, which frees the whole allocation whatever layout it is given.
+    // `size_of::<T>() <= size`: the tail starts inside the allocation or at its end.
+    let (b, tail) = unsafe {
+        (
+            CmBox::from_raw(p.as_ptr().cast::<MaybeUninit<T>>()),
+            NonNull::new_unchecked(p.as_ptr().add(core::mem::size_of::<T>())),
+        )
+    };
+    Ok((b, tail))
+}

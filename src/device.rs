@@ -385,9 +385,10 @@ impl CmDevice {
             .unwrap_or(false)
     }
 
-    /// Whether port `port_num` runs RoCE. `_in_recv`: a received MAD exists only between the
-    /// agent's receive handler and the end of its receive work, which removal waits for
-    /// (receive gate, workqueue flush) before `remove_one` returns, so the device is live.
+    /// Whether port `port_num` runs RoCE. `_in_recv`: a received MAD is lent as a `RecvWc`
+    /// only between the agent's receive handler and the end of its receive work (an event's
+    /// `MadRef` gives its bytes only), which removal waits for (receive gate, workqueue flush)
+    /// before `remove_one` returns, so the device is live.
     pub(crate) fn port_is_roce(&self, port_num: u32, _in_recv: &RecvWc) -> bool {
         // SAFETY: Live device (see above).
         unsafe { bindings::ibcm_glue_protocol_roce(self.ib_dev, port_num) }
@@ -582,7 +583,9 @@ pub(crate) fn jiffies() -> usize {
 ///
 /// `context` must be the context the agent was registered with (a `CmDevice` kept alive by
 /// its owner, `ibcm_rs_add_one`'s reference and then the client data's, until after the agent
-/// is unregistered), and the borrow must not outlive the agent callback.
+/// is unregistered), and the borrow must not outlive the agent callback, or the receive work
+/// of a MAD that callback queued (removal flushes the CM workqueue before it unregisters the
+/// agents).
 pub(crate) unsafe fn device_of_agent<'a>(context: *mut ffi::c_void) -> ArcBorrow<'a, CmDevice> {
     // SAFETY: See the function's safety contract.
     unsafe { ArcBorrow::from_raw(context.cast::<CmDevice>()) }
@@ -608,7 +611,7 @@ impl Av {
 
     /// The sender of the received MAD `wc` (see [`Av::from_wc`]).
     pub(crate) fn from_recv(dev: &CmDevice, port_num: u32, wc: &RecvWc) -> Result<Self> {
-        // SAFETY: `wc` owns a valid completion and GRH, and exists only in `dev`'s receive
+        // SAFETY: `wc` owns a valid completion and GRH, and is lent only in `dev`'s receive
         // path (see `CmDevice::port_is_roce`).
         unsafe { Self::from_wc(dev, port_num, wc.wc(), wc.grh()) }
     }

@@ -4,15 +4,14 @@
 //!
 //! Stands for the event half of `struct cm_work`, `cm_queue_work_unlock()` and
 //! `cm_dequeue_work()` in cm.c. An [`Event`] of a received MAD points into that MAD where the
-//! MAD layer put it (cm.c's work item keeps the receive completion until the event is done):
-//! the receive work that made it either delivers it itself while the MAD is still alive, or
-//! queues it, and queueing ([`EventQueue::push`]) first copies the MAD into the event and moves
-//! its pointers there, so a queued event owns everything it points to. The copy is the
-//! exception: an id's events queue only while one of its handlers is running. Events are
-//! allocated before the id's lock is taken; queueing only links them in. A received MAD waits
-//! on the CM workqueue in its own small work item (`recv_work.rs`); the handler that reports
-//! it allocates the event. The thread that finds
-//! the id idle becomes its deliverer (see `CmId::deliver`), calls the handler with no lock held
+//! MAD layer put it and holds a reference to it ([`MadRef`]), as cm.c's work item keeps the
+//! receive completion until its event is done: a queued event stays valid after the receive
+//! work that made it has finished, and no event copies its MAD. An event carries path records
+//! only if its message does (REQ: one or two, LAP: one, [`Event::with_paths`]): they follow
+//! the event in its allocation. Events are allocated before the id's lock is taken; queueing
+//! only links them in. A received MAD waits on the CM workqueue in its own small work item
+//! (`recv_wc.rs`); the handler that reports it allocates the event. The thread that finds the
+//! id idle becomes its deliverer (see `CmId::deliver`), calls the handler with no lock held
 //! and drains what others queued meanwhile; everyone else only queues. cm.c does the same with
 //! `work_count`.
 
@@ -20,9 +19,9 @@ use crate::alloc::CmBox;
 use crate::{
     bindings,
     logic::wire::{MAD_HDR_LEN, MAD_LEN},
-    recv_wc::RecvWc,
+    recv_wc::{MadRef, RecvWc},
 };
-use core::mem::MaybeUninit;
+use core::{mem::MaybeUninit, ptr::NonNull};
 use kernel::{ffi, prelude::*};
 
 /// Test builds: every event allocation that may fail fails while set (`entry/kunit.rs`).
@@ -30,99 +29,82 @@ use kernel::{ffi, prelude::*};
 pub(crate) static FAIL_ALLOCS: core::sync::atomic::AtomicBool =
     core::sync::atomic::AtomicBool::new(false);
 
+/// A path record.
+type PathRec = bindings::sa_path_rec;
+
 /// One event for a handler.
 ///
 /// # Invariants
 ///
-/// `paths` is initialised if `paths_init`.
-/// `src_len` is 0 (no MAD) or [`MAD_LEN`]. If `src` is not NULL, it points to the `src_len`
-/// bytes of a received MAD that stay valid while the event lives outside an [`EventQueue`];
-/// the MAD pointers in `ev` point into it. Otherwise the first `src_len` bytes of `mad` are
-/// initialised and the MAD pointers point there (or are NULL).
+/// If `mad` is set, the MAD pointers in `ev` point into its MAD (or are NULL); otherwise they
+/// are NULL. `paths` points to the event's path records, zeroed, which follow the event in its
+/// own allocation and live as long as it (an empty slice, dangling, if it has none).
 pub(crate) struct Event {
     next: Option<CmBox<Event>>,
     /// The event as the handler sees it.
     pub(crate) ev: bindings::ib_cm_event,
-    /// REQ and LAP paths (`primary_path` / `alternate_path` point here), zeroed by the first
-    /// [`Event::paths`]: most events carry none, and zeroing 176 bytes per MAD is not free.
-    paths: MaybeUninit<[bindings::sa_path_rec; 2]>,
-    /// `paths` is initialised.
-    paths_init: bool,
-    src: *const u8,
-    src_len: usize,
-    /// The MAD's copy once queued.
-    mad: MaybeUninit<[u8; MAD_LEN]>,
+    /// The received MAD the event points into.
+    mad: Option<MadRef>,
+    /// REQ and LAP path records (`primary_path` / `alternate_path` point here).
+    paths: NonNull<[PathRec]>,
 }
 
-// A `CmBox` takes kmalloc's alignment (`alloc::MIN_ALIGN`).
+// A `CmBox` takes kmalloc's alignment (`alloc::MIN_ALIGN`), and the path records that follow
+// an event need no more than it.
 const _: () = assert!(core::mem::align_of::<Event>() <= crate::alloc::MIN_ALIGN);
+const _: () = assert!(core::mem::size_of::<Event>() % core::mem::align_of::<PathRec>() == 0);
 
-// SAFETY: The raw pointers inside point into the event itself, into a received MAD owned by
-// the receive work that holds the event (the event leaves that thread only through a queue,
-// which copies the MAD first), or to objects (sgid attributes, listener ids) that the sender
-// keeps alive until the event is dropped.
+// What a received MAD's event costs (the test `received_event_sizes` checks the slab classes):
+// plain kmalloc-128, REQ or LAP with one path record kmalloc-256, REQ with an alternate path
+// kmalloc-512; each less than cm.c's `cm_work` for it (224, 312 and 400 bytes on x86_64).
+const _: () = assert!(
+    Event::size_with(0) <= 128
+        && Event::size_with(1) <= 256
+        && Event::size_with(2) <= 512
+        && Event::size_with(0) < 224
+        && Event::size_with(1) < 312
+        && Event::size_with(2) < 400
+);
+
+// SAFETY: The raw pointers inside point into the event's own allocation, into the received MAD
+// its `MadRef` keeps, or to objects (sgid attributes, listener ids) that the sender keeps alive
+// until the event is dropped.
 unsafe impl Send for Event {}
 
 impl Event {
-    /// The event of type `kind` about the received MAD `wc`, pointing into it.
-    ///
-    /// # Safety
-    ///
-    /// As [`Event::for_mad`], for `wc`'s MAD.
-    pub(crate) unsafe fn for_wc(
+    /// The event of type `kind` about the received MAD `wc`, pointing into it (a MAD shorter
+    /// than [`MAD_LEN`] is refused: one that reached a handler is whole, `check_header` checks
+    /// its length, so every fixed-size field an event points at lies inside it).
+    pub(crate) fn for_wc(kind: bindings::ib_cm_event_type, wc: &RecvWc) -> Result<CmBox<Event>> {
+        Self::with_paths(kind, wc, 0)
+    }
+
+    /// As [`Event::for_wc`], with `paths` zeroed path records (REQ: one or two, LAP: one).
+    pub(crate) fn with_paths(
         kind: bindings::ib_cm_event_type,
         wc: &RecvWc,
+        paths: usize,
     ) -> Result<CmBox<Event>> {
-        let e = Self::zeroed(GFP_KERNEL)?;
-        // SAFETY: The caller's contract.
-        unsafe { Self::attach(e, kind, wc.mad()) }
-    }
-
-    /// Points the unused event `e` at the whole MAD `mad` (a shorter one is refused).
-    ///
-    /// # Safety
-    ///
-    /// As [`Event::for_mad`].
-    unsafe fn attach(
-        mut e: CmBox<Event>,
-        kind: bindings::ib_cm_event_type,
-        mad: &[u8],
-    ) -> Result<CmBox<Event>> {
-        let mad: &[u8; MAD_LEN] = mad.try_into().map_err(|_| EINVAL)?;
-        // INVARIANT: The caller keeps `mad` alive while the event is not queued.
-        e.src = mad.as_ptr();
-        e.src_len = MAD_LEN;
+        if wc.mad().len() != MAD_LEN {
+            return Err(EINVAL);
+        }
+        let mut e = Self::zeroed(GFP_KERNEL, paths)?;
+        // INVARIANT: The MAD pointers are all NULL yet.
+        e.mad = Some(wc.mad_ref());
         e.ev.event = kind;
         Ok(e)
-    }
-
-    /// A zeroed event of type `kind` about the received MAD `mad`, pointing into it. A
-    /// received MAD that reached a handler is whole (`check_header` checks its length), so
-    /// every fixed-size field an event points at lies inside it; a shorter one is refused.
-    ///
-    /// # Safety
-    ///
-    /// `mad` must stay valid until the event is dropped or pushed on an [`EventQueue`].
-    #[cfg_attr(not(ibcm_kunit), allow(dead_code))]
-    pub(crate) unsafe fn for_mad(
-        kind: bindings::ib_cm_event_type,
-        mad: &[u8],
-    ) -> Result<CmBox<Event>> {
-        let e = Self::zeroed(GFP_KERNEL)?;
-        // SAFETY: The caller's contract.
-        unsafe { Self::attach(e, kind, mad) }
     }
 
     /// A zeroed event about no MAD.
     #[cfg_attr(not(ibcm_kunit), allow(dead_code))]
     pub(crate) fn empty() -> Result<CmBox<Event>> {
-        Self::zeroed(GFP_KERNEL)
+        Self::zeroed(GFP_KERNEL, 0)
     }
 
     /// An empty event allocated without sleeping (`GFP_ATOMIC`), for a timer or completion
     /// whose preallocation failed.
     pub(crate) fn new_atomic() -> Result<CmBox<Event>> {
-        Self::zeroed(GFP_ATOMIC)
+        Self::zeroed(GFP_ATOMIC, 0)
     }
 
     /// An empty event the CM makes itself (REQ_ERROR, REP_ERROR, DREQ_ERROR, SIDR_REQ_ERROR,
@@ -130,37 +112,45 @@ impl Event {
     /// from memory it already holds, so a failed allocation must not leave the id in a state
     /// no input ends. Sleeps: the send completion, timewait and establish work only.
     pub(crate) fn own() -> CmBox<Event> {
-        Self::init(crate::alloc::new_uninit_nofail::<Event>())
+        let e = crate::alloc::new_uninit_nofail::<Event>();
+        let paths = NonNull::slice_from_raw_parts(NonNull::dangling(), 0);
+        Self::init(e, paths)
     }
 
-    /// An event whose fields are all zero but for the MAD buffer and the path records, which
-    /// stay uninitialised until a queue copies into the former and [`Event::paths`] zeroes
-    /// the latter.
-    fn zeroed(flags: kernel::alloc::Flags) -> Result<CmBox<Event>> {
+    /// The bytes of an event with `paths` path records.
+    pub(crate) const fn size_with(paths: usize) -> usize {
+        core::mem::size_of::<Event>() + paths * core::mem::size_of::<PathRec>()
+    }
+
+    /// An event whose fields are all zero, followed by `paths` zeroed path records.
+    fn zeroed(flags: kernel::alloc::Flags, paths: usize) -> Result<CmBox<Event>> {
         #[cfg(ibcm_kunit)]
         if FAIL_ALLOCS.load(core::sync::atomic::Ordering::Relaxed) {
             // The white-box tests fail every allocation that may fail, as failslab would
             // (which leaves `__GFP_NOFAIL` ones alone).
             return Err(ENOMEM);
         }
-        Ok(Self::init(CmBox::<Event>::new_uninit(flags)?))
+        if paths > 2 {
+            return Err(EINVAL);
+        }
+        let (e, tail) = crate::alloc::new_uninit_with_tail::<Event>(Self::size_with(paths), flags)?;
+        let recs = tail.cast::<PathRec>();
+        // SAFETY: `tail` has room for `paths` records, suitably aligned (asserted above).
+        // All-zero is a valid path record (plain C data).
+        unsafe { core::ptr::write_bytes(recs.as_ptr(), 0, paths) };
+        Ok(Self::init(e, NonNull::slice_from_raw_parts(recs, paths)))
     }
 
-    fn init(mut e: CmBox<MaybeUninit<Event>>) -> CmBox<Event> {
-        let p = e.as_mut_ptr();
-        // SAFETY: `p` is valid for writes of an `Event`. All-zero is a valid value of every
-        // field written: `next` is `None` (a box is a non-null pointer, so `None` is the null
-        // niche), `ev` is plain C data whose pointers may be NULL, `src` is NULL and `src_len`
-        // 0; `paths` and `mad` (both `MaybeUninit`) need nothing.
-        // INVARIANT: `paths_init` is false, so `paths` need not be initialised.
-        unsafe {
-            core::ptr::addr_of_mut!((*p).next).write(None);
-            core::ptr::addr_of_mut!((*p).ev).write(core::mem::zeroed());
-            core::ptr::addr_of_mut!((*p).paths_init).write(false);
-            core::ptr::addr_of_mut!((*p).src).write(core::ptr::null());
-            core::ptr::addr_of_mut!((*p).src_len).write(0);
-            e.assume_init()
-        }
+    fn init(e: CmBox<MaybeUninit<Event>>, paths: NonNull<[PathRec]>) -> CmBox<Event> {
+        // SAFETY: All-zero is a valid `ib_cm_event` (plain C data whose pointers may be NULL).
+        let ev = unsafe { core::mem::zeroed() };
+        // INVARIANT: No MAD and NULL MAD pointers; `paths` as the caller made them.
+        e.write(Event {
+            next: None,
+            ev,
+            mad: None,
+            paths,
+        })
     }
 
     // The parameters of each event type: the members of `ib_cm_event.param`. Each member is
@@ -222,89 +212,28 @@ impl Event {
         unsafe { self.ev.param.send_status.as_mut() }
     }
 
-    /// The event's two path records (REQ primary and alternate, LAP alternate), zeroed on
-    /// first use.
-    pub(crate) fn paths(&mut self) -> &mut [bindings::sa_path_rec; 2] {
-        if !self.paths_init {
-            // SAFETY: All-zero is a valid path record (plain C data).
-            self.paths.write(unsafe { core::mem::zeroed() });
-            // INVARIANT: initialised just above.
-            self.paths_init = true;
-        }
-        // SAFETY: Initialised (type invariant, `paths_init`).
-        unsafe { self.paths.assume_init_mut() }
+    /// The event's path records (REQ primary and alternate, LAP alternate): as many as it was
+    /// made with.
+    pub(crate) fn paths(&mut self) -> &mut [PathRec] {
+        // SAFETY: The records of this event, valid and initialised as long as it (type
+        // invariant); borrowed through `self`.
+        unsafe { self.paths.as_mut() }
     }
 
-    /// The MAD the event points into, and its length.
-    fn base(&mut self) -> (*mut u8, usize) {
-        if self.src.is_null() {
-            (self.mad.as_mut_ptr().cast(), self.src_len)
-        } else {
-            (self.src.cast_mut(), self.src_len)
-        }
-    }
-
-    /// A pointer to payload offset `offset` of the MAD (NULL past its end).
+    /// A pointer to payload offset `offset` of the MAD (NULL past its end or with no MAD).
     pub(crate) fn payload_ptr(&mut self, offset: usize) -> *mut ffi::c_void {
-        let (base, len) = self.base();
-        let at = MAD_HDR_LEN + offset;
-        if at >= len {
+        let Some(mad) = &self.mad else {
             return core::ptr::null_mut();
+        };
+        match mad.mad().get(MAD_HDR_LEN + offset..) {
+            Some(rest) if !rest.is_empty() => rest.as_ptr().cast_mut().cast(),
+            _ => core::ptr::null_mut(),
         }
-        // SAFETY: `at` is inside the `len` bytes at `base` (type invariant).
-        unsafe { base.add(at).cast() }
     }
 
     /// Points `private_data` at payload offset `offset`.
     pub(crate) fn set_private_data(&mut self, offset: usize) {
         self.ev.private_data = self.payload_ptr(offset);
-    }
-
-    /// Copies the MAD the event points into into the event itself and moves the pointers
-    /// there: `private_data`, and by event type the REJ's ARI, the APR's and the SIDR_REP's
-    /// additional information (the path pointers already point into the event).
-    fn own_mad(&mut self) {
-        if self.src.is_null() {
-            return;
-        }
-        let (src, len) = (self.src, self.src_len);
-        let dst: *mut u8 = self.mad.as_mut_ptr().cast();
-        // SAFETY: `src` holds `len` valid bytes (type invariant), `dst` has room for
-        // `MAD_LEN >= len`, and they do not overlap (one is inside this event, the other is
-        // the MAD layer's buffer).
-        unsafe { core::ptr::copy_nonoverlapping(src, dst, len) };
-        let moved = |p: *mut ffi::c_void| -> *mut ffi::c_void {
-            // CAST: addresses compared as integers, only to find whether `p` is in the MAD.
-            let at = (p as usize).wrapping_sub(src as usize);
-            if p.is_null() || at >= len {
-                p
-            } else {
-                // SAFETY: `at < len <= MAD_LEN`: inside the copy.
-                unsafe { dst.add(at).cast() }
-            }
-        };
-        self.ev.private_data = moved(self.ev.private_data);
-        // SAFETY: Each member is read and written only for the event type that uses it.
-        unsafe {
-            match self.ev.event {
-                bindings::ib_cm_event_type_IB_CM_REJ_RECEIVED => {
-                    let p = self.ev.param.rej_rcvd.as_mut();
-                    p.ari = moved(p.ari);
-                }
-                bindings::ib_cm_event_type_IB_CM_APR_RECEIVED => {
-                    let p = self.ev.param.apr_rcvd.as_mut();
-                    p.apr_info = moved(p.apr_info);
-                }
-                bindings::ib_cm_event_type_IB_CM_SIDR_REP_RECEIVED => {
-                    let p = self.ev.param.sidr_rep_rcvd.as_mut();
-                    p.info = moved(p.info);
-                }
-                _ => {}
-            }
-        }
-        // INVARIANT: The pointers now point into `mad`, initialised for `len` (`src_len`)
-        // bytes.
-        self.src = core::ptr::null();
     }
 }
 
@@ -316,10 +245,9 @@ pub(crate) struct EventQueue {
 
 impl EventQueue {
     /// Appends `e` (the queue is short: a handful of transitions at most). A queued event may
-    /// be delivered and dropped by another thread after the received MAD it was made from is
-    /// gone, so it takes a copy of that MAD first.
-    pub(crate) fn push(&mut self, mut e: CmBox<Event>) {
-        e.own_mad();
+    /// be delivered and dropped by another thread after the receive work that made it has
+    /// finished: its [`MadRef`] keeps the MAD it points into.
+    pub(crate) fn push(&mut self, e: CmBox<Event>) {
         let mut slot = &mut self.head;
         while let Some(node) = slot {
             slot = &mut node.next;

@@ -141,7 +141,7 @@ int ib_cm_init_qp_attr(struct ib_cm_id *cm_id, struct ib_qp_attr *qp_attr, int *
 }
 EXPORT_SYMBOL(ib_cm_init_qp_attr);
 
-/* --- the receive work items (src/recv.rs): a C function, so ftrace can profile it --- */
+/* --- the receive work items (src/recv_wc.rs): a C function, so ftrace can profile it --- */
 
 static void ibcm_glue_recv_work_fn(struct work_struct *work)
 {

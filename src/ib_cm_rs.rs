@@ -29,7 +29,6 @@ mod path;
 mod port;
 mod recv;
 mod recv_wc;
-mod recv_work;
 mod remote;
 mod reply_ah;
 mod send;

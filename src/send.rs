@@ -172,7 +172,7 @@ pub(crate) fn send_response(
         grh: wc.grh(),
     };
     // SAFETY: `wc` owns a valid completion and GRH for the call, which runs in `dev`'s
-    // receive work (a `RecvWc` exists only there).
+    // receive work (a `RecvWc` is lent only there).
     unsafe { send(dev, port_num, dest, msg, tid, 0, false) }
 }
 

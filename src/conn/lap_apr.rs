@@ -65,9 +65,7 @@ pub(crate) fn on_lap(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &RecvHdr<'
     let port_opa = dev.port_opa_ah(port_num, wc);
     let path = lap_path(&lap.alternate, pkey, mtu, port_opa);
     let prepared = (|| {
-        // SAFETY: The receive work owns `wc` until this event is delivered or dropped here;
-        // queueing it copies the MAD first.
-        let mut ev = unsafe { Event::for_wc(0, wc) }.ok()?;
+        let mut ev = Event::with_paths(0, wc, 1).ok()?;
         let wc_av = Av::from_recv(dev, port_num, wc).and_then(Av::boxed).ok()?;
         // The address is IB or OPA here (not RoCE), so the record is too.
         fill_typed_path(&mut ev.paths()[0], &path, &wc_av);

@@ -338,9 +338,7 @@ pub(crate) fn deliver_recv_ctx(
     mra_timeout: u8,
     fill: impl FnOnce(&mut Event),
 ) {
-    // SAFETY: The receive work owns the completion until this event is delivered or dropped
-    // here; queueing it copies the MAD first.
-    let Ok(mut ev) = (unsafe { Event::for_wc(0, recv.wc) }) else {
+    let Ok(mut ev) = Event::for_wc(0, recv.wc) else {
         id.put_user();
         return;
     };

@@ -151,18 +151,8 @@ pub(crate) fn accept_rep(id: &CmId, g: &mut CmIdInner, ctx: &Ctx<'_>) {
 }
 
 /// The REP_RECEIVED event of `rep`, pointing into `wc`'s MAD.
-///
-/// # Safety
-///
-/// As [`Event::for_wc`]: `wc` must outlive the event unless the event is queued.
-unsafe fn rep_event(
-    wc: &RecvWc,
-    rep: &Rep<'_>,
-    qp_type: u32,
-    attr_mod: u32,
-) -> Result<CmBox<Event>> {
-    // SAFETY: The caller keeps `wc` alive as long as the event needs it.
-    let mut ev = unsafe { Event::for_wc(0, wc) }?;
+fn rep_event(wc: &RecvWc, rep: &Rep<'_>, qp_type: u32, attr_mod: u32) -> Result<CmBox<Event>> {
+    let mut ev = Event::for_wc(0, wc)?;
     let p = ev.rep_rcvd();
     p.remote_ca_guid = rep.local_ca_guid.to_be();
     p.remote_qkey = rep.local_qkey;
@@ -208,9 +198,7 @@ pub(crate) fn on_rep(
     };
     let qp_type = id.inner.lock().conn.qp_type();
     let (Ok(ev), Ok(res)) = (
-        // SAFETY: The receive work owns `wc` until this event is delivered or dropped in it;
-        // queueing it copies the MAD first.
-        unsafe { rep_event(wc, rep, qp_type, hdr.attr_mod()) },
+        rep_event(wc, rep, qp_type, hdr.attr_mod()),
         ConnReservation::new(GFP_KERNEL),
     ) else {
         id.put_user();

@@ -262,13 +262,6 @@ pub(crate) fn on_req(
     let Ok(wc_av) = Av::from_recv(dev, port_num, wc) else {
         return;
     };
-    // SAFETY: The receive work owns `wc` until this event is delivered (by `hand_over`, in
-    // this work) or dropped; queueing it copies the MAD first.
-    let ev = unsafe { Event::for_wc(bindings::ib_cm_event_type_IB_CM_REQ_RECEIVED, wc) };
-    let Ok(mut ev) = ev else {
-        return;
-    };
-
     let port = RecvPort {
         roce: wc_av.is_roce(),
         opa: dev.port_opa_ah(port_num, wc),
@@ -277,6 +270,11 @@ pub(crate) fn on_req(
         wc_dlid_path_bits: wc.dlid_path_bits(),
     };
     let (primary, alternate) = req_event::req_paths(req, &port);
+    let paths = if alternate.is_some() { 2 } else { 1 };
+    let ev = Event::with_paths(bindings::ib_cm_event_type_IB_CM_REQ_RECEIVED, wc, paths);
+    let Ok(mut ev) = ev else {
+        return;
+    };
     fill_typed_path(&mut ev.paths()[0], &primary, &wc_av);
     ev.paths()[0].hop_limit = wc_av.hop_limit();
     if let Some(alt) = &alternate {

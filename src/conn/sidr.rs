@@ -165,9 +165,7 @@ pub(crate) fn on_sidr_req(
     };
     let (Ok(reservation), Ok(mut ev)) = (
         RemoteReservation::<SidrKey>::new(GFP_KERNEL),
-        // SAFETY: The receive work owns `wc` until this event is delivered (by `hand_over`,
-        // in this work) or dropped; queueing it copies the MAD first.
-        unsafe { Event::for_wc(bindings::ib_cm_event_type_IB_CM_SIDR_REQ_RECEIVED, wc) },
+        Event::for_wc(bindings::ib_cm_event_type_IB_CM_SIDR_REQ_RECEIVED, wc),
     ) else {
         return;
     };

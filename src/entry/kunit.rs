@@ -873,27 +873,28 @@ extern "C" fn req_with_listener_is_dispatched(_test: *mut bindings::kunit) {
     expect!(destroy(&listener));
 }
 
-/// Whether `p` points into `ev`'s own allocation.
-fn inside(ev: &crate::event::Event, p: *const ffi::c_void) -> bool {
-    let base = core::ptr::from_ref(ev) as usize;
-    (base..base + core::mem::size_of::<crate::event::Event>()).contains(&(p as usize))
-}
-
-/// An event made from a received MAD points into that MAD; queueing it copies the MAD into the
-/// event and moves every pointer into it (private data, REJ ARI, APR and SIDR_REP information),
-/// so a queued event stays valid once the receive buffer is gone. A stand-in buffer is
-/// overwritten and freed after the push; a pointer left in it fails the `inside` check (which
-/// comes before every read), a wrong offset the byte check.
-extern "C" fn queued_event_owns_its_mad(_test: *mut bindings::kunit) {
+/// An event made from a received MAD points into that MAD and holds it: queued behind the
+/// event being delivered, it still reads the MAD's fields (private data, REJ ARI, APR and
+/// SIDR_REP information) and its own path record (LAP) after the receive work dropped its
+/// reference, and the MAD is freed once, with the last event that holds it. The stand-in
+/// completion counts its release (`recv_wc::RELEASED`); KASAN reports a read of a freed MAD or
+/// a second free, and kmemleak a MAD never freed.
+extern "C" fn queued_event_holds_its_mad(_test: *mut bindings::kunit) {
     use crate::event::{Event, EventQueue};
     use crate::logic::wire::{MAD_HDR_LEN, MAD_LEN};
-    let mut mad = require!(KBox::new([0u8; MAD_LEN], GFP_KERNEL));
-    for (i, b) in mad.iter_mut().enumerate() {
+    use crate::recv_wc::{RecvWork, RELEASED};
+    let mut bytes = [0u8; MAD_LEN];
+    for (i, b) in bytes.iter_mut().enumerate() {
         // CAST: a byte pattern.
         *b = (i as u8) ^ 0x5A;
     }
     let at = |payload: usize| (MAD_HDR_LEN + payload) as u8 ^ 0x5A;
+    let released = || RELEASED.load(Ordering::SeqCst);
+    let before = released();
+    let wc = require!(RecvWork::stand_in(&bytes));
     let mut q = EventQueue::default();
+    // The event being delivered: the others queue behind it.
+    q.push(require!(Event::empty()));
     // (event type, private data offset, offset of the type's second pointer)
     let kinds = [
         (
@@ -911,10 +912,10 @@ extern "C" fn queued_event_owns_its_mad(_test: *mut bindings::kunit) {
         (bindings::ib_cm_event_type_IB_CM_LAP_RECEIVED, 64, None),
     ];
     for (kind, pd, second) in kinds {
-        // SAFETY: `mad` outlives the event until the push below, which copies it.
-        let mut ev = require!(unsafe { Event::for_mad(kind, &mad[..]) });
+        let lap = kind == bindings::ib_cm_event_type_IB_CM_LAP_RECEIVED;
+        let mut ev = require!(Event::with_paths(kind, &wc, usize::from(lap)));
         ev.set_private_data(pd);
-        expect!(ev.ev.private_data.cast_const() == mad[MAD_HDR_LEN + pd..].as_ptr().cast());
+        expect!(ev.ev.private_data.cast_const() == wc.mad()[MAD_HDR_LEN + pd..].as_ptr().cast());
         if let Some(off) = second {
             let p = ev.payload_ptr(off);
             // SAFETY: Each member is written for the event type that uses it.
@@ -930,37 +931,43 @@ extern "C" fn queued_event_owns_its_mad(_test: *mut bindings::kunit) {
                 }
             }
         }
-        if kind == bindings::ib_cm_event_type_IB_CM_LAP_RECEIVED {
-            // A marker that must survive the queue (the records are zeroed only once).
+        expect!(ev.paths().len() == usize::from(lap));
+        if lap {
+            // A marker that must survive the queue (the record is zeroed only once).
             ev.paths()[0].service_id = 0x5A5A_5A5A_5A5A_5A5A;
             let path: *mut bindings::sa_path_rec = &mut ev.paths()[0];
-            // SAFETY: The LAP event's member; the record is inside the event.
+            // SAFETY: The LAP event's member; the record is the event's own.
             unsafe { ev.ev.param.lap_rcvd.as_mut().alternate_path = path };
         }
         q.push(ev);
     }
     // A short MAD is refused; past the end of a whole one there is nothing to point at.
-    // SAFETY: As above; the events are dropped before `mad`.
-    expect!(unsafe { Event::for_mad(0, &mad[..MAD_HDR_LEN + 4]) }.is_err());
-    // SAFETY: As above.
-    let mut whole = require!(unsafe { Event::for_mad(0, &mad[..]) });
+    let short = require!(RecvWork::stand_in(&bytes[..MAD_HDR_LEN + 4]));
+    expect!(Event::for_wc(0, &short).is_err());
+    drop(short);
+    let mut whole = require!(Event::for_wc(0, &wc));
     let last = MAD_LEN - MAD_HDR_LEN;
     expect!(whole.payload_ptr(last).is_null() && !whole.payload_ptr(last - 1).is_null());
     drop(whole);
-    let empty = require!(Event::empty());
-    q.push(empty);
-    mad.fill(0xEE);
-    drop(mad);
-    for (kind, pd, second) in kinds {
+    expect!(released() == before + 1);
+    // The receive work is done with the MAD; the queued events still hold it.
+    drop(wc);
+    expect!(released() == before + 1);
+    let Some(mut first) = q.pop() else {
+        fail!("the first event went missing");
+        return;
+    };
+    expect!(first.ev.private_data.is_null() && first.paths().is_empty());
+    drop(first);
+    for (i, (kind, pd, second)) in kinds.into_iter().enumerate() {
         let Some(mut ev) = q.pop() else {
             fail!("an event went missing");
             return;
         };
         expect!(ev.ev.event == kind);
         let p = ev.ev.private_data.cast_const();
-        expect!(inside(&ev, p));
-        // SAFETY: `p` points into the event's own copy (checked just above).
-        expect!(inside(&ev, p) && unsafe { *p.cast::<u8>() } == at(pd));
+        // SAFETY: `p` points into the MAD the event holds (KASAN reports it freed otherwise).
+        expect!(!p.is_null() && unsafe { *p.cast::<u8>() } == at(pd));
         let q2 = match kind {
             // SAFETY: Read as the member its event type uses.
             bindings::ib_cm_event_type_IB_CM_REJ_RECEIVED => unsafe {
@@ -975,7 +982,7 @@ extern "C" fn queued_event_owns_its_mad(_test: *mut bindings::kunit) {
                 ev.ev.param.sidr_rep_rcvd.as_ref().info.cast_const()
             },
             bindings::ib_cm_event_type_IB_CM_LAP_RECEIVED => {
-                // SAFETY: As above; the path pointer is not a MAD pointer and stays.
+                // SAFETY: As above; the path pointer points into the event.
                 let path = unsafe { ev.ev.param.lap_rcvd.as_ref().alternate_path.cast_const() };
                 expect!(path == core::ptr::from_ref(&ev.paths()[0]));
                 // SAFETY: `path` is the event's own record (checked just above).
@@ -986,16 +993,44 @@ extern "C" fn queued_event_owns_its_mad(_test: *mut bindings::kunit) {
             _ => core::ptr::null(),
         };
         if let Some(off) = second {
-            // SAFETY: Read only once checked to be inside the event.
-            expect!(inside(&ev, q2) && unsafe { *q2.cast::<u8>() } == at(off));
+            // SAFETY: As for `p`.
+            expect!(!q2.is_null() && unsafe { *q2.cast::<u8>() } == at(off));
         }
+        drop(ev);
+        // Freed with the last event that holds it, not before.
+        let last = i + 1 == kinds.len();
+        expect!(released() == before + 1 + usize::from(last));
     }
-    let Some(last) = q.pop() else {
-        fail!("the empty event went missing");
-        return;
-    };
-    expect!(last.ev.private_data.is_null());
     expect!(q.pop().is_none());
+}
+
+/// The slab size class of an event about the received MAD `wc` carrying `paths` path records
+/// (REQ: one or two, LAP: one, every other message none), and the bytes it asks for.
+fn received_event_size(wc: &crate::recv_wc::RecvWc, paths: usize) -> Result<(usize, usize)> {
+    use crate::event::Event;
+    let ev = Event::with_paths(0, wc, paths)?;
+    // SAFETY: A live kmalloc allocation; `ksize()` reads slab metadata.
+    let class = unsafe { bindings::ksize(core::ptr::from_ref(&*ev).cast()) };
+    Ok((class, Event::size_with(paths)))
+}
+
+/// A received MAD reaching a handler costs no more than cm.c's `cm_work` for it
+/// (`sizeof(struct cm_work)` plus its path records, x86_64: 224, 312 and 400 bytes, in
+/// kmalloc-256, -512 and -512): a plain event, a REQ or LAP event with one path record, a REQ
+/// event with an alternate path. Each must ask for fewer bytes than cm.c's and land in the
+/// expected slab class.
+extern "C" fn received_event_sizes(_test: *mut bindings::kunit) {
+    use crate::logic::wire::MAD_LEN;
+    let wc = require!(crate::recv_wc::RecvWork::stand_in(&[0u8; MAD_LEN]));
+    // (path records, slab class, cm.c's bytes)
+    for (paths, class, cm_c) in [(0usize, 128usize, 224usize), (1, 256, 312), (2, 512, 400)] {
+        let (got, bytes) = require!(received_event_size(&wc, paths));
+        if got != class || bytes >= cm_c {
+            pr_err!("event with {paths} path(s): {bytes} bytes in kmalloc-{got}, want < {cm_c} in kmalloc-{class}\n");
+        }
+        expect!(got == class);
+        expect!(bytes < cm_c);
+    }
 }
 
 /// `error::is_err_or_null` restates `IS_ERR_OR_NULL()`: NULL and the top `MAX_ERRNO` (4095)
@@ -1072,7 +1107,7 @@ const fn suite(name: &[u8], cases: *mut bindings::kunit_case) -> bindings::kunit
 
 // KUnit writes run status into the cases and the suite, hence `static mut`; nothing in Rust
 // touches them after initialisation.
-static mut CASES: [bindings::kunit_case; 17] = [
+static mut CASES: [bindings::kunit_case; 18] = [
     case(c"tree_share_and_release", tree_share_and_release),
     case(c"listen_never_shares", listen_never_shares),
     case(c"assign_allocator", assign_allocator),
@@ -1098,7 +1133,8 @@ static mut CASES: [bindings::kunit_case; 17] = [
         c"debugfs_walk_finds_published_ids",
         debugfs_walk_finds_published_ids,
     ),
-    case(c"queued_event_owns_its_mad", queued_event_owns_its_mad),
+    case(c"queued_event_holds_its_mad", queued_event_holds_its_mad),
+    case(c"received_event_sizes", received_event_sizes),
     case(
         c"dup_req_gets_mra_with_the_ids_tid",
         dup_req_gets_mra_with_the_ids_tid,

@@ -16,8 +16,7 @@ use crate::{
         AttrId, RecvHdr, WireError, MAD_LEN,
     },
     port::Counter,
-    recv_wc::RecvWc,
-    recv_work::RecvWork,
+    recv_wc::{RecvWc, RecvWork},
     send::Completed,
     wq,
 };
@@ -28,12 +27,16 @@ use kernel::{c_str, ffi, sync::Arc};
 /// # Safety
 ///
 /// Called by the workqueue (through `glue.c`) for a work item queued by [`ibcm_rs_recv`],
-/// which gave up its box.
+/// which gave up its reference.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn ibcm_rs_recv_work(work: *mut bindings::work_struct) {
-    // SAFETY: `work` is the work item `ibcm_rs_recv` leaked, taken back once.
-    let w = unsafe { RecvWork::from_work(work) };
-    process(&w.dev, w.port_num, w.attr, &w.wc);
+    // SAFETY: `work` is the work item whose reference `ibcm_rs_recv` gave up, taken back once.
+    let wc = unsafe { RecvWork::from_work(work) };
+    // SAFETY: The context the receive callback got with the MAD, whose agent stays registered
+    // and whose device stays alive until removal has flushed the CM workqueue, which runs this
+    // work first; the borrow ends with the work.
+    let dev: Arc<CmDevice> = unsafe { device_of_agent(wc.context()) }.into();
+    process(&dev, wc.port_num, wc.attr(), &wc);
 }
 
 /// The MAD agent's receive callback (`cm_recv_handler`): count, then queue or drop.
@@ -48,8 +51,11 @@ pub(crate) unsafe extern "C" fn ibcm_rs_recv(
     port_num: u32,
     recv_wc: *mut bindings::ib_mad_recv_wc,
 ) {
-    // SAFETY: The MAD layer hands the completion over to its receive handler.
-    let wc = unsafe { RecvWc::new(recv_wc) };
+    // SAFETY: The MAD layer hands the completion over to its receive handler, with the agent's
+    // context and port.
+    let Ok(wc) = (unsafe { RecvWork::new(recv_wc, context, port_num) }) else {
+        return;
+    };
     // SAFETY: The agent's context is its device, alive while the agent is registered.
     let dev = unsafe { device_of_agent(context) };
     let Some(port) = dev.port(port_num) else {
@@ -83,12 +89,9 @@ pub(crate) unsafe extern "C" fn ibcm_rs_recv(
     if wq.is_null() {
         return;
     }
-    let Ok(work) = RecvWork::new(dev.into(), port_num, attr, wc) else {
-        return;
-    };
-    // The work item owns itself from here until `ibcm_rs_recv_work` takes it back; it does
-    // not move (it stays in its box).
-    let item = RecvWork::into_work(work);
+    // The work item holds the reference from here until `ibcm_rs_recv_work` takes it back; it
+    // does not move (it stays in its box).
+    let item = wc.into_work(attr);
     // SAFETY: `wq` is live until module exit, after every device is gone; `item` is live.
     // `queue_work()` is `queue_work_on(WORK_CPU_UNBOUND, ...)`.
     unsafe {
