@@ -7,6 +7,7 @@
 # Results go to the kernel log (/dev/kmsg) so they stay in order with KUnit's KTAP output:
 #   IBCM-KTAP-BEGIN <name> ... IBCM-KTAP-END <name>   around each KUnit run
 #   IBCM-E2E: ok|not ok|skip|todo <name> [# reason]   end-to-end checks (skip fails)
+#   IBCM-TRACE-SECTION: rxe|ib, then IBCM-TRACE: <event> <fields>  the icm_* events of a run
 #   IBCM-COUNTERS: <cm> <dev> <group> <file>=<delta>...  CM counters of a fixed workload
 #   IBCM-CMTIME: <cm> <line>                          cmtime's table
 #   IBCM-DONE                                         the guest reached the end
@@ -218,6 +219,8 @@ softib_check() {
 	rmmod ib_cm_conn_conformance 2>/dev/null
 	if [ -n "$traced" ]; then
 		echo 0 >$TR/events/ib_cma/enable
+		# parse.py compares this section with C's on its own (and fails an empty C one).
+		klog "IBCM-TRACE-SECTION: ib"
 		grep -v '^#' $TR/trace | sed -n 's/.*: \(icm_[a-z_]*\): /\1 /p' | while IFS= read -r l; do
 			klog "IBCM-TRACE: $l"
 		done
@@ -314,6 +317,7 @@ klog "IBCM-KTAP-END conn-conformance-$CM"
 rmmod ib_cm_conn_conformance 2>/dev/null
 if [ -n "$traced" ]; then
 	echo 0 >$TR/events/ib_cma/enable
+	klog "IBCM-TRACE-SECTION: rxe"
 	grep -v '^#' $TR/trace | sed -n 's/.*: \(icm_[a-z_]*\): /\1 /p' | while IFS= read -r l; do
 		klog "IBCM-TRACE: $l"
 	done
