@@ -258,6 +258,15 @@ softib_check() {
 		fi
 	fi
 	klog "IBCM-INFO: softib stats: $(tr '\n' ' ' </sys/kernel/debug/softib/stats 2>/dev/null)"
+	# No suite sends a MAD longer than a receive buffer or outruns a CQ on purpose: a CM that
+	# posts too few receives, builds an oversized MAD or stops polling would show here.
+	ovf=$(awk '$1 == "cq_overflow" { print $2 }' /sys/kernel/debug/softib/stats 2>/dev/null)
+	dlen=$(awk '$1 == "drop_len" { print $2 }' /sys/kernel/debug/softib/stats 2>/dev/null)
+	if [ "$ovf" = 0 ] && [ "$dlen" = 0 ]; then
+		e2e "ok softib_no_cq_overflow_or_too_long_$CM"
+	else
+		e2e "not ok softib_no_cq_overflow_or_too_long_$CM # cq_overflow=${ovf:-missing} drop_len=${dlen:-missing}"
+	fi
 	if rmmod softib; then
 		e2e "ok softib_removed_under_cm_$CM"
 	else
