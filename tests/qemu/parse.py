@@ -397,7 +397,7 @@ def main():
         print(f'{s.upper() if s != "ok" else "ok":7} {what}')
     retried = sum(1 for s, _ in results if s == 'retry')
     if retried:
-        print(f'NOTE    {retried} guest boot(s) retried after dying before their init ran')
+        print(f'NOTE: {retried} guest boot(s) retried after dying before their init ran')
     print(f'RESULT {passed} {failed}')
 
 
