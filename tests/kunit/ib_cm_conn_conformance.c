@@ -2129,8 +2129,17 @@ static long ib_ctr_delta(const struct ib_ctr *c)
 	return ib_counter(c->dev, c->group, c->name) - c->start;
 }
 
+/*
+ * Counter `c` has changed by exactly `want`. The CMs count from their work items and the MAD
+ * layer's send completions, after the event a case waits for: so this waits (up to 2 s) for
+ * the count to get there before it checks, instead of reading once.
+ */
 static void ib_expect_delta(struct kunit *test, const struct ib_ctr *c, long want)
 {
+	int i;
+
+	for (i = 0; i < 40 && ib_ctr_delta(c) != want; i++)
+		msleep(50);
 	KUNIT_EXPECT_EQ_MSG(test, ib_ctr_delta(c), want, "%s %s/%s", c->dev, c->group, c->name);
 }
 
