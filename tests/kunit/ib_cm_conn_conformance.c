@@ -1699,7 +1699,76 @@ static void ib_exit(struct kunit *test)
 	conn_exit(test);
 }
 
-/* A real RC QP of the soft HCA (it carries no data, but checks every modify as HCAs do). */
+/*
+ * The soft HCA's fabric counters (what it delivered and what it dropped, and why): softib
+ * exports softib_stat() (tests/softib/softib.h); symbol_get() takes it only where softib is
+ * loaded, so that this module still loads for the rxe runs.
+ */
+long softib_stat(const char *name);
+
+static long ib_fabric_stat(const char *name)
+{
+	long (*get)(const char *name) = symbol_get(softib_stat);
+	long v;
+
+	if (!get)
+		return -ENOENT;
+	v = get(name);
+	symbol_put(softib_stat);
+	return v;
+}
+
+/* The soft HCA's drop counters, read when a case starts. */
+static const char *const ib_drops[] = {
+	"drop_no_lid", "drop_pkey", "drop_dgid", "drop_qp", "drop_no_recv", "drop_len",
+	"cq_overflow",
+};
+
+struct ib_fabric {
+	long start[ARRAY_SIZE(ib_drops)];
+};
+
+static void ib_fabric_start(struct kunit *test, struct ib_fabric *f)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(ib_drops); i++) {
+		f->start[i] = ib_fabric_stat(ib_drops[i]);
+		KUNIT_ASSERT_GE_MSG(test, f->start[i], 0, "softib_stat(%s)", ib_drops[i]);
+	}
+}
+
+/*
+ * The fabric dropped exactly `want` packets for the reason `reason` since `f` started, and
+ * none for any other (waits up to 2 s: the soft HCA delivers, and drops, from a work item).
+ */
+static void ib_expect_drops(struct kunit *test, const struct ib_fabric *f, const char *reason,
+			    long want)
+{
+	long got[ARRAY_SIZE(ib_drops)];
+	int i, j;
+
+	for (j = 0; j < 40; j++) {
+		bool done = true;
+
+		for (i = 0; i < ARRAY_SIZE(ib_drops); i++) {
+			got[i] = ib_fabric_stat(ib_drops[i]) - f->start[i];
+			if (got[i] != (strcmp(ib_drops[i], reason) ? 0 : want))
+				done = false;
+		}
+		if (done)
+			break;
+		msleep(50);
+	}
+	for (i = 0; i < ARRAY_SIZE(ib_drops); i++)
+		KUNIT_EXPECT_EQ_MSG(test, got[i], strcmp(ib_drops[i], reason) ? 0 : want,
+				    "softib %s (expected drops: %ld %s)", ib_drops[i], want, reason);
+}
+
+/*
+ * A real QP of the soft HCA: RC (it carries no data, but checks every modify as HCAs do) or
+ * UD (which carries datagrams).
+ */
 struct rc_qp {
 	struct ib_pd *pd;
 	struct ib_cq *cq;
@@ -1719,10 +1788,10 @@ static void rc_qp_destroy(void *arg)
 	memset(q, 0, sizeof(*q));
 }
 
-static int rc_qp_create(struct ib_device *dev, struct rc_qp *q)
+static int rc_qp_create(struct ib_device *dev, struct rc_qp *q, enum ib_qp_type type)
 {
 	struct ib_qp_init_attr init = {
-		.qp_type = IB_QPT_RC,
+		.qp_type = type,
 		.sq_sig_type = IB_SIGNAL_REQ_WR,
 		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
 	};
@@ -1741,20 +1810,27 @@ static int rc_qp_create(struct ib_device *dev, struct rc_qp *q)
 }
 
 /*
- * An RC QP on `dev` that the test's end destroys (a deferred action: also after a failed
- * KUNIT_ASSERT, which leaves the case at once); the case fails here if it cannot be made.
+ * A QP of type `type` (RC; UD for ib_ud_qp_completions), with its own PD and CQ, on `dev`,
+ * that the test's end destroys (a deferred action: also after a failed KUNIT_ASSERT, which
+ * leaves the case at once); the case fails here if it cannot be made.
  */
-static struct rc_qp *rc_qp_new(struct kunit *test, struct ib_device *dev)
+static struct rc_qp *qp_new(struct kunit *test, struct ib_device *dev, enum ib_qp_type type)
 {
 	struct rc_qp *q = kunit_kzalloc(test, sizeof(*q), GFP_KERNEL);
 	int ret;
 
 	KUNIT_ASSERT_NOT_NULL(test, q);
-	ret = rc_qp_create(dev, q);
+	ret = rc_qp_create(dev, q, type);
 	KUNIT_ASSERT_EQ_MSG(test, kunit_add_action_or_reset(test, rc_qp_destroy, q), 0,
 			    "cannot defer the QP's destruction");
-	KUNIT_ASSERT_EQ_MSG(test, ret, 0, "cannot create an RC QP on %s", dev_name(&dev->dev));
+	KUNIT_ASSERT_EQ_MSG(test, ret, 0, "cannot create a QP (type %d) on %s", type,
+			    dev_name(&dev->dev));
 	return q;
+}
+
+static struct rc_qp *rc_qp_new(struct kunit *test, struct ib_device *dev)
+{
+	return qp_new(test, dev, IB_QPT_RC);
 }
 
 KUNIT_DEFINE_ACTION_WRAPPER(put_gid_attr_action, rdma_put_gid_attr, const struct ib_gid_attr *);
@@ -1988,7 +2064,9 @@ static void ib_pkey_index_not_zero(struct kunit *test)
 /*
  * What the fabric does not deliver: a REQ with a P_Key the passive port does not have, and a
  * REQ to a LID no port owns. Both are dropped on the wire; the active side retries and ends
- * in REQ_ERROR (IB_WC_RESP_TIMEOUT_ERR), the passive side sees nothing.
+ * in REQ_ERROR (IB_WC_RESP_TIMEOUT_ERR), the passive side sees nothing. The soft HCA counts
+ * each copy under its drop reason (drop_pkey, drop_no_lid), exactly two per REQ, and nothing
+ * else is dropped meanwhile: an error path that sent more (a REJ, an extra retry) would show.
  */
 static void ib_undeliverable_req_times_out(struct kunit *test)
 {
@@ -1996,6 +2074,7 @@ static void ib_undeliverable_req_times_out(struct kunit *test)
 	struct ib_cm_req_param req;
 	struct sa_path_rec bad;
 	const struct ib_gid_attr *sgid;
+	struct ib_fabric fabric;
 	struct ib_cm_id *a;
 	int round;
 
@@ -2009,14 +2088,159 @@ static void ib_undeliverable_req_times_out(struct kunit *test)
 		KUNIT_ASSERT_FALSE(test, IS_ERR(a));
 		active.id = a;
 		req_param(&req, &bad, sgid, 14, 1);
+		ib_fabric_start(test, &fabric);
 		KUNIT_EXPECT_EQ(test, ib_send_cm_req(a, &req), 0);
 		KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_REQ_ERROR, 10000));
 		KUNIT_EXPECT_EQ(test, active.send_status, IB_WC_RESP_TIMEOUT_ERR);
 		KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 0);
+		/* The REQ and its one retransmission (max_cm_retries 1), each dropped for its reason. */
+		ib_expect_drops(test, &fabric, round ? "drop_no_lid" : "drop_pkey", 2);
 		ib_destroy_cm_id(a);
 		active.id = NULL;
 		reset_sides();
 	}
+}
+
+/*
+ * What a UD receive completion holds on the soft HCA, field by field, as an HCA fills it
+ * (IBA 11.4.2.1, the work completion of a UD receive): what the CMs read from a received MAD
+ * (the REQ's SLID, the answer's address: ib_init_ah_attr_from_wc) comes from these. Two UD
+ * QPs, one per device, the sender's with P_Key 0x8001 (index 2 on softib1, 1 on softib0);
+ * one datagram without a GRH to the receiver's base LID, one with a GRH to its second LID from
+ * the sender's second LID.
+ */
+struct ud_sent {
+	bool grh;
+	u8 path_bits;		/* of the DLID and of the SLID */
+};
+
+static void ud_send_recv(struct kunit *test, struct rc_qp *s, struct rc_qp *r,
+			 const struct ud_sent *how)
+{
+	struct conn_ctx *c = test->priv;
+	struct rdma_ah_attr aa = {};
+	const struct ib_recv_wr *bad_rwr;
+	const struct ib_send_wr *bad_swr;
+	struct ib_recv_wr rwr = {};
+	struct ib_ud_wr swr = {};
+	struct ib_sge rsge, ssge;
+	union ib_gid sgid, dgid;
+	struct ib_wc wc;
+	struct ib_ah *ah;
+	u8 *rbuf, *sbuf;
+	int i, n;
+
+	rbuf = kunit_kzalloc(test, sizeof(struct ib_grh) + 256, GFP_KERNEL);
+	sbuf = kunit_kzalloc(test, 64, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, rbuf);
+	KUNIT_ASSERT_NOT_NULL(test, sbuf);
+	for (i = 0; i < 64; i++)
+		sbuf[i] = i ^ 0x5a;
+	KUNIT_ASSERT_EQ(test, rdma_query_gid(c->d1, 1, 0, &sgid), 0);
+	KUNIT_ASSERT_EQ(test, rdma_query_gid(c->d0, 1, 0, &dgid), 0);
+	aa.type = RDMA_AH_ATTR_TYPE_IB;
+	rdma_ah_set_port_num(&aa, 1);
+	rdma_ah_set_dlid(&aa, port_lid(c->d0) + how->path_bits);
+	rdma_ah_set_path_bits(&aa, how->path_bits);
+	rdma_ah_set_sl(&aa, 3);
+	if (how->grh)
+		rdma_ah_set_grh(&aa, &dgid, 0x1234, 0, 1, 0x20);
+	ah = rdma_create_ah(s->pd, &aa, 0);
+	KUNIT_ASSERT_FALSE_MSG(test, IS_ERR(ah), "rdma_create_ah: %ld", PTR_ERR(ah));
+
+	rsge = (struct ib_sge){ .addr = (uintptr_t)rbuf, .length = sizeof(struct ib_grh) + 256,
+				.lkey = r->pd->local_dma_lkey };
+	rwr.wr_id = 0x77;
+	rwr.sg_list = &rsge;
+	rwr.num_sge = 1;
+	KUNIT_ASSERT_EQ(test, ib_post_recv(r->qp, &rwr, &bad_rwr), 0);
+	ssge = (struct ib_sge){ .addr = (uintptr_t)sbuf, .length = 64,
+				.lkey = s->pd->local_dma_lkey };
+	swr.wr.wr_id = 0x55;
+	swr.wr.opcode = IB_WR_SEND;
+	swr.wr.send_flags = IB_SEND_SIGNALED;
+	swr.wr.sg_list = &ssge;
+	swr.wr.num_sge = 1;
+	swr.ah = ah;
+	swr.remote_qpn = r->qp->qp_num;
+	swr.remote_qkey = 0x11112222;
+	KUNIT_EXPECT_EQ(test, ib_post_send(s->qp, &swr.wr, &bad_swr), 0);
+	/* The send's completion on the sender's CQ (at once), the receive's on the receiver's. */
+	for (i = 0, n = 0; i < 100 && n < 1; i++) {
+		n = ib_poll_cq(s->cq, 1, &wc);
+		if (!n)
+			msleep(20);
+	}
+	KUNIT_EXPECT_EQ(test, n, 1);
+	if (n == 1) {
+		KUNIT_EXPECT_EQ(test, wc.status, IB_WC_SUCCESS);
+		KUNIT_EXPECT_EQ(test, wc.opcode, IB_WC_SEND);
+		KUNIT_EXPECT_EQ(test, wc.wr_id, 0x55);
+	}
+	for (i = 0, n = 0; i < 100 && n < 1; i++) {
+		n = ib_poll_cq(r->cq, 1, &wc);
+		if (!n)
+			msleep(20);
+	}
+	KUNIT_ASSERT_EQ_MSG(test, n, 1, "no receive completion (grh %d, path bits %d)", how->grh,
+			    how->path_bits);
+	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_SUCCESS);
+	KUNIT_EXPECT_EQ(test, wc.opcode, IB_WC_RECV);
+	KUNIT_EXPECT_EQ(test, wc.wr_id, 0x77);
+	KUNIT_EXPECT_PTR_EQ(test, wc.qp, r->qp);
+	/* The 40 bytes of the GRH are counted whether or not a GRH came (IBA 11.4.1.1). */
+	KUNIT_EXPECT_EQ(test, wc.byte_len, sizeof(struct ib_grh) + 64);
+	KUNIT_EXPECT_EQ(test, wc.src_qp, s->qp->qp_num);
+	KUNIT_EXPECT_EQ(test, wc.slid, port_lid(c->d1) + how->path_bits);
+	KUNIT_EXPECT_EQ(test, wc.sl, 3);
+	KUNIT_EXPECT_EQ(test, wc.dlid_path_bits, how->path_bits);
+	/* The receiver's index of the sender's P_Key 0x8001. */
+	KUNIT_EXPECT_EQ(test, wc.pkey_index, 1);
+	KUNIT_EXPECT_EQ(test, wc.port_num, 1);
+	KUNIT_EXPECT_EQ(test, wc.wc_flags & (IB_WC_GRH | IB_WC_WITH_IMM), how->grh ? IB_WC_GRH : 0);
+	KUNIT_EXPECT_EQ(test, memcmp(rbuf + sizeof(struct ib_grh), sbuf, 64), 0);
+	if (how->grh) {
+		const struct ib_grh *g = (const struct ib_grh *)rbuf;
+
+		KUNIT_EXPECT_EQ(test, memcmp(&g->sgid, &sgid, sizeof(sgid)), 0);
+		KUNIT_EXPECT_EQ(test, memcmp(&g->dgid, &dgid, sizeof(dgid)), 0);
+		KUNIT_EXPECT_EQ(test, be16_to_cpu(g->paylen), 64);
+		KUNIT_EXPECT_EQ(test, g->hop_limit, 1);
+		KUNIT_EXPECT_EQ(test, be32_to_cpu(g->version_tclass_flow) & 0xfffff, 0x1234);
+	}
+	rdma_destroy_ah(ah, 0);
+}
+
+static void ud_qp_ready(struct kunit *test, struct rc_qp *q, u16 pkey_index)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_INIT, .pkey_index = pkey_index,
+				   .port_num = 1, .qkey = 0x11112222 };
+
+	KUNIT_ASSERT_EQ(test, ib_modify_qp(q->qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
+					   IB_QP_PORT | IB_QP_QKEY), 0);
+	attr.qp_state = IB_QPS_RTR;
+	KUNIT_ASSERT_EQ(test, ib_modify_qp(q->qp, &attr, IB_QP_STATE), 0);
+	attr.qp_state = IB_QPS_RTS;
+	attr.sq_psn = 0;
+	KUNIT_ASSERT_EQ(test, ib_modify_qp(q->qp, &attr, IB_QP_STATE | IB_QP_SQ_PSN), 0);
+}
+
+static void ib_ud_qp_completions(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	static const struct ud_sent hows[] = { { .grh = false, .path_bits = 0 },
+					       { .grh = true, .path_bits = 1 } };
+	struct rc_qp *s = qp_new(test, c->d1, IB_QPT_UD);
+	struct rc_qp *r = qp_new(test, c->d0, IB_QPT_UD);
+	struct ib_fabric fabric;
+	int i;
+
+	ud_qp_ready(test, s, 2);	/* 0x8001 on softib1 */
+	ud_qp_ready(test, r, 0);
+	ib_fabric_start(test, &fabric);
+	for (i = 0; i < ARRAY_SIZE(hows); i++)
+		ud_send_recv(test, s, r, &hows[i]);
+	ib_expect_drops(test, &fabric, "none", 0);
 }
 
 /*
@@ -3540,6 +3764,7 @@ static struct kunit_case ib_cases[] = {
 	KUNIT_CASE(ib_pkey_index_not_zero),
 	KUNIT_CASE(ib_routed_req_with_grh),
 	KUNIT_CASE(ib_routed_req_to_second_lid),
+	KUNIT_CASE(ib_ud_qp_completions),
 	KUNIT_CASE_SLOW(ib_lap_in_each_state_and_apr_dropped),
 	KUNIT_CASE(ib_lap_in_lap_idle_after_path_mig),
 	KUNIT_CASE_SLOW(ib_undeliverable_req_times_out),
