@@ -2775,19 +2775,27 @@ static void fill_apr(void *mad, void *arg)
  * it is delivered as LAP_RECEIVED with the alternate path and the id enters LAP_RCVD, where
  * ib_cm_init_qp_attr(RTS) loads that alternate; a copy in LAP_RCVD is counted as a duplicate,
  * with no event; after ib_send_cm_mra() (MRA_LAP_SENT) a copy is counted and answered by the
- * MRA again. An APR is dropped in every state (nothing sent a LAP). The counters of the
- * passive port are printed and compared with C's.
+ * MRA again. An APR is dropped in every state (nothing sent a LAP). The counters of both
+ * ports are checked against cm.c's counting, and the passive port's printed and compared with
+ * C's.
  */
 static void ib_lap_in_each_state_and_apr_dropped(struct kunit *test)
 {
 	struct conn_ctx *c = test->priv;
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
 	struct lap_args la = { .d0 = c->d0, .d1 = c->d1 };
+	struct ib_ctr laps, aprs, apr_dups, mra_retries, mras_in, mra_dups;
 	struct crafted *cr;
 	struct ib_qp_attr attr;
 	long dup0, mra0, apr0, dup1, mra1, apr1;
 	int mask, n;
 
+	ib_ctr_start(test, &laps, dev0, "cm_rx_msgs", "lap");
+	ib_ctr_start(test, &aprs, dev0, "cm_rx_msgs", "apr");
+	ib_ctr_start(test, &apr_dups, dev0, "cm_rx_duplicates", "apr");
+	ib_ctr_start(test, &mra_retries, dev0, "cm_tx_retries", "mra");
+	ib_ctr_start(test, &mras_in, dev1, "cm_rx_msgs", "mra");
+	ib_ctr_start(test, &mra_dups, dev1, "cm_rx_duplicates", "mra");
 	cr = crafted_open_kunit(test, c->d1, port_lid(c->d0));
 	la.a = req_reaches_passive(test, c);
 	la.p = passive.id;
@@ -2842,6 +2850,20 @@ static void ib_lap_in_each_state_and_apr_dropped(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), n + 1);
 	KUNIT_EXPECT_EQ(test, passive.id->lap_state, IB_CM_MRA_LAP_SENT);
 	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_ESTABLISHED);
+	/*
+	 * What both CMs count (cm_recv_handler counts every message received, whatever its
+	 * handler does with it): four LAPs and one APR received by the passive port, the APR not
+	 * a duplicate (cm_apr_handler drops it uncounted); one MRA sent again (a retry). The two
+	 * MRAs reach the active id, ESTABLISHED with lap_state LAP_UNINIT (the LAP's work
+	 * completion made the crafting port the passive id's address): cm_mra_handler drops them
+	 * uncounted, since only MRA_LAP_RCVD counts a duplicate there.
+	 */
+	ib_expect_delta(test, &laps, 4);
+	ib_expect_delta(test, &aprs, 1);
+	ib_expect_delta(test, &apr_dups, 0);
+	ib_expect_delta(test, &mra_retries, 1);
+	ib_expect_delta(test, &mras_in, 2);
+	ib_expect_delta(test, &mra_dups, 0);
 	pr_info("IBCM-QPATTR: ib-lap COUNTERS passive_lap_dups=%ld passive_mra_sent=%ld passive_apr_rcvd=%ld active_events=%d\n",
 		ib_counter(dev0, "cm_rx_duplicates", "lap") - dup0,
 		ib_counter(dev0, "cm_tx_msgs", "mra") - mra0, apr1 - apr0, READ_ONCE(active.n_events));
@@ -2863,6 +2885,7 @@ static void ib_lap_in_lap_idle_after_path_mig(struct kunit *test)
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1, .failover_accepted = 1 };
 	struct lap_args la = { .d0 = c->d0, .d1 = c->d1 };
 	const struct ib_gid_attr *alt_sgid;
+	struct ib_ctr laps, lap_dups;
 	struct ib_cm_req_param req;
 	struct ib_qp_attr attr;
 	struct sa_path_rec alt;
@@ -2885,9 +2908,14 @@ static void ib_lap_in_lap_idle_after_path_mig(struct kunit *test)
 	cr = crafted_open_kunit(test, c->d1, port_lid(c->d0));
 	la.a = a;
 	la.p = passive.id;
+	ib_ctr_start(test, &laps, dev0, "cm_rx_msgs", "lap");
+	ib_ctr_start(test, &lap_dups, dev0, "cm_rx_duplicates", "lap");
 	KUNIT_EXPECT_EQ(test, crafted_send(cr, CM_LAP_ATTR_ID, 7, fill_lap, &la), 0);
 	crafted_done(test, cr);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_LAP_RECEIVED, 5000));
+	/* Received and taken, not a duplicate (LAP_IDLE is as LAP_UNINIT in cm_lap_handler). */
+	ib_expect_delta(test, &laps, 1);
+	ib_expect_delta(test, &lap_dups, 0);
 	KUNIT_EXPECT_EQ(test, passive.id->lap_state, IB_CM_LAP_RCVD);
 	KUNIT_EXPECT_EQ(test, passive.req_dlid, port_lid(c->d1) + 1);
 	attr.qp_state = IB_QPS_RTS;
@@ -2960,9 +2988,14 @@ static void ib_sidr_req_lost(struct kunit *test)
 static void ib_late_mra_ignored(struct kunit *test)
 {
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_ctr mras_out, mras_in, mra_dups, mra_retries;
 	struct ib_cm_id *a;
 
 	ib_rule(test, "hold attr=MRA from=0 until=REP");
+	ib_ctr_start(test, &mras_out, dev0, "cm_tx_msgs", "mra");
+	ib_ctr_start(test, &mra_retries, dev0, "cm_tx_retries", "mra");
+	ib_ctr_start(test, &mras_in, dev1, "cm_rx_msgs", "mra");
+	ib_ctr_start(test, &mra_dups, dev1, "cm_rx_duplicates", "mra");
 	a = req_reaches_passive(test, test->priv);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_mra(passive.id, 20, NULL, 0), 0);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
@@ -2972,6 +3005,15 @@ static void ib_late_mra_ignored(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_REP_RCVD);
+	/*
+	 * One MRA sent, never again; received by the active port, which does not count it as a
+	 * duplicate: cm_mra_handler counts one only in MRA_REQ_RCVD or MRA_REP_RCVD (and
+	 * MRA_LAP_RCVD), REP_RCVD drops it uncounted.
+	 */
+	ib_expect_delta(test, &mras_out, 1);
+	ib_expect_delta(test, &mra_retries, 0);
+	ib_expect_delta(test, &mras_in, 1);
+	ib_expect_delta(test, &mra_dups, 0);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
 	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
 	ib_disconnect(test, a);
