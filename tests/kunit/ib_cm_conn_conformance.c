@@ -3020,6 +3020,45 @@ static void ib_late_mra_ignored(struct kunit *test)
 }
 
 /*
+ * A REP delivered twice while the active side has not sent its RTU yet (REP_RCVD: the ULP
+ * answers later). The copy's lookup with remote ID 0 fails (the first REP set the remote
+ * ID), cm_dup_rep_handler finds the id by both IDs and counts the copy in
+ * cm_rx_duplicates/rep, and answers nothing: it resends the RTU only in ESTABLISHED and the
+ * MRA only in MRA_REP_SENT. No event follows the first REP_RECEIVED; the RTU sent later
+ * establishes the connection.
+ */
+static void ib_dup_rep_in_rep_rcvd_counted(struct kunit *test)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_ctr reps, dups, rtus, mras;
+	struct ib_cm_id *a;
+
+	ib_rule(test, "dup attr=REP from=0");
+	ib_ctr_start(test, &reps, dev1, "cm_rx_msgs", "rep");
+	ib_ctr_start(test, &dups, dev1, "cm_rx_duplicates", "rep");
+	ib_ctr_start(test, &rtus, dev1, "cm_tx_msgs", "rtu");
+	ib_ctr_start(test, &mras, dev1, "cm_tx_msgs", "mra");
+	a = req_reaches_passive(test, test->priv);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
+	ib_expect_delta(test, &reps, 2);
+	ib_expect_delta(test, &dups, 1);
+	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 1);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_REP_RCVD);
+	msleep(200);
+	ib_expect_delta(test, &rtus, 0);
+	ib_expect_delta(test, &mras, 0);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
+	ib_expect_delta(test, &rtus, 1);
+	ib_disconnect(test, a);
+	/* REP, DREP; REQ, RTU, DREQ. */
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 2);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 3);
+}
+
+/*
  * A REP lost `lost` times, then delivered by a retransmission (the REQ's local CM response
  * timeout, conv(16) = 268 ms, paces the REP; its remote one, conv(20), keeps the REQ from
  * being sent again meanwhile): one REP_RECEIVED, the connection completes, and the passive
@@ -3841,6 +3880,7 @@ static struct kunit_case ib_fault_cases[] = {
 	KUNIT_CASE(ib_rtu_overtaken_by_dreq),
 	KUNIT_CASE_PARAM(ib_dup_req_held_dropped, ib_held_reqs_gen_params),
 	KUNIT_CASE(ib_dup_req_in_timewait_is_new_req),
+	KUNIT_CASE(ib_dup_rep_in_rep_rcvd_counted),
 	KUNIT_CASE(ib_dup_rep_in_established_resends_rtu),
 	KUNIT_CASE(ib_dup_rep_in_mra_rep_sent_resends_mra),
 	KUNIT_CASE(ib_dup_dreq_in_timewait_resends_drep),
