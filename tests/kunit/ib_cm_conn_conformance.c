@@ -2358,13 +2358,19 @@ static long ib_ctr_delta(const struct ib_ctr *c)
  * layer's send completions, after the event a case waits for: so this waits (up to 2 s) for
  * the count to get there before it checks, instead of reading once.
  */
-static void ib_expect_delta(struct kunit *test, const struct ib_ctr *c, long want)
+static void ib_expect_delta_within(struct kunit *test, const struct ib_ctr *c, long want,
+				   unsigned int ms)
 {
-	int i;
+	unsigned int i;
 
-	for (i = 0; i < 40 && ib_ctr_delta(c) != want; i++)
+	for (i = 0; i < ms / 50 && ib_ctr_delta(c) != want; i++)
 		msleep(50);
 	KUNIT_EXPECT_EQ_MSG(test, ib_ctr_delta(c), want, "%s %s/%s", c->dev, c->group, c->name);
+}
+
+static void ib_expect_delta(struct kunit *test, const struct ib_ctr *c, long want)
+{
+	ib_expect_delta_within(test, c, want, 2000);
 }
 
 /*
@@ -2408,16 +2414,22 @@ static __printf(2, 3) void ib_rule(struct kunit *test, const char *fmt, ...)
 }
 
 /*
- * Waits until rule `rule` has acted on a packet (a retransmission it drops or holds: the
- * MAD layer's timer sends it, so no fixed sleep would do on a loaded host), then checks that
- * it acted on exactly one.
+ * Waits (up to 10 s) until rule `rule` has acted on at least one packet (a retransmission it
+ * drops or holds: the MAD layer's timer sends it, so no fixed sleep would do on a loaded host).
  */
-static void ib_wait_acted(struct kunit *test, int rule)
+static void ib_wait_acted_some(struct kunit *test, int rule)
 {
 	int i;
 
 	for (i = 0; i < 200 && softib_fault_acted(rule) < 1; i++)
 		msleep(50);
+	KUNIT_ASSERT_GE(test, softib_fault_acted(rule), 1);
+}
+
+/* The same, then checks that the rule acted on exactly one packet. */
+static void ib_wait_acted(struct kunit *test, int rule)
+{
+	ib_wait_acted_some(test, rule);
 	KUNIT_ASSERT_EQ(test, softib_fault_acted(rule), 1);
 }
 
@@ -2450,18 +2462,45 @@ static struct ib_cm_id *ib_fast_req(struct kunit *test, u8 rcrt, u8 retries, uns
 	return a;
 }
 
-/*
- * Starts a connection whose REQ is retransmitted once into a `hold` rule (rule 0, written by
- * the caller): the REQ's remote CM response timeout conv(16) plus twice the path's packet
- * lifetime makes the active side send it again while the passive side has not answered; the
- * REP goes out only once that copy is held.
- */
-static struct ib_cm_id *ib_req_copy_held(struct kunit *test)
-{
-	struct ib_cm_id *a = timed_req(test, test->priv, 16, 20, 5);
+/* What the REQ-copy cases count: the active port's REQ retries, the passive port's answers. */
+struct ib_req_copy {
+	struct ib_ctr retries;	/* cm_tx_retries/req of the active port */
+	struct ib_ctr dups;	/* cm_rx_duplicates/req of the passive port */
+	struct ib_ctr rejs;	/* cm_tx_msgs/rej of the passive port */
+	struct ib_ctr mras;	/* cm_tx_msgs/mra of the passive port */
+};
 
+/*
+ * Starts a connection whose REQ is retransmitted once into a `hold` rule (rule 0) that the
+ * next `until` message releases, with the counters of `rc` started first: the REQ's remote CM
+ * response timeout conv(16) plus twice the path's packet lifetime makes the active side send
+ * it again while the passive side has not answered; returns once that copy is held.
+ */
+static struct ib_cm_id *ib_req_copy_held(struct kunit *test, const char *until,
+					 struct ib_req_copy *rc)
+{
+	struct ib_cm_id *a;
+
+	ib_rule(test, "hold attr=REQ from=1 skip=1 until=%s", until);
+	ib_ctr_start(test, &rc->retries, dev1, "cm_tx_retries", "req");
+	ib_ctr_start(test, &rc->dups, dev0, "cm_rx_duplicates", "req");
+	ib_ctr_start(test, &rc->rejs, dev0, "cm_tx_msgs", "rej");
+	ib_ctr_start(test, &rc->mras, dev0, "cm_tx_msgs", "mra");
+	a = timed_req(test, test->priv, 16, 20, 5);
 	ib_wait_acted(test, 0);
 	return a;
+}
+
+/*
+ * The end of a disconnect whose DREQ has reached the passive side: its DREP reaches the
+ * active side, and both ends leave timewait.
+ */
+static void ib_drep_then_timewait_exits(struct kunit *test)
+{
+	KUNIT_ASSERT_EQ(test, ib_send_cm_drep(passive.id, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_DREP_RECEIVED, 5000));
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_TIMEWAIT_EXIT, 5000));
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_TIMEWAIT_EXIT, 5000));
 }
 
 /* The listener answers the SIDR_REQ (QPN 0x77, success), which reaches the active side. */
@@ -2608,10 +2647,7 @@ static void ib_every_message_duplicated(struct kunit *test)
 	establish(test, a, &rep);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(a, NULL, 0), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
-	KUNIT_ASSERT_EQ(test, ib_send_cm_drep(passive.id, NULL, 0), 0);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_DREP_RECEIVED, 5000));
-	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_TIMEWAIT_EXIT, 5000));
-	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_TIMEWAIT_EXIT, 5000));
+	ib_drep_then_timewait_exits(test);
 	msleep(200);
 	/* REP, DREP, TIMEWAIT_EXIT; REQ, RTU, DREQ, TIMEWAIT_EXIT: as without duplicates. */
 	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 3);
@@ -3263,20 +3299,22 @@ static void ib_rtu_overtaken_by_dreq(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_DREQ_RCVD);
 	ib_expect_delta(test, &dups, 1);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 2);
-	KUNIT_ASSERT_EQ(test, ib_send_cm_drep(passive.id, NULL, 0), 0);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_DREP_RECEIVED, 5000));
-	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_TIMEWAIT_EXIT, 5000));
-	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_TIMEWAIT_EXIT, 5000));
+	ib_drep_then_timewait_exits(test);
 }
 
-/* Where a REQ copy held by the wire meets the passive id: released by `until`, in `state`. */
-struct ib_held_req {
+/*
+ * Where a copy held by the wire meets an id: released by the next `until` message, once the
+ * id is in `state` (in the DREQ cases, after the side `passive_disconnects` says sent the
+ * DREQ). The parameter tables of the held-copy cases.
+ */
+struct ib_held {
 	const char *until;
 	enum ib_cm_state state;
 	const char *desc;
+	bool passive_disconnects;
 };
 
-static const struct ib_held_req ib_held_reqs[] = {
+static const struct ib_held ib_held_reqs[] = {
 	{ "REP", IB_CM_REP_SENT, "in REP_SENT" },
 	{ "RTU", IB_CM_ESTABLISHED, "in ESTABLISHED" },
 	{ "MRA", IB_CM_MRA_REP_RCVD, "in MRA_REP_RCVD" },
@@ -3295,29 +3333,24 @@ KUNIT_ARRAY_PARAM_DESC(ib_held_reqs, ib_held_reqs, desc);
  */
 static void ib_dup_req_held_dropped(struct kunit *test)
 {
-	const struct ib_held_req *held = test->param_value;
+	const struct ib_held *held = test->param_value;
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
-	struct ib_ctr retries, dups, rejs, mras;
+	struct ib_req_copy rc;
 	struct ib_cm_id *a;
 
-	ib_rule(test, "hold attr=REQ from=1 skip=1 until=%s", held->until);
-	ib_ctr_start(test, &retries, dev1, "cm_tx_retries", "req");
-	ib_ctr_start(test, &dups, dev0, "cm_rx_duplicates", "req");
-	ib_ctr_start(test, &rejs, dev0, "cm_tx_msgs", "rej");
-	ib_ctr_start(test, &mras, dev0, "cm_tx_msgs", "mra");
-	a = ib_req_copy_held(test);
+	a = ib_req_copy_held(test, held->until, &rc);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
 	if (held->state == IB_CM_REP_SENT) {
 		msleep(200);
 		KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
-		ib_expect_retries(test, &retries, &dups, 0);
+		ib_expect_retries(test, &rc.retries, &rc.dups, 0);
 		KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_REP_SENT);
 	}
 	if (held->state == IB_CM_MRA_REP_RCVD) {
 		KUNIT_ASSERT_EQ(test, ib_send_cm_mra(a, 20, NULL, 0), 0);
 		KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_MRA_RECEIVED, 5000));
-		ib_expect_retries(test, &retries, &dups, 0);
+		ib_expect_retries(test, &rc.retries, &rc.dups, 0);
 		KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
 		KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_MRA_REP_RCVD);
 	}
@@ -3326,9 +3359,9 @@ static void ib_dup_req_held_dropped(struct kunit *test)
 	msleep(200);
 	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
 	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_ESTABLISHED);
-	ib_expect_retries(test, &retries, &dups, 0);
-	ib_expect_delta(test, &rejs, 0);
-	ib_expect_delta(test, &mras, 0);
+	ib_expect_retries(test, &rc.retries, &rc.dups, 0);
+	ib_expect_delta(test, &rc.rejs, 0);
+	ib_expect_delta(test, &rc.mras, 0);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events),
 			held->state == IB_CM_MRA_REP_RCVD ? 3 : 2);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
@@ -3348,14 +3381,10 @@ static void ib_dup_req_held_dropped(struct kunit *test)
 static void ib_dup_req_in_timewait_is_new_req(struct kunit *test)
 {
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
-	struct ib_ctr retries, dups, rejs;
+	struct ib_req_copy rc;
 	struct ib_cm_id *a, *p1;
 
-	ib_rule(test, "hold attr=REQ from=1 skip=1 until=DREP");
-	ib_ctr_start(test, &retries, dev1, "cm_tx_retries", "req");
-	ib_ctr_start(test, &dups, dev0, "cm_rx_duplicates", "req");
-	ib_ctr_start(test, &rejs, dev0, "cm_tx_msgs", "rej");
-	a = ib_req_copy_held(test);
+	a = ib_req_copy_held(test, "DREP", &rc);
 	establish(test, a, &rep);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(a, NULL, 0), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
@@ -3376,13 +3405,14 @@ static void ib_dup_req_in_timewait_is_new_req(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_REQ_RCVD);
 	KUNIT_EXPECT_EQ(test, passive.id->remote_id, a->local_id);
 	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive_old, IB_CM_TIMEWAIT_EXIT, 5000));
-	ib_expect_retries(test, &retries, &dups, 1);
-	ib_expect_delta(test, &rejs, 0);
+	ib_expect_retries(test, &rc.retries, &rc.dups, 1);
+	ib_expect_delta(test, &rc.rejs, 0);
 	KUNIT_EXPECT_EQ(test, ib_send_cm_rej(passive.id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0,
 					     NULL, 0), 0);
 	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_TIMEWAIT_EXIT, 5000));
 	msleep(200);
-	ib_expect_delta(test, &rejs, 1);
+	ib_expect_delta(test, &rc.rejs, 1);
+	ib_expect_delta(test, &rc.mras, 0);
 	/* REP, DREP, TIMEWAIT_EXIT; REQ, RTU, DREQ, the new REQ. */
 	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 3);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 4);
@@ -3390,25 +3420,28 @@ static void ib_dup_req_in_timewait_is_new_req(struct kunit *test)
 }
 
 /*
- * Starts a connection whose REP is retransmitted once (conv(16) ms after the first; the REQ
- * is not sent again before conv(20)) into a `hold` rule (rule 0) that the next `until` message
- * releases; returns once the active side has REP_RECEIVED and the copy is held. `retries`
- * (cm_tx_retries/rep of the passive port) and `dups` (cm_rx_duplicates/rep of the active
- * one) are started first.
+ * Starts a connection whose REP is retransmitted (conv(16) ms after the first; the REQ is not
+ * sent again before conv(20)) into a `hold` rule (rule 0) that the next `until` message
+ * releases: the first retransmission, or with `every` all of them; returns once the active
+ * side has REP_RECEIVED and a copy is held. `retries` (cm_tx_retries/rep of the passive port)
+ * and `dups` (cm_rx_duplicates/rep of the active one) are started first.
  */
-static struct ib_cm_id *ib_rep_copy_held(struct kunit *test, const char *until,
+static struct ib_cm_id *ib_rep_copy_held(struct kunit *test, const char *until, bool every,
 					 struct ib_ctr *retries, struct ib_ctr *dups)
 {
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
 	struct ib_cm_id *a;
 
-	ib_rule(test, "hold attr=REP from=0 skip=1 until=%s", until);
+	ib_rule(test, "hold attr=REP from=0 skip=1 count=%d until=%s", every ? 0 : 1, until);
 	ib_ctr_start(test, retries, dev0, "cm_tx_retries", "rep");
 	ib_ctr_start(test, dups, dev1, "cm_rx_duplicates", "rep");
 	a = timed_req(test, test->priv, 20, 16, 5);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
-	ib_wait_acted(test, 0);
+	if (every)
+		ib_wait_acted_some(test, 0);
+	else
+		ib_wait_acted(test, 0);
 	return a;
 }
 
@@ -3428,7 +3461,7 @@ static void ib_dup_rep_in_established_resends_rtu(struct kunit *test)
 
 	ib_ctr_start(test, &rtus, dev1, "cm_tx_retries", "rtu");
 	ib_ctr_start(test, &rtu_dups, dev0, "cm_rx_duplicates", "rtu");
-	a = ib_rep_copy_held(test, "RTU", &retries, &dups);
+	a = ib_rep_copy_held(test, "RTU", false, &retries, &dups);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
 	msleep(200);
@@ -3455,7 +3488,7 @@ static void ib_dup_rep_in_mra_rep_sent_resends_mra(struct kunit *test)
 
 	ib_ctr_start(test, &mras, dev1, "cm_tx_retries", "mra");
 	ib_ctr_start(test, &mra_dups, dev0, "cm_rx_duplicates", "mra");
-	a = ib_rep_copy_held(test, "MRA", &retries, &dups);
+	a = ib_rep_copy_held(test, "MRA", false, &retries, &dups);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_mra(a, 20, NULL, 0), 0);
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_MRA_REP_SENT);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_MRA_RECEIVED, 5000));
@@ -3497,10 +3530,7 @@ static void ib_dup_dreq_in_timewait_resends_drep(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(a, NULL, 0), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
 	ib_wait_acted(test, 0);
-	KUNIT_ASSERT_EQ(test, ib_send_cm_drep(passive.id, NULL, 0), 0);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_DREP_RECEIVED, 5000));
-	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_TIMEWAIT_EXIT, 5000));
-	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_TIMEWAIT_EXIT, 5000));
+	ib_drep_then_timewait_exits(test);
 	msleep(200);
 	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
 	ib_expect_retries(test, &retries, &dups, 0);
@@ -3543,36 +3573,19 @@ static void ib_rtu_in_timewait_counted(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 4);
 }
 
-/* Waits until rule `rule` has acted on at least one packet (a retransmission it holds). */
-static void ib_wait_acted_some(struct kunit *test, int rule)
-{
-	int i;
-
-	for (i = 0; i < 200 && softib_fault_acted(rule) < 1; i++)
-		msleep(50);
-	KUNIT_ASSERT_GE(test, softib_fault_acted(rule), 1);
-}
-
-/* Waits until counter `c` has changed by `want` (a receiver processes a copy later). */
+/*
+ * Waits (up to 5 s) until counter `c` has changed by `want`: a copy that a retransmission
+ * timer sends reaches its receiver later than a case's events.
+ */
 static void ib_wait_delta(struct kunit *test, const struct ib_ctr *c, long want)
 {
-	int i;
-
-	for (i = 0; i < 100 && ib_ctr_delta(c) != want; i++)
-		msleep(50);
-	ib_expect_delta(test, c, want);
+	ib_expect_delta_within(test, c, want, 5000);
 }
 
 /* A REQ copy held until the DREQ of a disconnect, which one side starts. */
-struct ib_dreq_state {
-	bool passive_disconnects;
-	enum ib_cm_state state;
-	const char *desc;
-};
-
-static const struct ib_dreq_state ib_dreq_states[] = {
-	{ false, IB_CM_DREQ_RCVD, "in DREQ_RCVD" },
-	{ true, IB_CM_DREQ_SENT, "in DREQ_SENT" },
+static const struct ib_held ib_dreq_states[] = {
+	{ "DREQ", IB_CM_DREQ_RCVD, "in DREQ_RCVD", false },
+	{ "DREQ", IB_CM_DREQ_SENT, "in DREQ_SENT", true },
 };
 
 KUNIT_ARRAY_PARAM_DESC(ib_dreq_states, ib_dreq_states, desc);
@@ -3587,17 +3600,12 @@ KUNIT_ARRAY_PARAM_DESC(ib_dreq_states, ib_dreq_states, desc);
  */
 static void ib_dup_req_in_dreq_states(struct kunit *test)
 {
-	const struct ib_dreq_state *ds = test->param_value;
+	const struct ib_held *ds = test->param_value;
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
-	struct ib_ctr retries, dups, rejs, mras;
+	struct ib_req_copy rc;
 	struct ib_cm_id *a;
 
-	ib_rule(test, "hold attr=REQ from=1 skip=1 until=DREQ");
-	ib_ctr_start(test, &retries, dev1, "cm_tx_retries", "req");
-	ib_ctr_start(test, &dups, dev0, "cm_rx_duplicates", "req");
-	ib_ctr_start(test, &rejs, dev0, "cm_tx_msgs", "rej");
-	ib_ctr_start(test, &mras, dev0, "cm_tx_msgs", "mra");
-	a = ib_req_copy_held(test);
+	a = ib_req_copy_held(test, ds->until, &rc);
 	establish(test, a, &rep);
 	if (ds->passive_disconnects) {
 		KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(passive.id, NULL, 0), 0);
@@ -3606,11 +3614,11 @@ static void ib_dup_req_in_dreq_states(struct kunit *test)
 		KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(a, NULL, 0), 0);
 		KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
 	}
-	ib_expect_retries(test, &retries, &dups, 0);
+	ib_expect_retries(test, &rc.retries, &rc.dups, 0);
 	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
 	KUNIT_EXPECT_EQ(test, passive.id->state, ds->state);
-	ib_expect_delta(test, &rejs, 0);
-	ib_expect_delta(test, &mras, 0);
+	ib_expect_delta(test, &rc.rejs, 0);
+	ib_expect_delta(test, &rc.mras, 0);
 	if (ds->passive_disconnects) {
 		KUNIT_ASSERT_EQ(test, ib_send_cm_drep(a, NULL, 0), 0);
 		KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREP_RECEIVED, 5000));
@@ -3626,14 +3634,9 @@ static void ib_dup_req_in_dreq_states(struct kunit *test)
 	}
 }
 
-/* REP copies held until the active side is in `state`, released by `until`. */
-struct ib_rep_state {
-	const char *until;
-	enum ib_cm_state state;
-	const char *desc;
-};
 
-static const struct ib_rep_state ib_rep_states[] = {
+/* REP copies held until the active side is in `state`. */
+static const struct ib_held ib_rep_states[] = {
 	{ "DREQ", IB_CM_DREQ_SENT, "in DREQ_SENT" },
 	{ "DREP", IB_CM_TIMEWAIT, "in TIMEWAIT" },
 };
@@ -3651,21 +3654,13 @@ KUNIT_ARRAY_PARAM_DESC(ib_rep_states, ib_rep_states, desc);
  */
 static void ib_dup_rep_in_dreq_sent_and_timewait(struct kunit *test)
 {
-	const struct ib_rep_state *rs = test->param_value;
-	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	const struct ib_held *rs = test->param_value;
 	struct ib_ctr retries, dups, rtus, mras;
 	struct ib_cm_id *a;
 
-	ib_rule(test, "hold attr=REP from=0 skip=1 count=0 until=%s", rs->until);
-	ib_ctr_start(test, &retries, dev0, "cm_tx_retries", "rep");
-	ib_ctr_start(test, &dups, dev1, "cm_rx_duplicates", "rep");
 	ib_ctr_start(test, &rtus, dev1, "cm_tx_msgs", "rtu");
 	ib_ctr_start(test, &mras, dev1, "cm_tx_msgs", "mra");
-	/* The REP is sent again conv(16) ms after the first; the REQ not before conv(20). */
-	a = timed_req(test, test->priv, 20, 16, 5);
-	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
-	ib_wait_acted_some(test, 0);
+	a = ib_rep_copy_held(test, rs->until, true, &retries, &dups);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
 	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 0);
