@@ -3634,23 +3634,25 @@ static void ib_dup_req_in_dreq_states(struct kunit *test)
 	}
 }
 
-
 /* REP copies held until the active side is in `state`. */
 static const struct ib_held ib_rep_states[] = {
 	{ "DREQ", IB_CM_DREQ_SENT, "in DREQ_SENT" },
 	{ "DREP", IB_CM_TIMEWAIT, "in TIMEWAIT" },
+	{ "DREQ", IB_CM_DREQ_RCVD, "in DREQ_RCVD", true },
 };
 
 KUNIT_ARRAY_PARAM_DESC(ib_rep_states, ib_rep_states, desc);
 
 /*
  * Every retransmission of the REP held until the active side's DREQ (the active id is in
- * DREQ_SENT: cm_send_dreq_locked sets it under the id's lock) or the passive side's DREP (the
- * active id enters TIMEWAIT on it, cm_drep_handler, before the copies behind it arrive). The
- * REP lookup with remote ID 0 fails (the id has its remote ID), cm_dup_rep_handler finds it
- * by both IDs, counts the copy, and in neither state answers it (the RTU is resent only in
- * ESTABLISHED, the MRA only in MRA_REP_SENT). So every REP retransmission is counted by the
- * active port, the active side sends its RTU once and no MRA, and no event follows.
+ * DREQ_SENT: cm_send_dreq_locked sets it under the id's lock), the passive side's DREP (the
+ * active id enters TIMEWAIT on it, cm_drep_handler, before the copies behind it arrive), or
+ * the passive side's DREQ (the passive side disconnects; the active id enters DREQ_RCVD on it,
+ * cm_dreq_handler, before the copies behind it arrive). The REP lookup with remote ID 0 fails
+ * (the id has its remote ID), cm_dup_rep_handler finds it by both IDs, counts the copy, and
+ * in none of these states answers it (the RTU is resent only in ESTABLISHED, the MRA only in
+ * MRA_REP_SENT). So every REP retransmission is counted by the active port, the active side
+ * sends its RTU once and no MRA, and no event follows.
  */
 static void ib_dup_rep_in_dreq_sent_and_timewait(struct kunit *test)
 {
@@ -3664,6 +3666,21 @@ static void ib_dup_rep_in_dreq_sent_and_timewait(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
 	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 0);
+	if (rs->passive_disconnects) {
+		KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(passive.id, NULL, 0), 0);
+		KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_DREQ_RECEIVED, 5000));
+		ib_expect_retries(test, &retries, &dups, 0);
+		KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), softib_fault_acted(0));
+		KUNIT_EXPECT_EQ(test, a->state, IB_CM_DREQ_RCVD);
+		KUNIT_ASSERT_EQ(test, ib_send_cm_drep(a, NULL, 0), 0);
+		KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREP_RECEIVED, 5000));
+		KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_TIMEWAIT_EXIT, 5000));
+		ib_expect_delta(test, &rtus, 1);
+		ib_expect_delta(test, &mras, 0);
+		/* REP, DREQ, TIMEWAIT_EXIT. */
+		KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 3);
+		return;
+	}
 	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(a, NULL, 0), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
 	if (rs->state == IB_CM_DREQ_SENT) {
@@ -3881,7 +3898,8 @@ static struct kunit_case ib_fault_cases[] = {
 	KUNIT_CASE(ib_dup_dreq_in_timewait_resends_drep),
 	KUNIT_CASE(ib_rtu_in_timewait_counted),
 	KUNIT_CASE_PARAM(ib_dup_req_in_dreq_states, ib_dreq_states_gen_params),
-	KUNIT_CASE_PARAM(ib_dup_rep_in_dreq_sent_and_timewait, ib_rep_states_gen_params),
+	KUNIT_CASE_PARAM_ATTR(ib_dup_rep_in_dreq_sent_and_timewait, ib_rep_states_gen_params,
+			      { .speed = KUNIT_SPEED_SLOW }),
 	KUNIT_CASE(ib_simultaneous_dreqs),
 	KUNIT_CASE(ib_dup_rej_in_timewait),
 	KUNIT_CASE(ib_prob_rule_is_deterministic),
