@@ -3369,6 +3369,20 @@ static void ib_dup_req_held_dropped(struct kunit *test)
 }
 
 /*
+ * Sets the passive id apart: it records into a side of its own from here on (no event may be
+ * in flight for it), ib_exit destroys it, and a new id the listener makes becomes passive.id.
+ */
+static struct ib_cm_id *ib_passive_set_apart(void)
+{
+	struct ib_cm_id *p1 = passive.id;
+
+	passive_old.id = p1;
+	passive.id = NULL;
+	p1->cm_handler = passive_old_handler;
+	return p1;
+}
+
+/*
  * A copy of the REQ that reaches the passive id in TIMEWAIT (a retransmission held until the
  * passive side's DREP has gone out; ib_send_cm_drep enters timewait before it sends). Entering
  * timewait took the id's remote comm ID and QPN out of the remote tables (cm_enter_timewait
@@ -3388,14 +3402,8 @@ static void ib_dup_req_in_timewait_is_new_req(struct kunit *test)
 	establish(test, a, &rep);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(a, NULL, 0), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
-	/*
-	 * The established id records into a side of its own from here on (no event is in
-	 * flight for it now); ib_exit destroys it.
-	 */
-	p1 = passive.id;
-	passive_old.id = p1;
-	passive.id = NULL;
-	p1->cm_handler = passive_old_handler;
+	/* No event is in flight for the established id now. */
+	p1 = ib_passive_set_apart();
 	KUNIT_ASSERT_EQ(test, ib_send_cm_drep(p1, NULL, 0), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_DREP_RECEIVED, 5000));
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
@@ -3417,6 +3425,84 @@ static void ib_dup_req_in_timewait_is_new_req(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 3);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 4);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive_old.n_events), 1);
+}
+
+/*
+ * A copy of the REQ that reaches the passive side after it rejected the REQ (a retransmission
+ * held until the REJ has gone out). ib_send_cm_rej from REQ_RCVD returns the id to IDLE and
+ * takes it out of the remote tables (cm_send_rej_locked, cm_reset_to_idle), so cm_match_req
+ * finds neither a duplicate nor a stale connection: the copy is a new REQ, REQ_RECEIVED on a
+ * new id, no duplicate counted. The active id, back in IDLE after the REJ (cm_rej_handler),
+ * takes no event from the new id's REJ.
+ */
+static void ib_dup_req_after_reject_is_new_req(struct kunit *test)
+{
+	struct ib_req_copy rc;
+	struct ib_cm_id *a, *p1;
+
+	a = ib_req_copy_held(test, "REJ", &rc);
+	p1 = ib_passive_set_apart();
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rej(p1, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, p1->state, IB_CM_IDLE);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REJ_RECEIVED, 5000));
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
+	KUNIT_ASSERT_NOT_NULL(test, passive.id);
+	KUNIT_EXPECT_PTR_NE(test, passive.id, p1);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_REQ_RCVD);
+	KUNIT_EXPECT_EQ(test, passive.id->remote_id, a->local_id);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_IDLE);
+	ib_expect_retries(test, &rc.retries, &rc.dups, 1);
+	ib_expect_delta(test, &rc.rejs, 1);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_rej(passive.id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0,
+					     NULL, 0), 0);
+	msleep(200);
+	ib_expect_delta(test, &rc.rejs, 2);
+	ib_expect_delta(test, &rc.mras, 0);
+	/* REJ; the REQ, the new REQ. */
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 2);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive_old.n_events), 0);
+}
+
+/*
+ * A copy of the SIDR_REQ that arrives after the SIDR_REP has gone out (a retransmission held
+ * until the SIDR_REP). Sending the SIDR_REP took the request out of cm.c's remote SIDR table
+ * (cm_send_sidr_rep_locked), so the copy is a new request: SIDR_REQ_RECEIVED on a new id, not
+ * a duplicate. The active id, back in IDLE after the first SIDR_REP, drops the second one
+ * (cm_sidr_rep_handler): one SIDR_REP_RECEIVED.
+ */
+static void ib_sidr_req_copy_after_sidr_rep_is_new(struct kunit *test)
+{
+	struct ib_cm_sidr_rep_param rep = { .qp_num = 0x77, .qkey = 0x1234, .status = IB_SIDR_SUCCESS };
+	struct ib_ctr retries, reqs, dups, reps;
+	struct ib_cm_id *a, *p1;
+
+	ib_rule(test, "hold attr=SIDR_REQ from=1 skip=1 until=SIDR_REP");
+	ib_ctr_start(test, &retries, dev1, "cm_tx_retries", "sidr_req");
+	ib_ctr_start(test, &reqs, dev0, "cm_rx_msgs", "sidr_req");
+	ib_ctr_start(test, &dups, dev0, "cm_rx_duplicates", "sidr_req");
+	ib_ctr_start(test, &reps, dev0, "cm_tx_msgs", "sidr_rep");
+	a = sidr_req_reaches_passive(test, 500, 3);
+	ib_wait_acted(test, 0);
+	p1 = ib_passive_set_apart();
+	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_rep(p1, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_SIDR_REP_RECEIVED, 5000));
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_SIDR_REQ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
+	KUNIT_ASSERT_NOT_NULL(test, passive.id);
+	KUNIT_EXPECT_PTR_NE(test, passive.id, p1);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_IDLE);
+	ib_expect_delta(test, &reqs, 2);
+	ib_expect_delta(test, &dups, 0);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_sidr_rep(passive.id, &rep), 0);
+	msleep(200);
+	ib_expect_delta(test, &reps, 2);
+	KUNIT_EXPECT_GE(test, ib_ctr_delta(&retries), 1);
+	/* SIDR_REP; the SIDR_REQ, the new SIDR_REQ. */
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 2);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive_old.n_events), 0);
 }
 
 /*
@@ -3892,6 +3978,8 @@ static struct kunit_case ib_fault_cases[] = {
 	KUNIT_CASE(ib_rtu_overtaken_by_dreq),
 	KUNIT_CASE_PARAM(ib_dup_req_held_dropped, ib_held_reqs_gen_params),
 	KUNIT_CASE(ib_dup_req_in_timewait_is_new_req),
+	KUNIT_CASE(ib_dup_req_after_reject_is_new_req),
+	KUNIT_CASE(ib_sidr_req_copy_after_sidr_rep_is_new),
 	KUNIT_CASE(ib_dup_rep_in_rep_rcvd_counted),
 	KUNIT_CASE(ib_dup_rep_in_established_resends_rtu),
 	KUNIT_CASE(ib_dup_rep_in_mra_rep_sent_resends_mra),
