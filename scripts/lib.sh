@@ -70,6 +70,18 @@ log() { echo "[$(date +%T)] $*" >&2; }
 # scope, locals included); fails unless both are counts.
 read_counts() { read -r _ p f <<<"$1"; [[ $p =~ ^[0-9]+$ && $f =~ ^[0-9]+$ ]]; }
 
+# retry_note REPORT: one `NOTE:` line saying how many guest boots the harness retried (a
+# guest that died before its init: tests/qemu/run.sh, run-pair.sh), then each retry, from
+# parse.py's RETRY lines in REPORT; nothing if there were none. A retry is neither a pass nor a
+# failure, but it must show next to the summary, not only deep in the layer's output.
+retry_note() {
+	local n
+	n=$(grep -c '^RETRY' "$1" 2>/dev/null)
+	((${n:-0} > 0)) || return 0
+	echo "NOTE: $n guest boot(s) retried after dying before their init ran:"
+	grep '^RETRY' "$1" | sed 's/^RETRY *//; s/^/  /'
+}
+
 # The Debian package version of the kernel source, e.g. 6.12.117-1~deb12u1.
 kernel_pkg_version() { dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null; }
 

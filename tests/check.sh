@@ -3,6 +3,7 @@
 # `make check`: every test layer; the last line is `N passed, N failed` over all of them.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+source "$top/scripts/lib.sh"
 variant=${1:-debug}
 start=$(date +%s)
 
@@ -21,6 +22,7 @@ if (( hf + qf + if_ > 0 )); then
 	echo "failed:" >&2
 	grep -E '^(NOT OK|not ok)|\.\.\. FAILED|error:' "$report" | sed 's/^/  /' >&2
 fi
+retry_note "$report" >&2
 echo "host: $hp passed, $hf failed; qemu: $qp passed, $qf failed; install: $ip passed, $if_ failed; $(( $(date +%s) - start ))s" >&2
 echo "$((hp + qp + ip)) passed, $((hf + qf + if_)) failed"
 (( hf + qf + if_ == 0 ))

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Host layer: `cargo test` of the pure-logic files, `rustfmt --check` of every Rust file
 # (the module's crate and the host crate) with the kernel's .rustfmt.toml, and the layer check
-# of src/ (scripts/layers.py) and its self-test, and the QEMU harness's retry self-test.
+# of src/ (scripts/layers.py) and its self-test, the log parser's self-test (tests/qemu/parse.py)
+# and the QEMU harness's retry self-test.
 # Prints `HOST <passed> <failed>` last.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -46,6 +47,8 @@ script_test() {
 script_test layers_check "$top/out/layers.log" python3 "$top/scripts/layers.py"
 # The layer check's own test: each known evasion planted in a throwaway tree must fail it.
 script_test layers_selftest "$top/out/layers-selftest.log" python3 "$top/scripts/layers.py" --self-test
+# The log parser's comparers against planted logs (an empty or mismatching C section fails).
+script_test parse_selftest "$top/out/parse-selftest.log" python3 "$top/tests/qemu/parse.py" --self-test
 # The QEMU harness's retry logic (run.sh, run-pair.sh) against a stub QEMU: no guest boots.
 script_test harness_selftest "$top/out/harness-selftest.log" "$top/tests/qemu/harness-selftest.sh"
 echo "HOST $passed $failed"

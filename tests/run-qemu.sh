@@ -25,6 +25,7 @@ if [[ $only == softib ]]; then
 		logs+=("$out/guest-$cm.log")
 	done
 	"$top/tests/qemu/parse.py" "${logs[@]}" | tee "$out/qemu-softib-results.txt" | sed '$d' >&2
+	retry_note "$out/qemu-softib-results.txt" >&2
 	read -r _ passed failed < <(tail -1 "$out/qemu-softib-results.txt")
 	echo "QEMU $passed $failed"
 	exit 0

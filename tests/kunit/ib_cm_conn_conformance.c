@@ -1699,7 +1699,76 @@ static void ib_exit(struct kunit *test)
 	conn_exit(test);
 }
 
-/* A real RC QP of the soft HCA (it carries no data, but checks every modify as HCAs do). */
+/*
+ * The soft HCA's fabric counters (what it delivered and what it dropped, and why): softib
+ * exports softib_stat() (tests/softib/softib.h); symbol_get() takes it only where softib is
+ * loaded, so that this module still loads for the rxe runs.
+ */
+long softib_stat(const char *name);
+
+static long ib_fabric_stat(const char *name)
+{
+	long (*get)(const char *name) = symbol_get(softib_stat);
+	long v;
+
+	if (!get)
+		return -ENOENT;
+	v = get(name);
+	symbol_put(softib_stat);
+	return v;
+}
+
+/* The soft HCA's drop counters, read when a case starts. */
+static const char *const ib_drops[] = {
+	"drop_no_lid", "drop_pkey", "drop_dgid", "drop_qp", "drop_no_recv", "drop_len",
+	"cq_overflow",
+};
+
+struct ib_fabric {
+	long start[ARRAY_SIZE(ib_drops)];
+};
+
+static void ib_fabric_start(struct kunit *test, struct ib_fabric *f)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(ib_drops); i++) {
+		f->start[i] = ib_fabric_stat(ib_drops[i]);
+		KUNIT_ASSERT_GE_MSG(test, f->start[i], 0, "softib_stat(%s)", ib_drops[i]);
+	}
+}
+
+/*
+ * The fabric dropped exactly `want` packets for the reason `reason` since `f` started, and
+ * none for any other (waits up to 2 s: the soft HCA delivers, and drops, from a work item).
+ */
+static void ib_expect_drops(struct kunit *test, const struct ib_fabric *f, const char *reason,
+			    long want)
+{
+	long got[ARRAY_SIZE(ib_drops)];
+	int i, j;
+
+	for (j = 0; j < 40; j++) {
+		bool done = true;
+
+		for (i = 0; i < ARRAY_SIZE(ib_drops); i++) {
+			got[i] = ib_fabric_stat(ib_drops[i]) - f->start[i];
+			if (got[i] != (strcmp(ib_drops[i], reason) ? 0 : want))
+				done = false;
+		}
+		if (done)
+			break;
+		msleep(50);
+	}
+	for (i = 0; i < ARRAY_SIZE(ib_drops); i++)
+		KUNIT_EXPECT_EQ_MSG(test, got[i], strcmp(ib_drops[i], reason) ? 0 : want,
+				    "softib %s (expected drops: %ld %s)", ib_drops[i], want, reason);
+}
+
+/*
+ * A real QP of the soft HCA: RC (it carries no data, but checks every modify as HCAs do) or
+ * UD (which carries datagrams).
+ */
 struct rc_qp {
 	struct ib_pd *pd;
 	struct ib_cq *cq;
@@ -1719,10 +1788,10 @@ static void rc_qp_destroy(void *arg)
 	memset(q, 0, sizeof(*q));
 }
 
-static int rc_qp_create(struct ib_device *dev, struct rc_qp *q)
+static int rc_qp_create(struct ib_device *dev, struct rc_qp *q, enum ib_qp_type type)
 {
 	struct ib_qp_init_attr init = {
-		.qp_type = IB_QPT_RC,
+		.qp_type = type,
 		.sq_sig_type = IB_SIGNAL_REQ_WR,
 		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
 	};
@@ -1741,20 +1810,27 @@ static int rc_qp_create(struct ib_device *dev, struct rc_qp *q)
 }
 
 /*
- * An RC QP on `dev` that the test's end destroys (a deferred action: also after a failed
- * KUNIT_ASSERT, which leaves the case at once); the case fails here if it cannot be made.
+ * A QP of type `type` (RC; UD for ib_ud_qp_completions), with its own PD and CQ, on `dev`,
+ * that the test's end destroys (a deferred action: also after a failed KUNIT_ASSERT, which
+ * leaves the case at once); the case fails here if it cannot be made.
  */
-static struct rc_qp *rc_qp_new(struct kunit *test, struct ib_device *dev)
+static struct rc_qp *qp_new(struct kunit *test, struct ib_device *dev, enum ib_qp_type type)
 {
 	struct rc_qp *q = kunit_kzalloc(test, sizeof(*q), GFP_KERNEL);
 	int ret;
 
 	KUNIT_ASSERT_NOT_NULL(test, q);
-	ret = rc_qp_create(dev, q);
+	ret = rc_qp_create(dev, q, type);
 	KUNIT_ASSERT_EQ_MSG(test, kunit_add_action_or_reset(test, rc_qp_destroy, q), 0,
 			    "cannot defer the QP's destruction");
-	KUNIT_ASSERT_EQ_MSG(test, ret, 0, "cannot create an RC QP on %s", dev_name(&dev->dev));
+	KUNIT_ASSERT_EQ_MSG(test, ret, 0, "cannot create a QP (type %d) on %s", type,
+			    dev_name(&dev->dev));
 	return q;
+}
+
+static struct rc_qp *rc_qp_new(struct kunit *test, struct ib_device *dev)
+{
+	return qp_new(test, dev, IB_QPT_RC);
 }
 
 KUNIT_DEFINE_ACTION_WRAPPER(put_gid_attr_action, rdma_put_gid_attr, const struct ib_gid_attr *);
@@ -1988,7 +2064,9 @@ static void ib_pkey_index_not_zero(struct kunit *test)
 /*
  * What the fabric does not deliver: a REQ with a P_Key the passive port does not have, and a
  * REQ to a LID no port owns. Both are dropped on the wire; the active side retries and ends
- * in REQ_ERROR (IB_WC_RESP_TIMEOUT_ERR), the passive side sees nothing.
+ * in REQ_ERROR (IB_WC_RESP_TIMEOUT_ERR), the passive side sees nothing. The soft HCA counts
+ * each copy under its drop reason (drop_pkey, drop_no_lid), exactly two per REQ, and nothing
+ * else is dropped meanwhile: an error path that sent more (a REJ, an extra retry) would show.
  */
 static void ib_undeliverable_req_times_out(struct kunit *test)
 {
@@ -1996,6 +2074,7 @@ static void ib_undeliverable_req_times_out(struct kunit *test)
 	struct ib_cm_req_param req;
 	struct sa_path_rec bad;
 	const struct ib_gid_attr *sgid;
+	struct ib_fabric fabric;
 	struct ib_cm_id *a;
 	int round;
 
@@ -2009,14 +2088,159 @@ static void ib_undeliverable_req_times_out(struct kunit *test)
 		KUNIT_ASSERT_FALSE(test, IS_ERR(a));
 		active.id = a;
 		req_param(&req, &bad, sgid, 14, 1);
+		ib_fabric_start(test, &fabric);
 		KUNIT_EXPECT_EQ(test, ib_send_cm_req(a, &req), 0);
 		KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_REQ_ERROR, 10000));
 		KUNIT_EXPECT_EQ(test, active.send_status, IB_WC_RESP_TIMEOUT_ERR);
 		KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 0);
+		/* The REQ and its one retransmission (max_cm_retries 1), each dropped for its reason. */
+		ib_expect_drops(test, &fabric, round ? "drop_no_lid" : "drop_pkey", 2);
 		ib_destroy_cm_id(a);
 		active.id = NULL;
 		reset_sides();
 	}
+}
+
+/*
+ * What a UD receive completion holds on the soft HCA, field by field, as an HCA fills it
+ * (IBA 11.4.2.1, the work completion of a UD receive): what the CMs read from a received MAD
+ * (the REQ's SLID, the answer's address: ib_init_ah_attr_from_wc) comes from these. Two UD
+ * QPs, one per device, the sender's with P_Key 0x8001 (index 2 on softib1, 1 on softib0);
+ * one datagram without a GRH to the receiver's base LID, one with a GRH to its second LID from
+ * the sender's second LID.
+ */
+struct ud_sent {
+	bool grh;
+	u8 path_bits;		/* of the DLID and of the SLID */
+};
+
+static void ud_send_recv(struct kunit *test, struct rc_qp *s, struct rc_qp *r,
+			 const struct ud_sent *how)
+{
+	struct conn_ctx *c = test->priv;
+	struct rdma_ah_attr aa = {};
+	const struct ib_recv_wr *bad_rwr;
+	const struct ib_send_wr *bad_swr;
+	struct ib_recv_wr rwr = {};
+	struct ib_ud_wr swr = {};
+	struct ib_sge rsge, ssge;
+	union ib_gid sgid, dgid;
+	struct ib_wc wc;
+	struct ib_ah *ah;
+	u8 *rbuf, *sbuf;
+	int i, n;
+
+	rbuf = kunit_kzalloc(test, sizeof(struct ib_grh) + 256, GFP_KERNEL);
+	sbuf = kunit_kzalloc(test, 64, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, rbuf);
+	KUNIT_ASSERT_NOT_NULL(test, sbuf);
+	for (i = 0; i < 64; i++)
+		sbuf[i] = i ^ 0x5a;
+	KUNIT_ASSERT_EQ(test, rdma_query_gid(c->d1, 1, 0, &sgid), 0);
+	KUNIT_ASSERT_EQ(test, rdma_query_gid(c->d0, 1, 0, &dgid), 0);
+	aa.type = RDMA_AH_ATTR_TYPE_IB;
+	rdma_ah_set_port_num(&aa, 1);
+	rdma_ah_set_dlid(&aa, port_lid(c->d0) + how->path_bits);
+	rdma_ah_set_path_bits(&aa, how->path_bits);
+	rdma_ah_set_sl(&aa, 3);
+	if (how->grh)
+		rdma_ah_set_grh(&aa, &dgid, 0x1234, 0, 1, 0x20);
+	ah = rdma_create_ah(s->pd, &aa, 0);
+	KUNIT_ASSERT_FALSE_MSG(test, IS_ERR(ah), "rdma_create_ah: %ld", PTR_ERR(ah));
+
+	rsge = (struct ib_sge){ .addr = (uintptr_t)rbuf, .length = sizeof(struct ib_grh) + 256,
+				.lkey = r->pd->local_dma_lkey };
+	rwr.wr_id = 0x77;
+	rwr.sg_list = &rsge;
+	rwr.num_sge = 1;
+	KUNIT_ASSERT_EQ(test, ib_post_recv(r->qp, &rwr, &bad_rwr), 0);
+	ssge = (struct ib_sge){ .addr = (uintptr_t)sbuf, .length = 64,
+				.lkey = s->pd->local_dma_lkey };
+	swr.wr.wr_id = 0x55;
+	swr.wr.opcode = IB_WR_SEND;
+	swr.wr.send_flags = IB_SEND_SIGNALED;
+	swr.wr.sg_list = &ssge;
+	swr.wr.num_sge = 1;
+	swr.ah = ah;
+	swr.remote_qpn = r->qp->qp_num;
+	swr.remote_qkey = 0x11112222;
+	KUNIT_EXPECT_EQ(test, ib_post_send(s->qp, &swr.wr, &bad_swr), 0);
+	/* The send's completion on the sender's CQ (at once), the receive's on the receiver's. */
+	for (i = 0, n = 0; i < 100 && n < 1; i++) {
+		n = ib_poll_cq(s->cq, 1, &wc);
+		if (!n)
+			msleep(20);
+	}
+	KUNIT_EXPECT_EQ(test, n, 1);
+	if (n == 1) {
+		KUNIT_EXPECT_EQ(test, wc.status, IB_WC_SUCCESS);
+		KUNIT_EXPECT_EQ(test, wc.opcode, IB_WC_SEND);
+		KUNIT_EXPECT_EQ(test, wc.wr_id, 0x55);
+	}
+	for (i = 0, n = 0; i < 100 && n < 1; i++) {
+		n = ib_poll_cq(r->cq, 1, &wc);
+		if (!n)
+			msleep(20);
+	}
+	KUNIT_ASSERT_EQ_MSG(test, n, 1, "no receive completion (grh %d, path bits %d)", how->grh,
+			    how->path_bits);
+	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_SUCCESS);
+	KUNIT_EXPECT_EQ(test, wc.opcode, IB_WC_RECV);
+	KUNIT_EXPECT_EQ(test, wc.wr_id, 0x77);
+	KUNIT_EXPECT_PTR_EQ(test, wc.qp, r->qp);
+	/* The 40 bytes of the GRH are counted whether or not a GRH came (IBA 11.4.1.1). */
+	KUNIT_EXPECT_EQ(test, wc.byte_len, sizeof(struct ib_grh) + 64);
+	KUNIT_EXPECT_EQ(test, wc.src_qp, s->qp->qp_num);
+	KUNIT_EXPECT_EQ(test, wc.slid, port_lid(c->d1) + how->path_bits);
+	KUNIT_EXPECT_EQ(test, wc.sl, 3);
+	KUNIT_EXPECT_EQ(test, wc.dlid_path_bits, how->path_bits);
+	/* The receiver's index of the sender's P_Key 0x8001. */
+	KUNIT_EXPECT_EQ(test, wc.pkey_index, 1);
+	KUNIT_EXPECT_EQ(test, wc.port_num, 1);
+	KUNIT_EXPECT_EQ(test, wc.wc_flags & (IB_WC_GRH | IB_WC_WITH_IMM), how->grh ? IB_WC_GRH : 0);
+	KUNIT_EXPECT_EQ(test, memcmp(rbuf + sizeof(struct ib_grh), sbuf, 64), 0);
+	if (how->grh) {
+		const struct ib_grh *g = (const struct ib_grh *)rbuf;
+
+		KUNIT_EXPECT_EQ(test, memcmp(&g->sgid, &sgid, sizeof(sgid)), 0);
+		KUNIT_EXPECT_EQ(test, memcmp(&g->dgid, &dgid, sizeof(dgid)), 0);
+		KUNIT_EXPECT_EQ(test, be16_to_cpu(g->paylen), 64);
+		KUNIT_EXPECT_EQ(test, g->hop_limit, 1);
+		KUNIT_EXPECT_EQ(test, be32_to_cpu(g->version_tclass_flow) & 0xfffff, 0x1234);
+	}
+	rdma_destroy_ah(ah, 0);
+}
+
+static void ud_qp_ready(struct kunit *test, struct rc_qp *q, u16 pkey_index)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_INIT, .pkey_index = pkey_index,
+				   .port_num = 1, .qkey = 0x11112222 };
+
+	KUNIT_ASSERT_EQ(test, ib_modify_qp(q->qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
+					   IB_QP_PORT | IB_QP_QKEY), 0);
+	attr.qp_state = IB_QPS_RTR;
+	KUNIT_ASSERT_EQ(test, ib_modify_qp(q->qp, &attr, IB_QP_STATE), 0);
+	attr.qp_state = IB_QPS_RTS;
+	attr.sq_psn = 0;
+	KUNIT_ASSERT_EQ(test, ib_modify_qp(q->qp, &attr, IB_QP_STATE | IB_QP_SQ_PSN), 0);
+}
+
+static void ib_ud_qp_completions(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	static const struct ud_sent hows[] = { { .grh = false, .path_bits = 0 },
+					       { .grh = true, .path_bits = 1 } };
+	struct rc_qp *s = qp_new(test, c->d1, IB_QPT_UD);
+	struct rc_qp *r = qp_new(test, c->d0, IB_QPT_UD);
+	struct ib_fabric fabric;
+	int i;
+
+	ud_qp_ready(test, s, 2);	/* 0x8001 on softib1 */
+	ud_qp_ready(test, r, 0);
+	ib_fabric_start(test, &fabric);
+	for (i = 0; i < ARRAY_SIZE(hows); i++)
+		ud_send_recv(test, s, r, &hows[i]);
+	ib_expect_drops(test, &fabric, "none", 0);
 }
 
 /*
@@ -2129,9 +2353,24 @@ static long ib_ctr_delta(const struct ib_ctr *c)
 	return ib_counter(c->dev, c->group, c->name) - c->start;
 }
 
+/*
+ * Counter `c` has changed by exactly `want`. The CMs count from their work items and the MAD
+ * layer's send completions, after the event a case waits for: so this waits (up to 2 s) for
+ * the count to get there before it checks, instead of reading once.
+ */
+static void ib_expect_delta_within(struct kunit *test, const struct ib_ctr *c, long want,
+				   unsigned int ms)
+{
+	unsigned int i;
+
+	for (i = 0; i < ms / 50 && ib_ctr_delta(c) != want; i++)
+		msleep(50);
+	KUNIT_EXPECT_EQ_MSG(test, ib_ctr_delta(c), want, "%s %s/%s", c->dev, c->group, c->name);
+}
+
 static void ib_expect_delta(struct kunit *test, const struct ib_ctr *c, long want)
 {
-	KUNIT_EXPECT_EQ_MSG(test, ib_ctr_delta(c), want, "%s %s/%s", c->dev, c->group, c->name);
+	ib_expect_delta_within(test, c, want, 2000);
 }
 
 /*
@@ -2175,16 +2414,22 @@ static __printf(2, 3) void ib_rule(struct kunit *test, const char *fmt, ...)
 }
 
 /*
- * Waits until rule `rule` has acted on a packet (a retransmission it drops or holds: the
- * MAD layer's timer sends it, so no fixed sleep would do on a loaded host), then checks that
- * it acted on exactly one.
+ * Waits (up to 10 s) until rule `rule` has acted on at least one packet (a retransmission it
+ * drops or holds: the MAD layer's timer sends it, so no fixed sleep would do on a loaded host).
  */
-static void ib_wait_acted(struct kunit *test, int rule)
+static void ib_wait_acted_some(struct kunit *test, int rule)
 {
 	int i;
 
 	for (i = 0; i < 200 && softib_fault_acted(rule) < 1; i++)
 		msleep(50);
+	KUNIT_ASSERT_GE(test, softib_fault_acted(rule), 1);
+}
+
+/* The same, then checks that the rule acted on exactly one packet. */
+static void ib_wait_acted(struct kunit *test, int rule)
+{
+	ib_wait_acted_some(test, rule);
 	KUNIT_ASSERT_EQ(test, softib_fault_acted(rule), 1);
 }
 
@@ -2217,18 +2462,45 @@ static struct ib_cm_id *ib_fast_req(struct kunit *test, u8 rcrt, u8 retries, uns
 	return a;
 }
 
-/*
- * Starts a connection whose REQ is retransmitted once into a `hold` rule (rule 0, written by
- * the caller): the REQ's remote CM response timeout conv(16) plus twice the path's packet
- * lifetime makes the active side send it again while the passive side has not answered; the
- * REP goes out only once that copy is held.
- */
-static struct ib_cm_id *ib_req_copy_held(struct kunit *test)
-{
-	struct ib_cm_id *a = timed_req(test, test->priv, 16, 20, 5);
+/* What the REQ-copy cases count: the active port's REQ retries, the passive port's answers. */
+struct ib_req_copy {
+	struct ib_ctr retries;	/* cm_tx_retries/req of the active port */
+	struct ib_ctr dups;	/* cm_rx_duplicates/req of the passive port */
+	struct ib_ctr rejs;	/* cm_tx_msgs/rej of the passive port */
+	struct ib_ctr mras;	/* cm_tx_msgs/mra of the passive port */
+};
 
+/*
+ * Starts a connection whose REQ is retransmitted once into a `hold` rule (rule 0) that the
+ * next `until` message releases, with the counters of `rc` started first: the REQ's remote CM
+ * response timeout conv(16) plus twice the path's packet lifetime makes the active side send
+ * it again while the passive side has not answered; returns once that copy is held.
+ */
+static struct ib_cm_id *ib_req_copy_held(struct kunit *test, const char *until,
+					 struct ib_req_copy *rc)
+{
+	struct ib_cm_id *a;
+
+	ib_rule(test, "hold attr=REQ from=1 skip=1 until=%s", until);
+	ib_ctr_start(test, &rc->retries, dev1, "cm_tx_retries", "req");
+	ib_ctr_start(test, &rc->dups, dev0, "cm_rx_duplicates", "req");
+	ib_ctr_start(test, &rc->rejs, dev0, "cm_tx_msgs", "rej");
+	ib_ctr_start(test, &rc->mras, dev0, "cm_tx_msgs", "mra");
+	a = timed_req(test, test->priv, 16, 20, 5);
 	ib_wait_acted(test, 0);
 	return a;
+}
+
+/*
+ * The end of a disconnect whose DREQ has reached the passive side: its DREP reaches the
+ * active side, and both ends leave timewait.
+ */
+static void ib_drep_then_timewait_exits(struct kunit *test)
+{
+	KUNIT_ASSERT_EQ(test, ib_send_cm_drep(passive.id, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_DREP_RECEIVED, 5000));
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_TIMEWAIT_EXIT, 5000));
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_TIMEWAIT_EXIT, 5000));
 }
 
 /* The listener answers the SIDR_REQ (QPN 0x77, success), which reaches the active side. */
@@ -2375,10 +2647,7 @@ static void ib_every_message_duplicated(struct kunit *test)
 	establish(test, a, &rep);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(a, NULL, 0), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
-	KUNIT_ASSERT_EQ(test, ib_send_cm_drep(passive.id, NULL, 0), 0);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_DREP_RECEIVED, 5000));
-	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_TIMEWAIT_EXIT, 5000));
-	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_TIMEWAIT_EXIT, 5000));
+	ib_drep_then_timewait_exits(test);
 	msleep(200);
 	/* REP, DREP, TIMEWAIT_EXIT; REQ, RTU, DREQ, TIMEWAIT_EXIT: as without duplicates. */
 	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 3);
@@ -2542,19 +2811,27 @@ static void fill_apr(void *mad, void *arg)
  * it is delivered as LAP_RECEIVED with the alternate path and the id enters LAP_RCVD, where
  * ib_cm_init_qp_attr(RTS) loads that alternate; a copy in LAP_RCVD is counted as a duplicate,
  * with no event; after ib_send_cm_mra() (MRA_LAP_SENT) a copy is counted and answered by the
- * MRA again. An APR is dropped in every state (nothing sent a LAP). The counters of the
- * passive port are printed and compared with C's.
+ * MRA again. An APR is dropped in every state (nothing sent a LAP). The counters of both
+ * ports are checked against cm.c's counting, and the passive port's printed and compared with
+ * C's.
  */
 static void ib_lap_in_each_state_and_apr_dropped(struct kunit *test)
 {
 	struct conn_ctx *c = test->priv;
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
 	struct lap_args la = { .d0 = c->d0, .d1 = c->d1 };
+	struct ib_ctr laps, aprs, apr_dups, mra_retries, mras_in, mra_dups;
 	struct crafted *cr;
 	struct ib_qp_attr attr;
 	long dup0, mra0, apr0, dup1, mra1, apr1;
 	int mask, n;
 
+	ib_ctr_start(test, &laps, dev0, "cm_rx_msgs", "lap");
+	ib_ctr_start(test, &aprs, dev0, "cm_rx_msgs", "apr");
+	ib_ctr_start(test, &apr_dups, dev0, "cm_rx_duplicates", "apr");
+	ib_ctr_start(test, &mra_retries, dev0, "cm_tx_retries", "mra");
+	ib_ctr_start(test, &mras_in, dev1, "cm_rx_msgs", "mra");
+	ib_ctr_start(test, &mra_dups, dev1, "cm_rx_duplicates", "mra");
 	cr = crafted_open_kunit(test, c->d1, port_lid(c->d0));
 	la.a = req_reaches_passive(test, c);
 	la.p = passive.id;
@@ -2609,6 +2886,20 @@ static void ib_lap_in_each_state_and_apr_dropped(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), n + 1);
 	KUNIT_EXPECT_EQ(test, passive.id->lap_state, IB_CM_MRA_LAP_SENT);
 	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_ESTABLISHED);
+	/*
+	 * What both CMs count (cm_recv_handler counts every message received, whatever its
+	 * handler does with it): four LAPs and one APR received by the passive port, the APR not
+	 * a duplicate (cm_apr_handler drops it uncounted); one MRA sent again (a retry). The two
+	 * MRAs reach the active id, ESTABLISHED with lap_state LAP_UNINIT (the LAP's work
+	 * completion made the crafting port the passive id's address): cm_mra_handler drops them
+	 * uncounted, since only MRA_LAP_RCVD counts a duplicate there.
+	 */
+	ib_expect_delta(test, &laps, 4);
+	ib_expect_delta(test, &aprs, 1);
+	ib_expect_delta(test, &apr_dups, 0);
+	ib_expect_delta(test, &mra_retries, 1);
+	ib_expect_delta(test, &mras_in, 2);
+	ib_expect_delta(test, &mra_dups, 0);
 	pr_info("IBCM-QPATTR: ib-lap COUNTERS passive_lap_dups=%ld passive_mra_sent=%ld passive_apr_rcvd=%ld active_events=%d\n",
 		ib_counter(dev0, "cm_rx_duplicates", "lap") - dup0,
 		ib_counter(dev0, "cm_tx_msgs", "mra") - mra0, apr1 - apr0, READ_ONCE(active.n_events));
@@ -2630,6 +2921,7 @@ static void ib_lap_in_lap_idle_after_path_mig(struct kunit *test)
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1, .failover_accepted = 1 };
 	struct lap_args la = { .d0 = c->d0, .d1 = c->d1 };
 	const struct ib_gid_attr *alt_sgid;
+	struct ib_ctr laps, lap_dups;
 	struct ib_cm_req_param req;
 	struct ib_qp_attr attr;
 	struct sa_path_rec alt;
@@ -2652,9 +2944,14 @@ static void ib_lap_in_lap_idle_after_path_mig(struct kunit *test)
 	cr = crafted_open_kunit(test, c->d1, port_lid(c->d0));
 	la.a = a;
 	la.p = passive.id;
+	ib_ctr_start(test, &laps, dev0, "cm_rx_msgs", "lap");
+	ib_ctr_start(test, &lap_dups, dev0, "cm_rx_duplicates", "lap");
 	KUNIT_EXPECT_EQ(test, crafted_send(cr, CM_LAP_ATTR_ID, 7, fill_lap, &la), 0);
 	crafted_done(test, cr);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_LAP_RECEIVED, 5000));
+	/* Received and taken, not a duplicate (LAP_IDLE is as LAP_UNINIT in cm_lap_handler). */
+	ib_expect_delta(test, &laps, 1);
+	ib_expect_delta(test, &lap_dups, 0);
 	KUNIT_EXPECT_EQ(test, passive.id->lap_state, IB_CM_LAP_RCVD);
 	KUNIT_EXPECT_EQ(test, passive.req_dlid, port_lid(c->d1) + 1);
 	attr.qp_state = IB_QPS_RTS;
@@ -2727,9 +3024,14 @@ static void ib_sidr_req_lost(struct kunit *test)
 static void ib_late_mra_ignored(struct kunit *test)
 {
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_ctr mras_out, mras_in, mra_dups, mra_retries;
 	struct ib_cm_id *a;
 
 	ib_rule(test, "hold attr=MRA from=0 until=REP");
+	ib_ctr_start(test, &mras_out, dev0, "cm_tx_msgs", "mra");
+	ib_ctr_start(test, &mra_retries, dev0, "cm_tx_retries", "mra");
+	ib_ctr_start(test, &mras_in, dev1, "cm_rx_msgs", "mra");
+	ib_ctr_start(test, &mra_dups, dev1, "cm_rx_duplicates", "mra");
 	a = req_reaches_passive(test, test->priv);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_mra(passive.id, 20, NULL, 0), 0);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
@@ -2739,9 +3041,57 @@ static void ib_late_mra_ignored(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_REP_RCVD);
+	/*
+	 * One MRA sent, never again; received by the active port, which does not count it as a
+	 * duplicate: cm_mra_handler counts one only in MRA_REQ_RCVD or MRA_REP_RCVD (and
+	 * MRA_LAP_RCVD), REP_RCVD drops it uncounted.
+	 */
+	ib_expect_delta(test, &mras_out, 1);
+	ib_expect_delta(test, &mra_retries, 0);
+	ib_expect_delta(test, &mras_in, 1);
+	ib_expect_delta(test, &mra_dups, 0);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
 	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
 	ib_disconnect(test, a);
+}
+
+/*
+ * A REP delivered twice while the active side has not sent its RTU yet (REP_RCVD: the ULP
+ * answers later). The copy's lookup with remote ID 0 fails (the first REP set the remote
+ * ID), cm_dup_rep_handler finds the id by both IDs and counts the copy in
+ * cm_rx_duplicates/rep, and answers nothing: it resends the RTU only in ESTABLISHED and the
+ * MRA only in MRA_REP_SENT. No event follows the first REP_RECEIVED; the RTU sent later
+ * establishes the connection.
+ */
+static void ib_dup_rep_in_rep_rcvd_counted(struct kunit *test)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_ctr reps, dups, rtus, mras;
+	struct ib_cm_id *a;
+
+	ib_rule(test, "dup attr=REP from=0");
+	ib_ctr_start(test, &reps, dev1, "cm_rx_msgs", "rep");
+	ib_ctr_start(test, &dups, dev1, "cm_rx_duplicates", "rep");
+	ib_ctr_start(test, &rtus, dev1, "cm_tx_msgs", "rtu");
+	ib_ctr_start(test, &mras, dev1, "cm_tx_msgs", "mra");
+	a = req_reaches_passive(test, test->priv);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
+	ib_expect_delta(test, &reps, 2);
+	ib_expect_delta(test, &dups, 1);
+	KUNIT_EXPECT_EQ(test, softib_fault_acted(0), 1);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_REP_RCVD);
+	msleep(200);
+	ib_expect_delta(test, &rtus, 0);
+	ib_expect_delta(test, &mras, 0);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
+	ib_expect_delta(test, &rtus, 1);
+	ib_disconnect(test, a);
+	/* REP, DREP; REQ, RTU, DREQ. */
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 2);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 3);
 }
 
 /*
@@ -2949,20 +3299,22 @@ static void ib_rtu_overtaken_by_dreq(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_DREQ_RCVD);
 	ib_expect_delta(test, &dups, 1);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 2);
-	KUNIT_ASSERT_EQ(test, ib_send_cm_drep(passive.id, NULL, 0), 0);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_DREP_RECEIVED, 5000));
-	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_TIMEWAIT_EXIT, 5000));
-	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_TIMEWAIT_EXIT, 5000));
+	ib_drep_then_timewait_exits(test);
 }
 
-/* Where a REQ copy held by the wire meets the passive id: released by `until`, in `state`. */
-struct ib_held_req {
+/*
+ * Where a copy held by the wire meets an id: released by the next `until` message, once the
+ * id is in `state` (in the DREQ cases, after the side `passive_disconnects` says sent the
+ * DREQ). The parameter tables of the held-copy cases.
+ */
+struct ib_held {
 	const char *until;
 	enum ib_cm_state state;
 	const char *desc;
+	bool passive_disconnects;
 };
 
-static const struct ib_held_req ib_held_reqs[] = {
+static const struct ib_held ib_held_reqs[] = {
 	{ "REP", IB_CM_REP_SENT, "in REP_SENT" },
 	{ "RTU", IB_CM_ESTABLISHED, "in ESTABLISHED" },
 	{ "MRA", IB_CM_MRA_REP_RCVD, "in MRA_REP_RCVD" },
@@ -2981,29 +3333,24 @@ KUNIT_ARRAY_PARAM_DESC(ib_held_reqs, ib_held_reqs, desc);
  */
 static void ib_dup_req_held_dropped(struct kunit *test)
 {
-	const struct ib_held_req *held = test->param_value;
+	const struct ib_held *held = test->param_value;
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
-	struct ib_ctr retries, dups, rejs, mras;
+	struct ib_req_copy rc;
 	struct ib_cm_id *a;
 
-	ib_rule(test, "hold attr=REQ from=1 skip=1 until=%s", held->until);
-	ib_ctr_start(test, &retries, dev1, "cm_tx_retries", "req");
-	ib_ctr_start(test, &dups, dev0, "cm_rx_duplicates", "req");
-	ib_ctr_start(test, &rejs, dev0, "cm_tx_msgs", "rej");
-	ib_ctr_start(test, &mras, dev0, "cm_tx_msgs", "mra");
-	a = ib_req_copy_held(test);
+	a = ib_req_copy_held(test, held->until, &rc);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
 	if (held->state == IB_CM_REP_SENT) {
 		msleep(200);
 		KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
-		ib_expect_retries(test, &retries, &dups, 0);
+		ib_expect_retries(test, &rc.retries, &rc.dups, 0);
 		KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_REP_SENT);
 	}
 	if (held->state == IB_CM_MRA_REP_RCVD) {
 		KUNIT_ASSERT_EQ(test, ib_send_cm_mra(a, 20, NULL, 0), 0);
 		KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_MRA_RECEIVED, 5000));
-		ib_expect_retries(test, &retries, &dups, 0);
+		ib_expect_retries(test, &rc.retries, &rc.dups, 0);
 		KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
 		KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_MRA_REP_RCVD);
 	}
@@ -3012,13 +3359,27 @@ static void ib_dup_req_held_dropped(struct kunit *test)
 	msleep(200);
 	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
 	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_ESTABLISHED);
-	ib_expect_retries(test, &retries, &dups, 0);
-	ib_expect_delta(test, &rejs, 0);
-	ib_expect_delta(test, &mras, 0);
+	ib_expect_retries(test, &rc.retries, &rc.dups, 0);
+	ib_expect_delta(test, &rc.rejs, 0);
+	ib_expect_delta(test, &rc.mras, 0);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events),
 			held->state == IB_CM_MRA_REP_RCVD ? 3 : 2);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
 	ib_disconnect(test, a);
+}
+
+/*
+ * Sets the passive id apart: it records into a side of its own from here on (no event may be
+ * in flight for it), ib_exit destroys it, and a new id the listener makes becomes passive.id.
+ */
+static struct ib_cm_id *ib_passive_set_apart(void)
+{
+	struct ib_cm_id *p1 = passive.id;
+
+	passive_old.id = p1;
+	passive.id = NULL;
+	p1->cm_handler = passive_old_handler;
+	return p1;
 }
 
 /*
@@ -3034,25 +3395,15 @@ static void ib_dup_req_held_dropped(struct kunit *test)
 static void ib_dup_req_in_timewait_is_new_req(struct kunit *test)
 {
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
-	struct ib_ctr retries, dups, rejs;
+	struct ib_req_copy rc;
 	struct ib_cm_id *a, *p1;
 
-	ib_rule(test, "hold attr=REQ from=1 skip=1 until=DREP");
-	ib_ctr_start(test, &retries, dev1, "cm_tx_retries", "req");
-	ib_ctr_start(test, &dups, dev0, "cm_rx_duplicates", "req");
-	ib_ctr_start(test, &rejs, dev0, "cm_tx_msgs", "rej");
-	a = ib_req_copy_held(test);
+	a = ib_req_copy_held(test, "DREP", &rc);
 	establish(test, a, &rep);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(a, NULL, 0), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
-	/*
-	 * The established id records into a side of its own from here on (no event is in
-	 * flight for it now); ib_exit destroys it.
-	 */
-	p1 = passive.id;
-	passive_old.id = p1;
-	passive.id = NULL;
-	p1->cm_handler = passive_old_handler;
+	/* No event is in flight for the established id now. */
+	p1 = ib_passive_set_apart();
 	KUNIT_ASSERT_EQ(test, ib_send_cm_drep(p1, NULL, 0), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_DREP_RECEIVED, 5000));
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
@@ -3062,13 +3413,14 @@ static void ib_dup_req_in_timewait_is_new_req(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_REQ_RCVD);
 	KUNIT_EXPECT_EQ(test, passive.id->remote_id, a->local_id);
 	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive_old, IB_CM_TIMEWAIT_EXIT, 5000));
-	ib_expect_retries(test, &retries, &dups, 1);
-	ib_expect_delta(test, &rejs, 0);
+	ib_expect_retries(test, &rc.retries, &rc.dups, 1);
+	ib_expect_delta(test, &rc.rejs, 0);
 	KUNIT_EXPECT_EQ(test, ib_send_cm_rej(passive.id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0,
 					     NULL, 0), 0);
 	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_TIMEWAIT_EXIT, 5000));
 	msleep(200);
-	ib_expect_delta(test, &rejs, 1);
+	ib_expect_delta(test, &rc.rejs, 1);
+	ib_expect_delta(test, &rc.mras, 0);
 	/* REP, DREP, TIMEWAIT_EXIT; REQ, RTU, DREQ, the new REQ. */
 	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 3);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 4);
@@ -3076,25 +3428,106 @@ static void ib_dup_req_in_timewait_is_new_req(struct kunit *test)
 }
 
 /*
- * Starts a connection whose REP is retransmitted once (conv(16) ms after the first; the REQ
- * is not sent again before conv(20)) into a `hold` rule (rule 0) that the next `until` message
- * releases; returns once the active side has REP_RECEIVED and the copy is held. `retries`
- * (cm_tx_retries/rep of the passive port) and `dups` (cm_rx_duplicates/rep of the active
- * one) are started first.
+ * A copy of the REQ that reaches the passive side after it rejected the REQ (a retransmission
+ * held until the REJ has gone out). ib_send_cm_rej from REQ_RCVD returns the id to IDLE and
+ * takes it out of the remote tables (cm_send_rej_locked, cm_reset_to_idle), so cm_match_req
+ * finds neither a duplicate nor a stale connection: the copy is a new REQ, REQ_RECEIVED on a
+ * new id, no duplicate counted. The active id, back in IDLE after the REJ (cm_rej_handler),
+ * takes no event from the new id's REJ.
  */
-static struct ib_cm_id *ib_rep_copy_held(struct kunit *test, const char *until,
+static void ib_dup_req_after_reject_is_new_req(struct kunit *test)
+{
+	struct ib_req_copy rc;
+	struct ib_cm_id *a, *p1;
+
+	a = ib_req_copy_held(test, "REJ", &rc);
+	p1 = ib_passive_set_apart();
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rej(p1, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, p1->state, IB_CM_IDLE);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REJ_RECEIVED, 5000));
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
+	KUNIT_ASSERT_NOT_NULL(test, passive.id);
+	KUNIT_EXPECT_PTR_NE(test, passive.id, p1);
+	KUNIT_EXPECT_EQ(test, passive.id->state, IB_CM_REQ_RCVD);
+	KUNIT_EXPECT_EQ(test, passive.id->remote_id, a->local_id);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_IDLE);
+	ib_expect_retries(test, &rc.retries, &rc.dups, 1);
+	ib_expect_delta(test, &rc.rejs, 1);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_rej(passive.id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0,
+					     NULL, 0), 0);
+	msleep(200);
+	ib_expect_delta(test, &rc.rejs, 2);
+	ib_expect_delta(test, &rc.mras, 0);
+	/* REJ; the REQ, the new REQ. */
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 2);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive_old.n_events), 0);
+}
+
+/*
+ * A copy of the SIDR_REQ that arrives after the SIDR_REP has gone out (a retransmission held
+ * until the SIDR_REP). Sending the SIDR_REP took the request out of cm.c's remote SIDR table
+ * (cm_send_sidr_rep_locked), so the copy is a new request: SIDR_REQ_RECEIVED on a new id, not
+ * a duplicate. The active id, back in IDLE after the first SIDR_REP, drops the second one
+ * (cm_sidr_rep_handler): one SIDR_REP_RECEIVED.
+ */
+static void ib_sidr_req_copy_after_sidr_rep_is_new(struct kunit *test)
+{
+	struct ib_cm_sidr_rep_param rep = { .qp_num = 0x77, .qkey = 0x1234, .status = IB_SIDR_SUCCESS };
+	struct ib_ctr retries, reqs, dups, reps;
+	struct ib_cm_id *a, *p1;
+
+	ib_rule(test, "hold attr=SIDR_REQ from=1 skip=1 until=SIDR_REP");
+	ib_ctr_start(test, &retries, dev1, "cm_tx_retries", "sidr_req");
+	ib_ctr_start(test, &reqs, dev0, "cm_rx_msgs", "sidr_req");
+	ib_ctr_start(test, &dups, dev0, "cm_rx_duplicates", "sidr_req");
+	ib_ctr_start(test, &reps, dev0, "cm_tx_msgs", "sidr_rep");
+	a = sidr_req_reaches_passive(test, 500, 3);
+	ib_wait_acted(test, 0);
+	p1 = ib_passive_set_apart();
+	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_rep(p1, &rep), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_SIDR_REP_RECEIVED, 5000));
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_SIDR_REQ_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
+	KUNIT_ASSERT_NOT_NULL(test, passive.id);
+	KUNIT_EXPECT_PTR_NE(test, passive.id, p1);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_IDLE);
+	ib_expect_delta(test, &reqs, 2);
+	ib_expect_delta(test, &dups, 0);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_sidr_rep(passive.id, &rep), 0);
+	msleep(200);
+	ib_expect_delta(test, &reps, 2);
+	KUNIT_EXPECT_GE(test, ib_ctr_delta(&retries), 1);
+	/* SIDR_REP; the SIDR_REQ, the new SIDR_REQ. */
+	KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 1);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 2);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(passive_old.n_events), 0);
+}
+
+/*
+ * Starts a connection whose REP is retransmitted (conv(16) ms after the first; the REQ is not
+ * sent again before conv(20)) into a `hold` rule (rule 0) that the next `until` message
+ * releases: the first retransmission, or with `every` all of them; returns once the active
+ * side has REP_RECEIVED and a copy is held. `retries` (cm_tx_retries/rep of the passive port)
+ * and `dups` (cm_rx_duplicates/rep of the active one) are started first.
+ */
+static struct ib_cm_id *ib_rep_copy_held(struct kunit *test, const char *until, bool every,
 					 struct ib_ctr *retries, struct ib_ctr *dups)
 {
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
 	struct ib_cm_id *a;
 
-	ib_rule(test, "hold attr=REP from=0 skip=1 until=%s", until);
+	ib_rule(test, "hold attr=REP from=0 skip=1 count=%d until=%s", every ? 0 : 1, until);
 	ib_ctr_start(test, retries, dev0, "cm_tx_retries", "rep");
 	ib_ctr_start(test, dups, dev1, "cm_rx_duplicates", "rep");
 	a = timed_req(test, test->priv, 20, 16, 5);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
-	ib_wait_acted(test, 0);
+	if (every)
+		ib_wait_acted_some(test, 0);
+	else
+		ib_wait_acted(test, 0);
 	return a;
 }
 
@@ -3114,7 +3547,7 @@ static void ib_dup_rep_in_established_resends_rtu(struct kunit *test)
 
 	ib_ctr_start(test, &rtus, dev1, "cm_tx_retries", "rtu");
 	ib_ctr_start(test, &rtu_dups, dev0, "cm_rx_duplicates", "rtu");
-	a = ib_rep_copy_held(test, "RTU", &retries, &dups);
+	a = ib_rep_copy_held(test, "RTU", false, &retries, &dups);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
 	msleep(200);
@@ -3141,7 +3574,7 @@ static void ib_dup_rep_in_mra_rep_sent_resends_mra(struct kunit *test)
 
 	ib_ctr_start(test, &mras, dev1, "cm_tx_retries", "mra");
 	ib_ctr_start(test, &mra_dups, dev0, "cm_rx_duplicates", "mra");
-	a = ib_rep_copy_held(test, "MRA", &retries, &dups);
+	a = ib_rep_copy_held(test, "MRA", false, &retries, &dups);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_mra(a, 20, NULL, 0), 0);
 	KUNIT_EXPECT_EQ(test, a->state, IB_CM_MRA_REP_SENT);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_MRA_RECEIVED, 5000));
@@ -3183,10 +3616,7 @@ static void ib_dup_dreq_in_timewait_resends_drep(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(a, NULL, 0), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
 	ib_wait_acted(test, 0);
-	KUNIT_ASSERT_EQ(test, ib_send_cm_drep(passive.id, NULL, 0), 0);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_DREP_RECEIVED, 5000));
-	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_TIMEWAIT_EXIT, 5000));
-	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_TIMEWAIT_EXIT, 5000));
+	ib_drep_then_timewait_exits(test);
 	msleep(200);
 	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
 	ib_expect_retries(test, &retries, &dups, 0);
@@ -3229,36 +3659,19 @@ static void ib_rtu_in_timewait_counted(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, READ_ONCE(passive.n_events), 4);
 }
 
-/* Waits until rule `rule` has acted on at least one packet (a retransmission it holds). */
-static void ib_wait_acted_some(struct kunit *test, int rule)
-{
-	int i;
-
-	for (i = 0; i < 200 && softib_fault_acted(rule) < 1; i++)
-		msleep(50);
-	KUNIT_ASSERT_GE(test, softib_fault_acted(rule), 1);
-}
-
-/* Waits until counter `c` has changed by `want` (a receiver processes a copy later). */
+/*
+ * Waits (up to 5 s) until counter `c` has changed by `want`: a copy that a retransmission
+ * timer sends reaches its receiver later than a case's events.
+ */
 static void ib_wait_delta(struct kunit *test, const struct ib_ctr *c, long want)
 {
-	int i;
-
-	for (i = 0; i < 100 && ib_ctr_delta(c) != want; i++)
-		msleep(50);
-	ib_expect_delta(test, c, want);
+	ib_expect_delta_within(test, c, want, 5000);
 }
 
 /* A REQ copy held until the DREQ of a disconnect, which one side starts. */
-struct ib_dreq_state {
-	bool passive_disconnects;
-	enum ib_cm_state state;
-	const char *desc;
-};
-
-static const struct ib_dreq_state ib_dreq_states[] = {
-	{ false, IB_CM_DREQ_RCVD, "in DREQ_RCVD" },
-	{ true, IB_CM_DREQ_SENT, "in DREQ_SENT" },
+static const struct ib_held ib_dreq_states[] = {
+	{ "DREQ", IB_CM_DREQ_RCVD, "in DREQ_RCVD", false },
+	{ "DREQ", IB_CM_DREQ_SENT, "in DREQ_SENT", true },
 };
 
 KUNIT_ARRAY_PARAM_DESC(ib_dreq_states, ib_dreq_states, desc);
@@ -3273,17 +3686,12 @@ KUNIT_ARRAY_PARAM_DESC(ib_dreq_states, ib_dreq_states, desc);
  */
 static void ib_dup_req_in_dreq_states(struct kunit *test)
 {
-	const struct ib_dreq_state *ds = test->param_value;
+	const struct ib_held *ds = test->param_value;
 	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
-	struct ib_ctr retries, dups, rejs, mras;
+	struct ib_req_copy rc;
 	struct ib_cm_id *a;
 
-	ib_rule(test, "hold attr=REQ from=1 skip=1 until=DREQ");
-	ib_ctr_start(test, &retries, dev1, "cm_tx_retries", "req");
-	ib_ctr_start(test, &dups, dev0, "cm_rx_duplicates", "req");
-	ib_ctr_start(test, &rejs, dev0, "cm_tx_msgs", "rej");
-	ib_ctr_start(test, &mras, dev0, "cm_tx_msgs", "mra");
-	a = ib_req_copy_held(test);
+	a = ib_req_copy_held(test, ds->until, &rc);
 	establish(test, a, &rep);
 	if (ds->passive_disconnects) {
 		KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(passive.id, NULL, 0), 0);
@@ -3292,11 +3700,11 @@ static void ib_dup_req_in_dreq_states(struct kunit *test)
 		KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(a, NULL, 0), 0);
 		KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
 	}
-	ib_expect_retries(test, &retries, &dups, 0);
+	ib_expect_retries(test, &rc.retries, &rc.dups, 0);
 	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
 	KUNIT_EXPECT_EQ(test, passive.id->state, ds->state);
-	ib_expect_delta(test, &rejs, 0);
-	ib_expect_delta(test, &mras, 0);
+	ib_expect_delta(test, &rc.rejs, 0);
+	ib_expect_delta(test, &rc.mras, 0);
 	if (ds->passive_disconnects) {
 		KUNIT_ASSERT_EQ(test, ib_send_cm_drep(a, NULL, 0), 0);
 		KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREP_RECEIVED, 5000));
@@ -3312,49 +3720,53 @@ static void ib_dup_req_in_dreq_states(struct kunit *test)
 	}
 }
 
-/* REP copies held until the active side is in `state`, released by `until`. */
-struct ib_rep_state {
-	const char *until;
-	enum ib_cm_state state;
-	const char *desc;
-};
-
-static const struct ib_rep_state ib_rep_states[] = {
+/* REP copies held until the active side is in `state`. */
+static const struct ib_held ib_rep_states[] = {
 	{ "DREQ", IB_CM_DREQ_SENT, "in DREQ_SENT" },
 	{ "DREP", IB_CM_TIMEWAIT, "in TIMEWAIT" },
+	{ "DREQ", IB_CM_DREQ_RCVD, "in DREQ_RCVD", true },
 };
 
 KUNIT_ARRAY_PARAM_DESC(ib_rep_states, ib_rep_states, desc);
 
 /*
  * Every retransmission of the REP held until the active side's DREQ (the active id is in
- * DREQ_SENT: cm_send_dreq_locked sets it under the id's lock) or the passive side's DREP (the
- * active id enters TIMEWAIT on it, cm_drep_handler, before the copies behind it arrive). The
- * REP lookup with remote ID 0 fails (the id has its remote ID), cm_dup_rep_handler finds it
- * by both IDs, counts the copy, and in neither state answers it (the RTU is resent only in
- * ESTABLISHED, the MRA only in MRA_REP_SENT). So every REP retransmission is counted by the
- * active port, the active side sends its RTU once and no MRA, and no event follows.
+ * DREQ_SENT: cm_send_dreq_locked sets it under the id's lock), the passive side's DREP (the
+ * active id enters TIMEWAIT on it, cm_drep_handler, before the copies behind it arrive), or
+ * the passive side's DREQ (the passive side disconnects; the active id enters DREQ_RCVD on it,
+ * cm_dreq_handler, before the copies behind it arrive). The REP lookup with remote ID 0 fails
+ * (the id has its remote ID), cm_dup_rep_handler finds it by both IDs, counts the copy, and
+ * in none of these states answers it (the RTU is resent only in ESTABLISHED, the MRA only in
+ * MRA_REP_SENT). So every REP retransmission is counted by the active port, the active side
+ * sends its RTU once and no MRA, and no event follows.
  */
 static void ib_dup_rep_in_dreq_sent_and_timewait(struct kunit *test)
 {
-	const struct ib_rep_state *rs = test->param_value;
-	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	const struct ib_held *rs = test->param_value;
 	struct ib_ctr retries, dups, rtus, mras;
 	struct ib_cm_id *a;
 
-	ib_rule(test, "hold attr=REP from=0 skip=1 count=0 until=%s", rs->until);
-	ib_ctr_start(test, &retries, dev0, "cm_tx_retries", "rep");
-	ib_ctr_start(test, &dups, dev1, "cm_rx_duplicates", "rep");
 	ib_ctr_start(test, &rtus, dev1, "cm_tx_msgs", "rtu");
 	ib_ctr_start(test, &mras, dev1, "cm_tx_msgs", "mra");
-	/* The REP is sent again conv(16) ms after the first; the REQ not before conv(20). */
-	a = timed_req(test, test->priv, 20, 16, 5);
-	KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
-	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000));
-	ib_wait_acted_some(test, 0);
+	a = ib_rep_copy_held(test, rs->until, true, &retries, &dups);
 	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(a, NULL, 0), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000));
 	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 0);
+	if (rs->passive_disconnects) {
+		KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(passive.id, NULL, 0), 0);
+		KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_DREQ_RECEIVED, 5000));
+		ib_expect_retries(test, &retries, &dups, 0);
+		KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), softib_fault_acted(0));
+		KUNIT_EXPECT_EQ(test, a->state, IB_CM_DREQ_RCVD);
+		KUNIT_ASSERT_EQ(test, ib_send_cm_drep(a, NULL, 0), 0);
+		KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREP_RECEIVED, 5000));
+		KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_TIMEWAIT_EXIT, 5000));
+		ib_expect_delta(test, &rtus, 1);
+		ib_expect_delta(test, &mras, 0);
+		/* REP, DREQ, TIMEWAIT_EXIT. */
+		KUNIT_EXPECT_EQ(test, READ_ONCE(active.n_events), 3);
+		return;
+	}
 	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(a, NULL, 0), 0);
 	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
 	if (rs->state == IB_CM_DREQ_SENT) {
@@ -3531,6 +3943,7 @@ static struct kunit_case ib_cases[] = {
 	KUNIT_CASE(ib_pkey_index_not_zero),
 	KUNIT_CASE(ib_routed_req_with_grh),
 	KUNIT_CASE(ib_routed_req_to_second_lid),
+	KUNIT_CASE(ib_ud_qp_completions),
 	KUNIT_CASE_SLOW(ib_lap_in_each_state_and_apr_dropped),
 	KUNIT_CASE(ib_lap_in_lap_idle_after_path_mig),
 	KUNIT_CASE_SLOW(ib_undeliverable_req_times_out),
@@ -3565,12 +3978,16 @@ static struct kunit_case ib_fault_cases[] = {
 	KUNIT_CASE(ib_rtu_overtaken_by_dreq),
 	KUNIT_CASE_PARAM(ib_dup_req_held_dropped, ib_held_reqs_gen_params),
 	KUNIT_CASE(ib_dup_req_in_timewait_is_new_req),
+	KUNIT_CASE(ib_dup_req_after_reject_is_new_req),
+	KUNIT_CASE(ib_sidr_req_copy_after_sidr_rep_is_new),
+	KUNIT_CASE(ib_dup_rep_in_rep_rcvd_counted),
 	KUNIT_CASE(ib_dup_rep_in_established_resends_rtu),
 	KUNIT_CASE(ib_dup_rep_in_mra_rep_sent_resends_mra),
 	KUNIT_CASE(ib_dup_dreq_in_timewait_resends_drep),
 	KUNIT_CASE(ib_rtu_in_timewait_counted),
 	KUNIT_CASE_PARAM(ib_dup_req_in_dreq_states, ib_dreq_states_gen_params),
-	KUNIT_CASE_PARAM(ib_dup_rep_in_dreq_sent_and_timewait, ib_rep_states_gen_params),
+	KUNIT_CASE_PARAM_ATTR(ib_dup_rep_in_dreq_sent_and_timewait, ib_rep_states_gen_params,
+			      { .speed = KUNIT_SPEED_SLOW }),
 	KUNIT_CASE(ib_simultaneous_dreqs),
 	KUNIT_CASE(ib_dup_rej_in_timewait),
 	KUNIT_CASE(ib_prob_rule_is_deterministic),

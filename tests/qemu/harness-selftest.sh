@@ -122,4 +122,11 @@ pair b_fails_after_init_not_retried "waitkill ok" "postinit ok" 1 1/1 0 1
 pair b_panics_after_a_passed_retried "ok ok" "panic1 ok" 0 2/2 2
 pair both_ok "ok" "ok" 0 1/1 0
 
+# make check's summary: a NOTE: line for each report with RETRY lines, none without.
+source "$here/../../scripts/lib.sh"
+printf 'ok      guest-c: e2e x\nRETRY   guest-rs: guest (rs, check) booted twice\nRESULT 1 0\n' >"$tmp/report"
+check note_on_retry "NOTE: 1 guest boot(s) retried after dying before their init ran:|  guest-rs: guest (rs, check) booted twice" "$(retry_note "$tmp/report" | paste -sd'|')"
+printf 'ok      guest-c: e2e x\nRESULT 1 0\n' >"$tmp/report"
+check no_note_without_retry "" "$(retry_note "$tmp/report")"
+
 ((fails == 0))

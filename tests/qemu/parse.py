@@ -3,6 +3,7 @@
 """Parses a test guest's console log: KTAP of each KUnit run, end-to-end results, splats.
 
 Usage: parse.py [--compare-counters CM] LOG [LOG...]
+       parse.py --self-test   (the comparers against planted logs; make check's host layer)
 prints one line per result and, last, `RESULT <passed> <failed>`.
 A failing case, a skipped case (KUnit or end to end), a suite that did not run, a missing end
 marker and any kernel splat (BUG, WARNING, Oops, KASAN, lockdep, kmemleak, hung task) each
@@ -23,6 +24,8 @@ SUITE = re.compile(r'^(ok|not ok) (\d+) (\S+)(.*)$')
 E2E = re.compile(r'IBCM-E2E: (ok|not ok|skip|todo) (\S+)(.*)$')
 COUNTERS = re.compile(r'IBCM-COUNTERS: (\S+) (\S+) (\S+) (.*)$')
 RETRY = re.compile(r'IBCM-RETRY: (.*)$')
+# A leak check that passed by allowing the known leak of one KUnit case (guest-init.sh).
+KNOWN_LEAK = re.compile(r'known leak of (\w+)')
 SPLATS = [
     r'BUG:', r'WARNING:', r'Oops', r'general protection fault', r'Kernel panic',
     r'unreferenced object 0x', r'blocked for more than', r'Call Trace:', r'UBSAN:',
@@ -42,6 +45,8 @@ def parse(path, results, counters):
     name = path.rsplit('/', 1)[-1].removesuffix('.log')
     section = None
     counts = {}
+    ran = set()     # the KUnit cases that ran (passed or failed, not skipped) in this log
+    known = []      # results that pass only thanks to a known leak: (test, rest, its case)
     for l in lines:
         m = re.search(r'IBCM-KTAP-BEGIN (\S+)', l)
         if m:
@@ -62,6 +67,7 @@ def parse(path, results, counters):
                 else:
                     results.append((status, f'{name}: {section}: {case}'))
                     counts[section][0 if status == 'ok' else 1] += 1
+                    ran.add(case)
                 continue
             m = SUITE.match(l)
             if m and m.group(1) == 'not ok':
@@ -73,6 +79,8 @@ def parse(path, results, counters):
                 results.append(('todo', f'{name}: e2e {test}{rest}'))
             elif status == 'skip':
                 results.append(('not ok', f'{name}: e2e {test} skipped{rest}'))
+            elif status == 'ok' and KNOWN_LEAK.search(rest):
+                known.append((test, rest, KNOWN_LEAK.search(rest).group(1)))
             else:
                 results.append((status, f'{name}: e2e {test}{rest}'))
         m = RETRY.search(l)
@@ -92,6 +100,13 @@ def parse(path, results, counters):
                     seen[f'{dev}/{group}/{k}'] = v
         if SPLAT.search(l):
             results.append(('not ok', f'{name}: kernel splat: {l.strip()[:160]}'))
+    # A leak check that passed by allowing a case's known leak holds only if that case ran.
+    for test, rest, case in known:
+        if case in ran:
+            results.append(('ok', f'{name}: e2e {test}{rest}'))
+        else:
+            results.append(('not ok', f'{name}: e2e {test}{rest} (but {case} did not run in '
+                                      f'this log: the allowance does not apply)'))
     # A KUnit run that printed no case at all did not run (e.g. module failed to load), unless it
     # is the C CM's load section, which has no suite.
     for sec, (p, f, s) in counts.items():
@@ -165,52 +180,83 @@ def compare_qp_attrs(paths, results):
 
 TRACE = re.compile(r'IBCM-TRACE: (icm_\w+) ?(.*)$')
 TRACEFMT = re.compile(r'IBCM-TRACEFMT: (icm_\w+) (.*)$')
+# The guest prints each traced run's events after a section line: `rxe` (the connection suite
+# on rxe) and `ib` (the connection suites on the soft IB HCA).
+TRACESEC = re.compile(r'IBCM-TRACE-SECTION: (\S+)')
+# The guest's mode, from the kernel command line the console log starts with.
+MODE = re.compile(r'ibcm\.mode=(\S+)')
+# The traced sections a boot of each mode records; each is compared with C's on its own.
+TRACE_SECTIONS = {'check': ('rxe', 'ib'), 'softib': ('ib',)}
 # Comm IDs are random per boot; everything else an event prints must match.
 TRACE_IDS = re.compile(r'\b(local_id|remote_id)=\d+')
 
 
 def traces(path):
-    """The icm_* events a boot recorded (name + normalised fields) and the event formats."""
-    events, formats = {}, {}
+    """The icm_* events a boot recorded, by section (name + normalised fields: count), the
+    event formats, and the boot's mode (None if the log does not say)."""
+    events, formats, mode = {}, {}, None
+    section = None
     try:
         for l in open(path, errors='replace'):
             m = TRACE.search(l)
             if m:
                 key = m.group(1) + ' ' + TRACE_IDS.sub(r'\1=N', m.group(2).strip())
-                events[key] = events.get(key, 0) + 1
+                sec = events.setdefault(section or 'unsectioned', {})
+                sec[key] = sec.get(key, 0) + 1
+                continue
+            m = TRACESEC.search(l)
+            if m:
+                section = m.group(1)
+                events.setdefault(section, {})
                 continue
             m = TRACEFMT.search(l)
             if m:
                 formats.setdefault(m.group(1), []).append(m.group(2).strip())
+                continue
+            m = MODE.search(l)
+            if m and mode is None:
+                mode = m.group(1)
     except OSError:
         pass
-    return events, formats
+    return events, formats, mode
 
 
 def compare_traces(paths, results):
     """The ib_cma:icm_* tracepoints of the rs boot against the C boot's: the same events with
-    the same fields, and the same events fired (with their states) by the same run."""
+    the same fields, and, section by section (rxe, IB), the same events fired (with their
+    states) by the same run. A section the boot's mode runs must hold events on the C side:
+    an empty or missing C section fails instead of matching an empty rs one."""
     logs = single_guest_logs(paths)
     if not logs:
         return
-    (cev, cfmt), (rev, rfmt) = traces(logs[0]), traces(logs[1])
-    if not cfmt or not cev:
-        results.append(('not ok', 'tracepoints_match_c: the C boot recorded no icm_* events'))
-        return
-    diffs = [f'{e}: {"missing" if e not in rfmt else "differs"}'
-             for e in sorted(cfmt) if rfmt.get(e) != cfmt[e]]
-    diffs += [f'{e}: not in C' for e in sorted(set(rfmt) - set(cfmt))]
-    if diffs:
-        results.append(('not ok', 'trace_formats_match_c: ' + '; '.join(diffs)[:800]))
+    (cev, cfmt, cmode), (rev, rfmt, _) = traces(logs[0]), traces(logs[1])
+    if not cfmt:
+        results.append(('not ok', 'trace_formats_match_c: the C boot printed no icm_* formats'))
     else:
-        results.append(('ok', f'trace_formats_match_c ({len(cfmt)} events, fields and output)'))
-    diffs = [f'{k}: c={cev.get(k, 0)} rs={rev.get(k, 0)}'
-             for k in sorted(set(cev) | set(rev)) if cev.get(k, 0) != rev.get(k, 0)]
-    if diffs:
-        results.append(('not ok', 'trace_events_match_c: ' + '; '.join(diffs)[:1200]))
-    else:
-        results.append(('ok', f'trace_events_match_c ({sum(cev.values())} events, '
-                              f'{len(cev)} kinds)'))
+        diffs = [f'{e}: {"missing" if e not in rfmt else "differs"}'
+                 for e in sorted(cfmt) if rfmt.get(e) != cfmt[e]]
+        diffs += [f'{e}: not in C' for e in sorted(set(rfmt) - set(cfmt))]
+        if diffs:
+            results.append(('not ok', 'trace_formats_match_c: ' + '; '.join(diffs)[:800]))
+        else:
+            results.append(('ok', f'trace_formats_match_c ({len(cfmt)} events, fields and output)'))
+    sections = list(TRACE_SECTIONS.get(cmode, ()))
+    sections += sorted((set(cev) | set(rev)) - set(sections))
+    if not sections:
+        results.append(('not ok', 'trace_events_match_c: the C boot recorded no icm_* events'))
+    for sec in sections:
+        test = f'trace_events_match_c_{sec}'
+        c, r = cev.get(sec, {}), rev.get(sec, {})
+        if not c:
+            results.append(('not ok', f'{test}: the C boot recorded no icm_* events in its '
+                                      f'{sec} section (rs: {sum(r.values())})'))
+            continue
+        diffs = [f'{k}: c={c.get(k, 0)} rs={r.get(k, 0)}'
+                 for k in sorted(set(c) | set(r)) if c.get(k, 0) != r.get(k, 0)]
+        if diffs:
+            results.append(('not ok', f'{test}: ' + '; '.join(diffs)[:1200]))
+        else:
+            results.append(('ok', f'{test} ({sum(c.values())} events, {len(c)} kinds)'))
 
 
 def compare_counters(counters, required, results):
@@ -237,8 +283,103 @@ def compare_counters(counters, required, results):
             results.append(('ok', f'{test} ({len(c)} files)'))
 
 
+def self_test():
+    """The trace comparer against planted logs: each broken C side must fail it, the good pair
+    must pass. Returns the number of checks that went wrong (0: the comparer works)."""
+    import os
+    import tempfile
+
+    fmt = 'IBCM-TRACEFMT: icm_send_req field:int x; offset:0; size:4; signed:1;'
+
+    def log(mode, sections):
+        lines = [f'Command line: console=ttyS0 ibcm.cm=c ibcm.mode={mode}', fmt]
+        for sec, evs in sections:
+            if sec:
+                lines.append(f'IBCM-TRACE-SECTION: {sec}')
+            lines += [f'IBCM-TRACE: {e}' for e in evs]
+        return '\n'.join(lines) + '\n'
+
+    rxe = ['icm_send_req local_id=5 remote_id=0 state=IDLE',
+           'icm_send_rep local_id=7 remote_id=5 state=REQ_RCVD']
+    ib = ['icm_send_req local_id=9 remote_id=0 state=IDLE', 'icm_send_rtu local_id=9 state=X']
+    # (what, mode, C's sections, rs' sections, the results that must fail (by name prefix)).
+    plans = [
+        ('matching check boot', 'check', [('rxe', rxe), ('ib', ib)], [('rxe', rxe), ('ib', ib)],
+         []),
+        ('matching softib boot', 'softib', [('ib', ib)], [('ib', ib)], []),
+        ('empty C IB section', 'softib', [('ib', [])], [('ib', ib)],
+         ['trace_events_match_c_ib']),
+        ('C IB section missing', 'check', [('rxe', rxe)], [('rxe', rxe), ('ib', ib)],
+         ['trace_events_match_c_ib']),
+        ('both IB sections empty', 'check', [('rxe', rxe), ('ib', [])],
+         [('rxe', rxe), ('ib', [])], ['trace_events_match_c_ib']),
+        ('mismatching IB section', 'softib', [('ib', ib)], [('ib', ib + ib[:1])],
+         ['trace_events_match_c_ib']),
+        # The same events in both boots, in other sections: one combined count would match.
+        ('events moved between sections', 'check', [('rxe', rxe), ('ib', ib)],
+         [('rxe', rxe + ib[:1]), ('ib', ib[1:])],
+         ['trace_events_match_c_rxe', 'trace_events_match_c_ib']),
+        ('C rxe section empty', 'check', [('rxe', []), ('ib', ib)], [('rxe', []), ('ib', ib)],
+         ['trace_events_match_c_rxe']),
+    ]
+    bad = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for what, mode, csecs, rsecs, must_fail in plans:
+            paths = [os.path.join(tmp, 'guest-c.log'), os.path.join(tmp, 'guest-rs.log')]
+            for path, secs in zip(paths, (csecs, rsecs)):
+                with open(path, 'w') as f:
+                    f.write(log(mode, secs))
+            results = []
+            compare_traces(paths, results)
+            failed = [w for st, w in results if st == 'not ok']
+            passed = [w.split()[0] for st, w in results if st == 'ok']
+            missed = [t for t in must_fail if not any(w.startswith(t + ':') for w in failed)]
+            extra = [w for w in failed if not any(w.startswith(t + ':') for t in must_fail)]
+            want_ok = {f'trace_events_match_c_{s}' for s, _ in csecs} - set(must_fail)
+            unseen = sorted(want_ok - set(passed))
+            if missed or extra or unseen:
+                bad += 1
+                print(f'FAIL {what}: not failed: {missed}; failed wrongly: {extra}; '
+                      f'no ok result: {unseen}')
+            else:
+                print(f'ok   {what}')
+        bad += self_test_known_leaks(tmp)
+    return bad
+
+
+def self_test_known_leaks(tmp):
+    """A leak check passed by a case's known leak counts only in a log where that case ran."""
+    import os
+    claim = ('IBCM-E2E: ok kmemleak_clean_c # only the 2 known objects '
+             '(known leak of ib_path_mig_without_alternate): stub')
+    case = ['IBCM-KTAP-BEGIN conn-ib-divergences-c', '    ok 1 ib_path_mig_without_alternate',
+            'IBCM-KTAP-END conn-ib-divergences-c']
+    skipped = ['IBCM-KTAP-BEGIN conn-ib-divergences-c',
+               '    ok 1 ib_path_mig_without_alternate # SKIP stub',
+               'IBCM-KTAP-END conn-ib-divergences-c']
+    plans = [('known leak, its case ran', case, 'ok'),
+             ('known leak, its case absent', [], 'not ok'),
+             ('known leak, its case skipped', skipped, 'not ok')]
+    bad = 0
+    path = os.path.join(tmp, 'leak-c.log')
+    for what, lines, want in plans:
+        with open(path, 'w') as f:
+            f.write('\n'.join(lines + [claim, 'IBCM-DONE']) + '\n')
+        results = []
+        parse(path, results, {})
+        got = [st for st, w in results if 'kmemleak_clean_c' in w]
+        if got != [want]:
+            bad += 1
+            print(f'FAIL {what}: kmemleak_clean_c gave {got}, want [{want!r}]')
+        else:
+            print(f'ok   {what}')
+    return bad
+
+
 def main():
     args = sys.argv[1:]
+    if args == ['--self-test']:
+        sys.exit(1 if self_test() else 0)
     required = []
     while args and args[0] == '--compare-counters':
         required.append(args[1])
@@ -256,7 +397,7 @@ def main():
         print(f'{s.upper() if s != "ok" else "ok":7} {what}')
     retried = sum(1 for s, _ in results if s == 'retry')
     if retried:
-        print(f'NOTE    {retried} guest boot(s) retried after dying before their init ran')
+        print(f'NOTE: {retried} guest boot(s) retried after dying before their init ran')
     print(f'RESULT {passed} {failed}')
 
 

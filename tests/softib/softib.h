@@ -29,6 +29,8 @@ struct softib_stats {
 		cq_overflow;
 };
 extern struct softib_stats softib_stats;
+/* The counter `name` of softib_stats (as debugfs names it), or -ENOENT; exported. */
+long softib_stat(const char *name);
 
 /*
  * The LID layout of the simulated subnet: port 1 of softibN has base LID
