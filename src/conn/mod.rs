@@ -36,7 +36,8 @@ use crate::{
     logic::{
         remote::{Held, Verdict},
         req_event::SIDR_REJECT,
-        state::{self, Action, Input, MsgKind, OnFail, Out, Refusal, State},
+        state::{self, Input, MsgKind, Out, Refusal, State},
+        table::{self, Action, OnFail},
         timeout, trace as logic_trace,
         wire::{
             conn::{CommIdsAndData, Dreq, Rej, REJ_ARI},
@@ -229,7 +230,7 @@ pub(crate) fn run(
             trace::mad_send_err(sent_in.raw(), status);
         }
     }
-    let st = match state::step(id.cm_state(), id.lap(), input) {
+    let st = match table::step(id.cm_state(), id.lap(), input) {
         Ok(st) => st,
         Err(r) => {
             if r == Refusal::Duplicate {

@@ -101,7 +101,7 @@ fn rep_qpn(rep: &Rep<'_>, qp_type: u32) -> u32 {
     }
 }
 
-/// [`crate::logic::state::Action::InsertRemote`]: registers the REP's keys; a key already
+/// [`crate::logic::table::Action::InsertRemote`]: registers the REP's keys; a key already
 /// present is a duplicate REP, a QP already connected is a stale connection (the old id is
 /// kept in the context for its DREQ).
 pub(crate) fn insert_remote(id: &Arc<CmId>, g: &mut CmIdInner, ctx: &mut Ctx<'_>) -> Result {
@@ -132,7 +132,7 @@ pub(crate) fn insert_remote(id: &Arc<CmId>, g: &mut CmIdInner, ctx: &mut Ctx<'_>
     Err(EINVAL)
 }
 
-/// [`crate::logic::state::Action::AcceptRep`]: what the active side takes from the REP.
+/// [`crate::logic::table::Action::AcceptRep`]: what the active side takes from the REP.
 pub(crate) fn accept_rep(id: &CmId, g: &mut CmIdInner, ctx: &Ctx<'_>) {
     let Some(rep) = ctx.rep else { return };
     id.set_remote_id(rep.local_comm_id);

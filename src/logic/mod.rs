@@ -6,12 +6,14 @@
 #![forbid(unsafe_code)]
 
 pub(crate) mod deadline_list;
+pub(crate) mod input;
 pub(crate) mod qp_attr;
 pub(crate) mod reject;
 pub(crate) mod remote;
 pub(crate) mod req_event;
 pub(crate) mod service_id;
 pub(crate) mod state;
+pub(crate) mod table;
 pub(crate) mod timeout;
 pub(crate) mod trace;
 pub(crate) mod ttl_slots;

@@ -118,7 +118,8 @@ pub(crate) fn rep_refusal(input: Input, r: Refusal) -> (bool, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::logic::state::{self, Lap};
+    use crate::logic::state::Lap;
+    use crate::logic::table;
     use std::vec::Vec;
 
     const ALL: [State; 16] = State::ALL;
@@ -127,7 +128,7 @@ mod tests {
     /// refusals.
     fn refused(input: Input) -> impl Iterator<Item = (State, Option<IdTrace>)> {
         ALL.into_iter().filter_map(move |s| {
-            state::step(s, Lap::Uninit, input)
+            table::step(s, Lap::Uninit, input)
                 .err()
                 .map(|r| (s, for_refusal(s, input, r)))
         })

@@ -13,6 +13,8 @@ mod golden;
 #[cfg(test)]
 mod listen_sharing;
 #[cfg(test)]
+mod old_table;
+#[cfg(test)]
 mod properties;
 #[cfg(test)]
 mod state_tests;
