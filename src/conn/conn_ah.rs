@@ -4,14 +4,18 @@
 //! id forgets its tracked MAD and gives back its use of the handle, and a tracked MAD that
 //! failed delivers the `*_ERROR` event of the state it was sent in.
 
-use super::{finish, run, Ctx};
+use super::{deliver_or_put, leave, queue_event};
 use crate::{
     ah::ConnAh,
     bindings,
     cm_id::{CmId, CmIdInner},
     event::Event,
-    logic::state::{self, Input, Out, State},
-    slot::Slot,
+    logic::{
+        input,
+        state::{self, Out, State},
+    },
+    remote::Unlinked,
+    trace,
 };
 use kernel::sync::Arc;
 
@@ -109,9 +113,10 @@ pub(super) fn on_conn_ah(id: &CmId, g: &CmIdInner, o: Out) -> bool {
 }
 
 /// After a send of `id` completed: a tracked MAD that timed out (or failed) delivers the
-/// `*_ERROR` event of the state it was sent in, unless the id is past its destroy. The buffer
-/// held no use of the id (cm.c's `cm_free_msg` drops a reference that `cm_destroy_id` waits
-/// for; here destroy waits only for callbacks), so the delivery takes its own.
+/// `*_ERROR` event of the state it was sent in (`cm_process_send_error`), unless the id is past
+/// its destroy. The buffer held no use of the id (cm.c's `cm_free_msg` drops a reference that
+/// `cm_destroy_id` waits for; here destroy waits only for callbacks), so the delivery takes
+/// its own.
 pub(crate) fn send_done(id: &Arc<CmId>, tracked_in: Option<State>, status: bindings::ib_wc_status) {
     let failed = status != bindings::ib_wc_status_IB_WC_SUCCESS
         && status != bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR;
@@ -121,17 +126,27 @@ pub(crate) fn send_done(id: &Arc<CmId>, tracked_in: Option<State>, status: bindi
     if !id.get_user() {
         return;
     }
-    let mut ctx = Ctx {
-        event: Slot::some(Event::own()),
-        send_status: Some(status),
-        ..Ctx::default()
-    };
-    let out = run(
-        id,
-        Input::SendFailed { sent_in },
-        &mut ctx,
-        |_, _| {},
-        |_, _| {},
-    );
-    let _ = finish(id, out, None);
+    let mut ev = Event::own();
+    let mut unlinked = Unlinked::default();
+    let mut g = id.inner.lock();
+    let mut deliver = None;
+    if !g.destroyed {
+        // cm.c traces a failed tracked MAD whenever the id is still in the state it was sent
+        // in, before it looks at what that state does with it.
+        if sent_in == id.cm_state() {
+            trace::mad_send_err(sent_in.raw(), status);
+        }
+        if let Ok(f) = input::send_failed(id.cm_state(), sent_in) {
+            if let Some(l) = f.leave {
+                leave(id, &mut g, l, &mut unlinked);
+            }
+            id.set_state(f.next.raw());
+            end_conn_ah(id, &mut g);
+            *ev.send_status() = status;
+            deliver = queue_event(&mut g, ev, f.event);
+        }
+    }
+    drop(g);
+    unlinked.free();
+    deliver_or_put(id, deliver);
 }

@@ -3,12 +3,13 @@
 //! a share; any other id says the farewell its state requires (REJ, DREQ, DREP, SIDR_REP
 //! REJECT, cancel), leaves every table and waits until no use of it is in flight.
 
-use super::{leave_remote, retire_conn_ah, run, Ctx, Outcome};
+use super::{leave_remote, retire_conn_ah, run, Ctx};
 use crate::{
     bindings,
     cm_id::CmId,
     listen::Released,
     logic::state::{Input, State},
+    remote::Unlinked,
     timewait,
 };
 use kernel::{prelude::*, sync::Arc};
@@ -123,9 +124,8 @@ fn destroy_actions(id: &Arc<CmId>, err: i32) -> Farewell {
         retire_conn_ah(id, &mut g);
         // The destroy step leaves the remote tables in every state that holds keys except an
         // established XRC target, whose step is empty (no DREQ): it leaves them here.
-        let mut o = Outcome::default();
-        leave_remote(id, &mut g, &mut o);
-        let u = core::mem::take(&mut o.unlinked);
+        let mut u = Unlinked::default();
+        leave_remote(id, &mut g, &mut u);
         // An expiry already running finds `timewait_armed` cleared and does nothing (see
         // `timewait::leave`).
         let timewait_class =

@@ -1,27 +1,34 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-//! DREQ and DREP, both ways: `ib_send_cm_dreq()`, `ib_send_cm_drep()`, `cm_dreq_handler()`,
-//! `cm_issue_drep()` and `cm_drep_handler()`.
+//! DREQ and DREP, both ways, and the end of timewait: `ib_send_cm_dreq()`,
+//! `ib_send_cm_drep()`, `cm_dreq_handler()`, `cm_issue_drep()`, `cm_drep_handler()` and
+//! `cm_timewait_handler()`.
 
-use super::{api, deliver_recv, Ctx, Recv};
+use super::{
+    answer, deliver_or_put, end_conn_ah, enter_timewait, queue_event, recv_event, refusal_errno,
+    send, send_answer, trace_refused, Recv,
+};
 use crate::{
     cm_id::{CmId, StoredPd},
     comm_id,
+    event::Event,
     logic::{
-        state::Input,
+        input::{self, DreqReceived},
+        state::{self, Input, Out, Refusal, State},
         wire::{
-            conn::{CommIdsAndData, Dreq, DREP_PRIVATE_DATA, DREQ_PRIVATE_DATA},
+            conn::{CommIdsAndData, CommIdsView, Dreq, DREP_PRIVATE_DATA, DREQ_PRIVATE_DATA},
             field::Bytes,
             AttrId, CmMessage, RecvHdr,
         },
     },
-    port::Counter,
     recv_wc::RecvWc,
+    remote::Unlinked,
     trace::{self, Local},
 };
 use kernel::{prelude::*, sync::Arc};
 
 /// `ib_send_cm_dreq()`: `-EINVAL` unless ESTABLISHED (rdma_cm relies on it in DREQ_RCVD to
-/// fall back to a DREP).
+/// fall back to a DREP); a DREQ that cannot be posted enters timewait
+/// (`cm_send_dreq_locked`).
 pub(crate) fn send_dreq(id: &Arc<CmId>, pd: &[u8]) -> Result {
     if pd.len() > DREQ_PRIVATE_DATA {
         return Err(EINVAL);
@@ -32,11 +39,29 @@ pub(crate) fn send_dreq(id: &Arc<CmId>, pd: &[u8]) -> Result {
         remote_qpn_eecn: 0,
         private_data: Bytes::new(pd),
     });
-    let ctx = Ctx {
-        msg: Some(&mut msg),
-        ..Ctx::default()
+    let mut unlinked = Unlinked::default();
+    let mut g = id.inner.lock();
+    if g.destroyed {
+        return Err(EINVAL);
+    }
+    let d = match input::send_dreq(id.cm_state(), id.lap()) {
+        Ok(d) => d,
+        Err(r) => {
+            trace_refused(id, Input::SendDreq, r);
+            return Err(refusal_errno(r));
+        }
     };
-    api(id, Input::SendDreq, ctx, |_, _| {}, |_, _| {})
+    if d.cancel {
+        g.cancel_tracked();
+    }
+    let sent = send(id, &mut g, Out::Dreq, &mut msg, 0, State::DreqSent);
+    match sent {
+        Ok(()) => id.set_state(State::DreqSent.raw()),
+        Err(_) => enter_timewait(id, &mut g, true, &mut unlinked),
+    }
+    drop(g);
+    unlinked.free();
+    sent
 }
 
 /// `ib_send_cm_drep()`: enters timewait, then sends (the state change stands if the send
@@ -45,18 +70,30 @@ pub(crate) fn send_drep(id: &Arc<CmId>, pd: &[u8]) -> Result {
     if pd.len() > DREP_PRIVATE_DATA {
         return Err(EINVAL);
     }
+    let keep = StoredPd::copy(pd)?;
     let mut msg = CmMessage::Drep(CommIdsAndData {
         local_comm_id: 0,
         remote_comm_id: 0,
         private_data: Bytes::new(pd),
     });
-    let keep = StoredPd::copy(pd)?;
-    let ctx = Ctx {
-        msg: Some(&mut msg),
-        keep_pd: crate::slot::Slot::some(keep),
-        ..Ctx::default()
-    };
-    api(id, Input::SendDrep, ctx, |_, _| {}, |_, _| {})
+    let mut unlinked = Unlinked::default();
+    let mut g = id.inner.lock();
+    if g.destroyed {
+        return Err(EINVAL);
+    }
+    if let Err(r) = input::send_drep(id.cm_state()) {
+        trace_refused(id, Input::SendDrep, r);
+        return Err(refusal_errno(r));
+    }
+    // The DREP goes out, and is traced, from TIMEWAIT.
+    enter_timewait(id, &mut g, true, &mut unlinked);
+    // cm.c keeps a DREP's private data (for a retransmitted DREQ) before sending it.
+    let old = core::mem::replace(&mut g.stored_pd, keep);
+    let sent = send(id, &mut g, Out::Drep, &mut msg, 0, State::Timewait);
+    drop(g);
+    drop(old);
+    unlinked.free();
+    sent
 }
 
 /// A DREQ (`cm_dreq_handler`). A DREQ for no id is answered with a DREP and counted as a
@@ -66,52 +103,91 @@ pub(crate) fn on_dreq(
     port_num: u32,
     wc: &RecvWc,
     hdr: &RecvHdr<'_>,
-    dreq: &Dreq<'_>,
+    dreq: CommIdsView<'_>,
 ) {
-    let Some(id) = comm_id::acquire(dreq.remote_comm_id, dreq.local_comm_id) else {
-        if let Some(port) = dev.port(port_num) {
-            port.count(Counter::RxDuplicates, AttrId::Dreq.counter_index(), 1);
-        }
+    let Some(id) = comm_id::acquire(dreq.remote_comm_id(), dreq.local_comm_id()) else {
+        crate::recv::count_duplicate(dev, port_num, AttrId::Dreq);
         let drep = CommIdsAndData {
-            local_comm_id: dreq.remote_comm_id,
-            remote_comm_id: dreq.local_comm_id,
+            local_comm_id: dreq.remote_comm_id(),
+            remote_comm_id: dreq.local_comm_id(),
             private_data: Bytes::EMPTY,
         };
         crate::recv::respond(dev, port_num, wc, hdr.tid(), &CmMessage::Drep(drep));
-        let (l, r) = (dreq.local_comm_id, dreq.remote_comm_id);
+        let (l, r) = (dreq.local_comm_id(), dreq.remote_comm_id());
         trace::local(Local::IssueDrep, l, r);
         trace::local(Local::NoPrivErr, l, r);
         return;
     };
-    if id.inner.lock().conn.local_qpn != dreq.remote_qpn_eecn {
-        id.put_user();
-        return;
-    }
-    deliver_recv(
-        &id,
-        Input::RecvDreq,
-        Recv::new(dev, port_num, AttrId::Dreq, hdr, wc),
-        12,
-        |_| {},
-    );
-}
-
-/// A DREP (`cm_drep_handler`).
-pub(crate) fn on_drep(
-    dev: &crate::device::CmDevice,
-    port_num: u32,
-    wc: &RecvWc,
-    hdr: &RecvHdr<'_>,
-    drep: &CommIdsAndData<'_>,
-) {
-    let Some(id) = comm_id::acquire(drep.remote_comm_id, drep.local_comm_id) else {
+    let Some(ev) = recv_event(&id, wc, 12) else {
         return;
     };
-    deliver_recv(
-        &id,
-        Input::RecvDrep,
-        Recv::new(dev, port_num, AttrId::Drep, hdr, wc),
-        8,
-        |_| {},
-    );
+    let recv = Recv::new(dev, port_num, AttrId::Dreq, hdr, wc);
+    let mut g = id.inner.lock();
+    let (mut deliver, mut resend) = (None, None);
+    if !g.destroyed && g.conn.local_qpn == dreq.dreq_remote_qpn() {
+        match input::dreq_received(id.cm_state(), id.lap()) {
+            Ok(DreqReceived::Accept { cancel }) => {
+                if cancel {
+                    g.cancel_tracked();
+                }
+                g.conn.tid = recv.tid;
+                id.set_state(State::DreqRcvd.raw());
+                deliver = queue_event(&mut g, ev, state::Event::DreqReceived);
+            }
+            Ok(DreqReceived::Resend) => {
+                crate::recv::count_duplicate(dev, port_num, AttrId::Dreq);
+                resend = answer(&id, &g, Out::ResendDrep);
+            }
+            Err(r) => {
+                if r == Refusal::Duplicate {
+                    crate::recv::count_duplicate(dev, port_num, AttrId::Dreq);
+                }
+                trace_refused(&id, Input::RecvDreq, r);
+            }
+        }
+    }
+    drop(g);
+    send_answer(&recv, resend);
+    deliver_or_put(&id, deliver);
+}
+
+/// A DREP (`cm_drep_handler`): timewait, then the DREQ's retransmissions end.
+pub(crate) fn on_drep(wc: &RecvWc, drep: CommIdsView<'_>) {
+    let Some(id) = comm_id::acquire(drep.remote_comm_id(), drep.local_comm_id()) else {
+        return;
+    };
+    let Some(ev) = recv_event(&id, wc, 8) else {
+        return;
+    };
+    let mut unlinked = Unlinked::default();
+    let mut g = id.inner.lock();
+    let mut deliver = None;
+    if !g.destroyed {
+        match input::drep_received(id.cm_state()) {
+            Ok(()) => {
+                enter_timewait(&id, &mut g, true, &mut unlinked);
+                g.cancel_tracked();
+                deliver = queue_event(&mut g, ev, state::Event::DrepReceived);
+            }
+            Err(r) => trace_refused(&id, Input::RecvDrep, r),
+        }
+    }
+    drop(g);
+    unlinked.free();
+    deliver_or_put(&id, deliver);
+}
+
+/// The id's timewait is over (`cm_timewait_handler`; the caller holds a use): TIMEWAIT ->
+/// IDLE, which ends its connection handle; TIMEWAIT_EXIT.
+pub(crate) fn timewait_expired(id: &Arc<CmId>) {
+    let ev = Event::own();
+    let mut g = id.inner.lock();
+    let mut deliver = None;
+    if !g.destroyed && input::timewait_expired(id.cm_state()).is_ok() {
+        id.set_state(State::Idle.raw());
+        end_conn_ah(id, &mut g);
+        deliver = queue_event(&mut g, ev, state::Event::TimewaitExit);
+    }
+    drop(g);
+    deliver_or_put(id, deliver);
 }

@@ -34,6 +34,7 @@ use crate::{
     cm_id::{CmId, CmIdInner, StoredPd},
     event::Event,
     logic::{
+        input::{self, Leave},
         remote::{Held, Verdict},
         req_event::SIDR_REJECT,
         state::{self, Input, MsgKind, Out, Refusal, State},
@@ -46,7 +47,8 @@ use crate::{
         },
     },
     port::Counter,
-    remote::{self, ConnReservation, QpKey, RemoteKey, ReqKey, Unlinked},
+    recv_wc::RecvWc,
+    remote::{self, QpKey, RemoteKey, ReqKey, Unlinked},
     send,
     slot::Slot,
     timewait::{self, EstablishWork},
@@ -118,6 +120,111 @@ impl<'a> Recv<'a> {
     }
 }
 
+/// A received MAD's event, pointing into the MAD (which it keeps), with its private data at
+/// payload offset `pd_offset`; its type is set once the input is accepted. Allocated before the
+/// id's lock; without memory the caller's use of `id` is given back and the MAD is dropped
+/// (the peer retransmits).
+pub(crate) fn recv_event(id: &CmId, wc: &RecvWc, pd_offset: usize) -> Option<CmBox<Event>> {
+    match Event::for_wc(0, wc) {
+        Ok(mut ev) => {
+            ev.set_private_data(pd_offset);
+            Some(ev)
+        }
+        Err(_) => {
+            id.put_user();
+            None
+        }
+    }
+}
+
+/// Under the id's lock: `ev`, of type `e`, is for the caller to deliver (returned) unless
+/// another thread is delivering, which then finds it in the queue.
+pub(crate) fn queue_event(
+    g: &mut CmIdInner,
+    mut ev: CmBox<Event>,
+    e: state::Event,
+) -> Option<CmBox<Event>> {
+    ev.ev.event = e.raw();
+    if g.delivering {
+        g.events.push(ev);
+        None
+    } else {
+        g.delivering = true;
+        Some(ev)
+    }
+}
+
+/// After the id's lock: delivers `ev` (the caller's use of `id` goes with it) or gives the use
+/// back.
+pub(crate) fn deliver_or_put(id: &Arc<CmId>, ev: Option<CmBox<Event>>) {
+    match ev {
+        Some(ev) => id.deliver(ev),
+        None => id.put_user(),
+    }
+}
+
+/// The tracepoint cm.c emits where it refuses `input` in the id's state, if any.
+pub(crate) fn trace_refused(id: &CmId, input: Input, r: Refusal) {
+    if let Some(ev) = logic_trace::for_refusal(id.cm_state(), input, r) {
+        trace::id(ev, id);
+    }
+}
+
+/// An answer to a retransmission and the TID it goes with.
+pub(crate) type Answer = Option<(CmBox<Resend>, u64)>;
+
+/// Under the id's lock: the answer `o` to a retransmission, traced, for [`send_answer`] to
+/// send after the lock with the id's TID (cm.c formats every such answer with
+/// `cm_id_priv->tid`). Not on the connection's handle: cm.c answers the received MAD's
+/// sender, on QP1 with the received P_Key index, along the work completion's address (for a
+/// routed REQ the router's LID, not the path's), and counts the answer as an id-less send
+/// retried once; the device's reply cache (`respond`) does exactly that. Without memory the
+/// answer is dropped (and not traced), as cm.c drops it when its allocation fails; the peer
+/// retransmits.
+pub(crate) fn answer(id: &CmId, g: &CmIdInner, o: Out) -> Answer {
+    let msg = resend(id, g, o)?;
+    if let Some(ev) = logic_trace::for_send(o) {
+        trace::id(ev, id);
+    }
+    Some((msg, g.conn.tid))
+}
+
+/// After the id's lock: sends an [`answer`] back to the sender of `r`.
+pub(crate) fn send_answer(r: &Recv<'_>, a: Answer) {
+    if let Some((msg, tid)) = a {
+        crate::recv::respond(r.dev, r.port_num, r.wc, tid, &msg.message());
+    }
+}
+
+/// What a retransmitted REQ or REP does in a state (`logic::input::dup_req_received`,
+/// `dup_rep_received`).
+pub(crate) type DupDecision = fn(State) -> core::result::Result<Out, Refusal>;
+
+/// A retransmitted REQ or REP (`input`) for `id`, which holds it (the caller holds a use):
+/// counted as a duplicate and answered as `decide` says (`cm_dup_req_handler`,
+/// `cm_dup_rep_handler`).
+pub(crate) fn on_duplicate(id: &Arc<CmId>, r: &Recv<'_>, input: Input, decide: DupDecision) {
+    let g = id.inner.lock();
+    let mut a = None;
+    if !g.destroyed {
+        match decide(id.cm_state()) {
+            Ok(o) => {
+                crate::recv::count_duplicate(r.dev, r.port_num, r.attr);
+                a = answer(id, &g, o);
+            }
+            Err(refusal) => {
+                if refusal == Refusal::Duplicate {
+                    crate::recv::count_duplicate(r.dev, r.port_num, r.attr);
+                }
+                trace_refused(id, input, refusal);
+            }
+        }
+    }
+    drop(g);
+    send_answer(r, a);
+    id.put_user();
+}
+
 /// Everything an input brings besides itself.
 #[derive(Default)]
 pub(crate) struct Ctx<'a> {
@@ -131,10 +238,6 @@ pub(crate) struct Ctx<'a> {
     pub(crate) event: Slot<CmBox<Event>>,
     /// The received MAD, if the input is one.
     pub(crate) recv: Option<Recv<'a>>,
-    /// A received REP (for [`Action::AcceptRep`] and [`Action::InsertRemote`]).
-    pub(crate) rep: Option<&'a crate::logic::wire::conn::Rep<'a>>,
-    /// The remote-table entry for [`Action::InsertRemote`].
-    pub(crate) reservation: Slot<ConnReservation>,
     /// A received MRA's service timeout.
     pub(crate) mra_timeout: u8,
     /// The input is a destroy: no timer is armed, the farewell messages are the defaults.
@@ -143,13 +246,6 @@ pub(crate) struct Ctx<'a> {
     pub(crate) est_work: Slot<Pin<KBox<EstablishWork>>>,
     /// Private data to keep on success (MRA, RTU, DREP).
     pub(crate) keep_pd: Slot<Option<CmBox<StoredPd>>>,
-    /// Which of a REP's keys another id holds ([`Action::InsertRemote`] refused)...
-    pub(crate) held: crate::logic::remote::Held,
-    /// ... and that id, taken after the step for the verdict, or dropped with the context,
-    /// after the id lock: dropping the last reference runs the id's destructor.
-    pub(crate) holder: Slot<Arc<CmId>>,
-    /// The completion status a *_ERROR event reports.
-    pub(crate) send_status: Option<bindings::ib_wc_status>,
     /// A received LAP's addresses (the sender's, the alternate path's): they replace the
     /// id's before the step, in any state.
     pub(crate) lap_avs: Slot<(CmBox<Av>, CmBox<Av>)>,
@@ -189,7 +285,7 @@ impl Default for Outcome {
 }
 
 /// The error of a refusal, for API callers.
-fn refusal_errno(r: Refusal) -> Error {
+pub(crate) fn refusal_errno(r: Refusal) -> Error {
     match r {
         Refusal::IsConn => crate::error::eisconn(),
         _ => EINVAL,
@@ -222,13 +318,6 @@ pub(crate) fn run(
         ctx.replaced_avs = Slot::some((g.av.replace(av), g.alt_av.replace(alt)));
         // The connection handle was made from the replaced address: no send may take it.
         retire_conn_ah(id, &mut g);
-    }
-    if let (Input::SendFailed { sent_in }, Some(status)) = (input, ctx.send_status) {
-        // cm.c traces a failed tracked MAD whenever the id is still in the state it was sent
-        // in, before it looks at what that state does with it.
-        if sent_in == id.cm_state() {
-            trace::mad_send_err(sent_in.raw(), status);
-        }
     }
     let st = match table::step(id.cm_state(), id.lap(), input) {
         Ok(st) => st,
@@ -269,10 +358,7 @@ pub(crate) fn run(
             match st.on_fail {
                 OnFail::Keep => break,
                 OnFail::Proceed => {}
-                OnFail::Timewait => {
-                    enter_timewait(id, &mut g, ctx, &mut out);
-                    id.set_state(State::Timewait.raw());
-                }
+                OnFail::Timewait => enter_timewait(id, &mut g, !ctx.destroying, &mut out.unlinked),
             }
         }
     }
@@ -308,16 +394,6 @@ pub(crate) fn finish(id: &Arc<CmId>, mut out: Outcome, recv: Option<&Recv<'_>>) 
     result
 }
 
-/// An input from a timer or a completion (the caller holds a use) with its event.
-pub(crate) fn input_with_event(id: &Arc<CmId>, input: Input, event: Option<CmBox<Event>>) {
-    let mut ctx = Ctx {
-        event: Slot::from_option(event),
-        ..Ctx::default()
-    };
-    let out = run(id, input, &mut ctx, |_, _| {}, |_, _| {});
-    let _ = finish(id, out, None);
-}
-
 /// A received message for `id` (the caller holds a use): its event points into the
 /// MAD with `private_data` at payload offset `pd_offset`; `fill` sets the event's parameters.
 pub(crate) fn deliver_recv(
@@ -339,11 +415,9 @@ pub(crate) fn deliver_recv_ctx(
     mra_timeout: u8,
     fill: impl FnOnce(&mut Event),
 ) {
-    let Ok(mut ev) = Event::for_wc(0, recv.wc) else {
-        id.put_user();
+    let Some(mut ev) = recv_event(id, recv.wc, pd_offset) else {
         return;
     };
-    ev.set_private_data(pd_offset);
     fill(&mut ev);
     let mut ctx = Ctx {
         event: Slot::some(ev),
@@ -394,17 +468,13 @@ pub(crate) fn on_held(
             let Some(id) = crate::comm_id::acquire(holder.local_id(), holder.remote_id()) else {
                 return;
             };
-            let attr = if kind == MsgKind::Req {
-                AttrId::Req
+            let (attr, decide): (_, DupDecision) = if kind == MsgKind::Req {
+                (AttrId::Req, input::dup_req_received)
             } else {
-                AttrId::Rep
+                (AttrId::Rep, input::dup_rep_received)
             };
-            let mut ctx = Ctx {
-                recv: Some(Recv::new(dev, port_num, attr, hdr, wc)),
-                ..Ctx::default()
-            };
-            let out = run(&id, input, &mut ctx, |_, _| {}, |_, _| {});
-            let _ = finish(&id, out, ctx.recv.as_ref());
+            let r = Recv::new(dev, port_num, attr, hdr, wc);
+            on_duplicate(&id, &r, input, decide);
         }
         Verdict::Stale {
             rej_reason,
@@ -432,14 +502,9 @@ fn trace_refusal(id: &CmId, input: Input, r: Refusal, ctx: &Ctx<'_>) {
     if let Some(ev) = logic_trace::for_refusal(id.cm_state(), input, r) {
         trace::id(ev, id);
     }
-    match logic_trace::rep_refusal(input, r) {
-        (true, _) => trace::send_rep_err(id),
-        (_, true) => {
-            if let Some(rep) = ctx.rep {
-                trace::rep_unknown_err(rep.local_comm_id, rep.remote_comm_id, id.state());
-            }
-        }
-        _ => {}
+    // A received REP's refusal is traced by its direct handler.
+    if logic_trace::rep_refusal(input, r).0 {
+        trace::send_rep_err(id);
     }
 }
 
@@ -451,8 +516,9 @@ fn count_duplicate(ctx: &Ctx<'_>) {
     }
 }
 
-/// Takes the id out of the remote tables, if it is in them (the tables' lock only then).
-fn leave_remote(id: &CmId, g: &mut CmIdInner, out: &mut Outcome) {
+/// Takes the id out of the remote tables, if it is in them (the tables' lock only then); what
+/// it unlinked goes into `u`, to be freed after the id's lock.
+pub(crate) fn leave_remote(id: &CmId, g: &mut CmIdInner, u: &mut Unlinked) {
     if let Some(key) = g.remote.take() {
         let mut t = remote::tables().lock();
         match key {
@@ -461,28 +527,36 @@ fn leave_remote(id: &CmId, g: &mut CmIdInner, out: &mut Outcome) {
                 comm_id,
                 qpn,
             } => {
-                out.unlinked.conn = Slot::from_option(t.conns.remove(
+                u.conn = Slot::from_option(t.conns.remove(
                     &ReqKey { ca_guid, comm_id },
                     &QpKey { ca_guid, qpn },
                     id,
                 ));
             }
             RemoteKey::Sidr(k) => {
-                out.unlinked.sidr = Slot::from_option(t.sidrs.remove(&k, id));
+                u.sidr = Slot::from_option(t.sidrs.remove(&k, id));
             }
         }
     }
 }
 
-/// Leaves the remote tables and, unless the id is being destroyed, arms timewait (under the
-/// device lock, ordered with removal's `going_down`), as cm.c's `cm_enter_timewait()` does
-/// in two sections of `cm.lock`. Both run under the id lock, so no other step of the id sees
-/// it out of the tables but not yet in timewait.
-fn enter_timewait(id: &Arc<CmId>, g: &mut CmIdInner, ctx: &Ctx<'_>, out: &mut Outcome) {
-    leave_remote(id, g, out);
-    if !ctx.destroying {
-        // Destroy arms no timer.
+/// `cm_enter_timewait()`: leaves the remote tables and, with `arm` (not for a destroy), arms
+/// timewait (under the device lock, ordered with removal's `going_down`), as cm.c does in two
+/// sections of `cm.lock`; the state is TIMEWAIT from here on. Both run under the id lock, so
+/// no other input of the id sees it out of the tables but not yet in timewait.
+pub(crate) fn enter_timewait(id: &Arc<CmId>, g: &mut CmIdInner, arm: bool, u: &mut Unlinked) {
+    leave_remote(id, g, u);
+    if arm {
         timewait::arm(id, g);
+    }
+    id.set_state(State::Timewait.raw());
+}
+
+/// Leaves as `l` says (see [`leave_remote`], [`enter_timewait`]).
+pub(crate) fn leave(id: &Arc<CmId>, g: &mut CmIdInner, l: Leave, u: &mut Unlinked) {
+    match l {
+        Leave::Remote => leave_remote(id, g, u),
+        Leave::Timewait => enter_timewait(id, g, true, u),
     }
 }
 
@@ -502,15 +576,12 @@ fn act(
             g.modify_tracked(ms)?;
             g.retag_tracked(next);
         }
-        Action::ResetRemote => leave_remote(id, g, out),
-        Action::EnterTimewait => {
-            enter_timewait(id, g, ctx, out);
-            // As `cm_enter_timewait()`: the state is TIMEWAIT from here on, also for the
-            // actions that follow in the step (a DREP is sent, and traced, from TIMEWAIT).
-            id.set_state(State::Timewait.raw());
-        }
-        Action::InsertRemote => rep_rtu::insert_remote(id, g, ctx)?,
-        Action::AcceptRep => rep_rtu::accept_rep(id, g, ctx),
+        Action::ResetRemote => leave_remote(id, g, &mut out.unlinked),
+        // As `cm_enter_timewait()`: the state is TIMEWAIT from here on, also for the actions
+        // that follow in the step (a DREP is sent, and traced, from TIMEWAIT).
+        Action::EnterTimewait => enter_timewait(id, g, !ctx.destroying, &mut out.unlinked),
+        // Only a received REP registers and takes a REP, in its direct handler.
+        Action::InsertRemote | Action::AcceptRep => return Err(EINVAL),
         Action::SaveTid => {
             if let Some(r) = &ctx.recv {
                 g.conn.tid = r.tid;
@@ -525,9 +596,6 @@ fn act(
                 None => Event::new_atomic()?,
             };
             ev.ev.event = e.raw();
-            if let Some(status) = ctx.send_status {
-                *ev.send_status() = status;
-            }
             out.deliver = Slot::some(ev);
         }
         Action::CountDuplicate => count_duplicate(ctx),
@@ -626,23 +694,11 @@ fn send_out(
     ctx: &mut Ctx<'_>,
     out: &mut Outcome,
 ) -> Result {
-    let (local, remote) = (id.local_id(), id.remote_id());
     if matches!(
         o,
         Out::ResendRtu | Out::ResendMra(_) | Out::ResendDrep | Out::ResendRejStale
     ) {
-        // Not on the connection's handle: cm.c answers the received MAD's sender, on QP1 with
-        // the received P_Key index, along the work completion's address (for a routed REQ the
-        // router's LID, not the path's), and counts the answer as an id-less send retried
-        // once. The device's reply cache (`respond`) does exactly that, with a cached handle.
-        // Without memory the answer is dropped (and not traced), as cm.c drops it when its
-        // allocation fails; the peer retransmits.
-        if let Some(msg) = resend(id, g, o) {
-            if let Some(ev) = logic_trace::for_send(o) {
-                trace::id(ev, id);
-            }
-            out.response = Slot::some((msg, g.conn.tid));
-        }
+        out.response = Slot::from_option(answer(id, g, o));
         return Ok(());
     }
     let mut own;
@@ -653,7 +709,35 @@ fn send_out(
             &mut own
         }
     };
-    // What the id fills in.
+    if o == Out::Drep {
+        // cm.c keeps a DREP's private data before sending it (the state changes anyway).
+        if let Some(pd) = ctx.keep_pd.take() {
+            g.stored_pd = pd;
+        }
+    }
+    let attr_mod = match o {
+        Out::Req | Out::Rep | Out::SidrRep => ctx.attr_mod,
+        _ => 0,
+    };
+    send(id, g, o, msg, attr_mod, next)?;
+    if let Some(pd) = ctx.keep_pd.take() {
+        g.stored_pd = pd;
+    }
+    Ok(())
+}
+
+/// Sends `o` for `id` under its lock (non-sleeping, as cm.c's sends): `msg` is complete but
+/// for what the id fills in here (comm IDs, the REJ's and MRA's forms, the DREQ's QPN, the
+/// SIDR_REP's request and service IDs); a tracked MAD is recorded with state `next`.
+pub(crate) fn send(
+    id: &Arc<CmId>,
+    g: &mut CmIdInner,
+    o: Out,
+    msg: &mut CmMessage<'_>,
+    attr_mod: u32,
+    next: State,
+) -> Result {
+    let (local, remote) = (id.local_id(), id.remote_id());
     match (o, &mut *msg) {
         (
             Out::Rej {
@@ -690,7 +774,7 @@ fn send_out(
         }
         (_, CmMessage::Req(r)) => r.local_comm_id = local,
         (_, CmMessage::SidrReq(r)) => r.request_id = local,
-        // Not reached: `fits` and `default_msg` give every `o` its own kind of message.
+        // Not reached: every `o` comes with its own kind of message.
         _ => return Err(EINVAL),
     }
     // Messages that open an exchange get a new TID (`cm_form_tid`, formed by the send under
@@ -699,19 +783,10 @@ fn send_out(
         Out::Req | Out::Dreq | Out::SidrReq => None,
         _ => Some(g.conn.tid),
     };
-    if o == Out::Drep {
-        // cm.c keeps a DREP's private data before sending it (the state changes anyway).
-        if let Some(pd) = ctx.keep_pd.take() {
-            g.stored_pd = pd;
-        }
-    }
-    let attr_mod = match o {
-        Out::Req | Out::Rep | Out::SidrRep => ctx.attr_mod,
-        _ => 0,
-    };
     let timeout_ms = if o.tracked() { g.conn.timeout_ms } else { 0 };
     let hs = on_conn_ah(id, g, o);
-    // Traced once the MAD is allocated, with the state the id sends in (REJs: see `run`).
+    // Traced once the MAD is allocated, with the state the id sends in (a REJ is traced by
+    // its sender, before the state changes).
     let (buf, tid) = send::send_for_id(
         id,
         g,
@@ -727,9 +802,6 @@ fn send_out(
     }
     if o.tracked() {
         g.track(buf, next);
-    }
-    if let Some(pd) = ctx.keep_pd.take() {
-        g.stored_pd = pd;
     }
     Ok(())
 }

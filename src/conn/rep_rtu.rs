@@ -1,26 +1,30 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! REP and RTU, both ways: `ib_send_cm_rep()`, `ib_send_cm_rtu()`, `cm_rep_handler()`,
-//! `cm_dup_rep_handler()`, `cm_rtu_handler()` and the stale-connection check of a REP.
+//! `cm_dup_rep_handler()`, `cm_rtu_handler()`, the stale-connection check of a REP, and
+//! `cm_establish_handler()` (the USER_ESTABLISHED work, the RTU's stand-in).
 
-use super::{api, finish, run, Ctx, Recv};
-use crate::alloc::CmBox;
+use super::{
+    api, deliver_or_put, on_duplicate, queue_event, recv_event, refusal_errno, send, trace_refused,
+    Ctx, Recv,
+};
 use crate::{
     bindings,
     cm_id::{CmId, CmIdInner, StoredPd},
     comm_id,
     event::{self, Event},
     logic::{
+        input,
         remote::Held,
-        state::{Input, MsgKind},
+        state::{self, Input, MsgKind, Out, State},
         timeout,
         wire::{
-            conn::{CommIdsAndData, Rep, RTU_PRIVATE_DATA},
+            conn::{CommIdsAndData, CommIdsView, RepView, RTU_PRIVATE_DATA},
             field::Bytes,
             AttrId, CmMessage, RecvHdr,
         },
     },
     recv_wc::RecvWc,
-    remote::{self, ConnReservation, QpKey, RemoteKey, ReqKey},
+    remote::{ConnReservation, QpKey, RemoteKey, ReqKey, Taken},
     trace::{self, Local, Remote},
 };
 use kernel::{prelude::*, sync::Arc};
@@ -36,7 +40,7 @@ pub(crate) fn send_rep(id: &Arc<CmId>, param: &bindings::ib_cm_rep_param, pd: &[
     let guid = id.dev.node_guid().unwrap_or(0);
     let ack_delay = id.dev.ack_delay().unwrap_or(0);
     let qpn = param.qp_num & 0x00FF_FFFF;
-    let mut msg = CmMessage::Rep(Rep {
+    let mut msg = CmMessage::Rep(crate::logic::wire::conn::Rep {
         local_comm_id: 0,
         remote_comm_id: 0,
         local_qkey: 0,
@@ -73,105 +77,105 @@ pub(crate) fn send_rep(id: &Arc<CmId>, param: &bindings::ib_cm_rep_param, pd: &[
     )
 }
 
-/// `ib_send_cm_rtu()`.
+/// `ib_send_cm_rtu()`: REP_RCVD or MRA_REP_SENT -> ESTABLISHED once the RTU is posted.
 pub(crate) fn send_rtu(id: &Arc<CmId>, pd: &[u8]) -> Result {
     if pd.len() > RTU_PRIVATE_DATA {
         return Err(EINVAL);
     }
+    let keep = StoredPd::copy(pd)?;
     let mut msg = CmMessage::Rtu(CommIdsAndData {
         local_comm_id: 0,
         remote_comm_id: 0,
         private_data: Bytes::new(pd),
     });
-    let keep = StoredPd::copy(pd)?;
-    let ctx = Ctx {
-        msg: Some(&mut msg),
-        keep_pd: crate::slot::Slot::some(keep),
-        ..Ctx::default()
-    };
-    api(id, Input::SendRtu, ctx, |_, _| {}, |_, _| {})
+    let mut g = id.inner.lock();
+    if g.destroyed {
+        return Err(EINVAL);
+    }
+    if let Err(r) = input::send_rtu(id.cm_state()) {
+        trace_refused(id, Input::SendRtu, r);
+        return Err(refusal_errno(r));
+    }
+    send(id, &mut g, Out::Rtu, &mut msg, 0, State::Established)?;
+    // Kept for the answers to a retransmitted REP; the replaced data is freed after the lock.
+    let old = core::mem::replace(&mut g.stored_pd, keep);
+    id.set_state(State::Established.raw());
+    drop(g);
+    drop(old);
+    Ok(())
 }
 
 /// The peer's QPN in a REP (`cm_rep_get_qpn`: XRC initiators read the EECN field).
-fn rep_qpn(rep: &Rep<'_>, qp_type: u32) -> u32 {
+fn rep_qpn(rep: RepView<'_>, qp_type: u32) -> u32 {
     if qp_type == bindings::ib_qp_type_IB_QPT_XRC_INI {
-        rep.local_eecn
+        rep.local_eecn()
     } else {
-        rep.local_qpn
+        rep.local_qpn()
     }
 }
 
-/// [`crate::logic::table::Action::InsertRemote`]: registers the REP's keys; a key already
-/// present is a duplicate REP, a QP already connected is a stale connection (the old id is
-/// kept in the context for its DREQ).
-pub(crate) fn insert_remote(id: &Arc<CmId>, g: &mut CmIdInner, ctx: &mut Ctx<'_>) -> Result {
-    let rep = ctx.rep.ok_or(EINVAL)?;
-    let res = ctx.reservation.take().ok_or(ENOMEM)?;
+/// Registers the REP's keys (duplicate-REP and stale-QP checks). A key already present is a
+/// duplicate REP, a QP already connected a stale connection: the refused reservation and the
+/// id holding the key come back, to be dropped after the id lock (this runs under it).
+fn insert_remote(
+    id: &Arc<CmId>,
+    g: &mut CmIdInner,
+    rep: RepView<'_>,
+    res: ConnReservation,
+) -> core::result::Result<(), (ConnReservation, Taken)> {
     let key = ReqKey {
-        ca_guid: rep.local_ca_guid,
-        comm_id: rep.local_comm_id,
+        ca_guid: rep.local_ca_guid(),
+        comm_id: rep.local_comm_id(),
     };
     let qp = QpKey {
-        ca_guid: rep.local_ca_guid,
+        ca_guid: rep.local_ca_guid(),
         qpn: rep_qpn(rep, g.conn.qp_type()),
     };
-    let refused = remote::tables().lock().conns.insert(key, qp, id, res).err();
-    let Some((res, taken)) = refused else {
-        g.remote = Some(RemoteKey::req(key, qp));
-        return Ok(());
-    };
-    // The refused reservation and the other id's reference are dropped with the context,
-    // after the id lock (this runs under it).
-    ctx.reservation = crate::slot::Slot::some(res);
-    let (held, holder) = taken.held();
-    if held == Held::CommId {
-        trace::remote(Remote::InsertFailedErr, rep.remote_comm_id);
-    }
-    ctx.held = held;
-    ctx.holder = crate::slot::Slot::some(holder);
-    Err(EINVAL)
+    crate::remote::tables()
+        .lock()
+        .conns
+        .insert(key, qp, id, res)?;
+    g.remote = Some(RemoteKey::req(key, qp));
+    Ok(())
 }
 
-/// [`crate::logic::table::Action::AcceptRep`]: what the active side takes from the REP.
-pub(crate) fn accept_rep(id: &CmId, g: &mut CmIdInner, ctx: &Ctx<'_>) {
-    let Some(rep) = ctx.rep else { return };
-    id.set_remote_id(rep.local_comm_id);
+/// What the active side takes from the REP.
+fn accept_rep(id: &CmId, g: &mut CmIdInner, rep: RepView<'_>) {
+    id.set_remote_id(rep.local_comm_id());
+    let target_ack_delay = rep.target_ack_delay();
     g.conn.remote_qpn = rep_qpn(rep, g.conn.qp_type());
-    g.conn.initiator_depth = rep.responder_resources;
-    g.conn.responder_resources = rep.initiator_depth;
-    g.conn.sq_psn = rep.starting_psn;
-    g.conn.rnr_retry_count = rep.rnr_retry_count;
-    g.conn.target_ack_delay = rep.target_ack_delay;
+    g.conn.initiator_depth = rep.responder_resources();
+    g.conn.responder_resources = rep.initiator_depth();
+    g.conn.sq_psn = rep.starting_psn();
+    g.conn.rnr_retry_count = rep.rnr_retry_count();
+    g.conn.target_ack_delay = target_ack_delay;
     if let Some(av) = g.av.as_mut() {
-        av.timeout = timeout::after_rep(rep.target_ack_delay, av.timeout);
+        av.timeout = timeout::after_rep(target_ack_delay, av.timeout);
     }
     if let Some(av) = g.alt_av.as_mut() {
-        av.timeout = timeout::after_rep(rep.target_ack_delay, av.timeout);
+        av.timeout = timeout::after_rep(target_ack_delay, av.timeout);
     }
 }
 
-/// The REP_RECEIVED event of `rep`, pointing into `wc`'s MAD.
-fn rep_event(wc: &RecvWc, rep: &Rep<'_>, qp_type: u32, attr_mod: u32) -> Result<CmBox<Event>> {
-    let mut ev = Event::for_wc(0, wc)?;
+/// Fills the REP_RECEIVED event `ev` from `rep`.
+fn fill_rep_event(ev: &mut Event, rep: RepView<'_>, qp_type: u32, attr_mod: u32) {
     let p = ev.rep_rcvd();
-    p.remote_ca_guid = rep.local_ca_guid.to_be();
-    p.remote_qkey = rep.local_qkey;
+    p.remote_ca_guid = rep.local_ca_guid().to_be();
+    p.remote_qkey = rep.local_qkey();
     p.remote_qpn = rep_qpn(rep, qp_type);
-    p.starting_psn = rep.starting_psn;
-    p.responder_resources = rep.initiator_depth;
-    p.initiator_depth = rep.responder_resources;
+    p.starting_psn = rep.starting_psn();
+    p.responder_resources = rep.initiator_depth();
+    p.initiator_depth = rep.responder_resources();
     event::set_rep_bits(
         p,
-        rep.target_ack_delay,
-        rep.failover_accepted,
-        rep.end_to_end_flow_control.into(),
-        rep.rnr_retry_count,
-        rep.srq.into(),
+        rep.target_ack_delay(),
+        rep.failover_accepted(),
+        rep.end_to_end_flow_control().into(),
+        rep.rnr_retry_count(),
+        rep.srq().into(),
     );
-    p.ece.vendor_id = rep.vendor_id;
+    p.ece.vendor_id = rep.vendor_id();
     p.ece.attr_mod = attr_mod;
-    ev.set_private_data(36);
-    Ok(ev)
 }
 
 /// A REP (`cm_rep_handler`).
@@ -180,53 +184,61 @@ pub(crate) fn on_rep(
     port_num: u32,
     wc: &RecvWc,
     hdr: &RecvHdr<'_>,
-    rep: &Rep<'_>,
+    rep: RepView<'_>,
 ) {
-    let recv = Recv::new(dev, port_num, AttrId::Rep, hdr, wc);
-    let Some(id) = comm_id::acquire(rep.remote_comm_id, 0) else {
+    let Some(id) = comm_id::acquire(rep.remote_comm_id(), 0) else {
         // `cm_dup_rep_handler`: the id already took a REP from this peer.
-        if let Some(id) = comm_id::acquire(rep.remote_comm_id, rep.local_comm_id) {
-            let mut ctx = Ctx {
-                recv: Some(recv),
-                ..Ctx::default()
-            };
-            let out = run(&id, Input::RecvDupRep, &mut ctx, |_, _| {}, |_, _| {});
-            let _ = finish(&id, out, ctx.recv.as_ref());
+        if let Some(id) = comm_id::acquire(rep.remote_comm_id(), rep.local_comm_id()) {
+            let r = Recv::new(dev, port_num, AttrId::Rep, hdr, wc);
+            on_duplicate(&id, &r, Input::RecvDupRep, input::dup_rep_received);
         }
-        trace::remote(Remote::RemoteNoPrivErr, rep.remote_comm_id);
+        trace::remote(Remote::RemoteNoPrivErr, rep.remote_comm_id());
         return;
     };
-    let qp_type = id.inner.lock().conn.qp_type();
-    let (Ok(ev), Ok(res)) = (
-        rep_event(wc, rep, qp_type, hdr.attr_mod()),
-        ConnReservation::new(GFP_KERNEL),
-    ) else {
+    let Some(mut ev) = recv_event(&id, wc, 36) else {
+        return;
+    };
+    let Ok(res) = ConnReservation::new(GFP_KERNEL) else {
         id.put_user();
         return;
     };
-    let mut ctx = Ctx {
-        event: crate::slot::Slot::some(ev),
-        recv: Some(recv),
-        rep: Some(rep),
-        reservation: crate::slot::Slot::some(res),
-        ..Ctx::default()
-    };
-    let out = run(&id, Input::RecvRep, &mut ctx, |_, _| {}, |_, _| {});
-    let holder = ctx.holder.take();
-    let _ = finish(&id, out, ctx.recv.as_ref());
-    if let Some(holder) = holder {
+    let mut g = id.inner.lock();
+    let mut refused = None;
+    let mut deliver = None;
+    if !g.destroyed {
+        match input::rep_received(id.cm_state()) {
+            Err(r) => {
+                trace_refused(&id, Input::RecvRep, r);
+                trace::rep_unknown_err(rep.local_comm_id(), rep.remote_comm_id(), id.state());
+            }
+            Ok(()) => match insert_remote(&id, &mut g, rep, res) {
+                Err((res, taken)) => refused = Some((res, taken.held())),
+                Ok(()) => {
+                    accept_rep(&id, &mut g, rep);
+                    g.cancel_tracked();
+                    id.set_state(State::RepRcvd.raw());
+                    fill_rep_event(&mut ev, rep, g.conn.qp_type(), hdr.attr_mod());
+                    deliver = queue_event(&mut g, ev, state::Event::RepReceived);
+                }
+            },
+        }
+    }
+    drop(g);
+    deliver_or_put(&id, deliver);
+    if let Some((res, (held, holder))) = refused {
+        drop(res);
+        if held == Held::CommId {
+            trace::remote(Remote::InsertFailedErr, rep.remote_comm_id());
+        }
         // A stale connection: REJ STALE_CONN for the REP, then a DREQ from the id that holds
         // the peer's QP; this id stays in REQ_SENT until its REQ times out.
-        super::on_held(
-            dev,
-            port_num,
-            wc,
-            hdr,
-            MsgKind::Rep,
-            ctx.held,
-            &holder,
-            || trace::local(Local::StaleconnErr, rep.local_comm_id, rep.remote_comm_id),
-        );
+        super::on_held(dev, port_num, wc, hdr, MsgKind::Rep, held, &holder, || {
+            trace::local(
+                Local::StaleconnErr,
+                rep.local_comm_id(),
+                rep.remote_comm_id(),
+            )
+        });
     }
 }
 
@@ -235,17 +247,45 @@ pub(crate) fn on_rtu(
     dev: &crate::device::CmDevice,
     port_num: u32,
     wc: &RecvWc,
-    hdr: &RecvHdr<'_>,
-    rtu: &CommIdsAndData<'_>,
+    rtu: CommIdsView<'_>,
 ) {
-    let Some(id) = comm_id::acquire(rtu.remote_comm_id, rtu.local_comm_id) else {
+    let Some(id) = comm_id::acquire(rtu.remote_comm_id(), rtu.local_comm_id()) else {
         return;
     };
-    super::deliver_recv(
-        &id,
-        Input::RecvRtu,
-        Recv::new(dev, port_num, AttrId::Rtu, hdr, wc),
-        8,
-        |_| {},
-    );
+    let Some(ev) = recv_event(&id, wc, 8) else {
+        return;
+    };
+    let mut g = id.inner.lock();
+    let mut deliver = None;
+    if !g.destroyed {
+        match input::rtu_received(id.cm_state()) {
+            Ok(()) => {
+                g.cancel_tracked();
+                id.set_state(State::Established.raw());
+                deliver = queue_event(&mut g, ev, state::Event::RtuReceived);
+            }
+            Err(r) => {
+                if r == state::Refusal::Duplicate {
+                    crate::recv::count_duplicate(dev, port_num, AttrId::Rtu);
+                }
+                trace_refused(&id, Input::RecvRtu, r);
+            }
+        }
+    }
+    drop(g);
+    deliver_or_put(&id, deliver);
+}
+
+/// The USER_ESTABLISHED work runs (`cm_establish_handler`; the caller holds a use): in
+/// ESTABLISHED the REP's retransmissions end and the event is delivered.
+pub(crate) fn user_established(id: &Arc<CmId>) {
+    let ev = Event::own();
+    let mut g = id.inner.lock();
+    let mut deliver = None;
+    if !g.destroyed && input::user_established(id.cm_state()).is_ok() {
+        g.cancel_tracked();
+        deliver = queue_event(&mut g, ev, state::Event::UserEstablished);
+    }
+    drop(g);
+    deliver_or_put(id, deliver);
 }

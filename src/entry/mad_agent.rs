@@ -9,7 +9,7 @@ use crate::{
     device::{device_of_agent, CmDevice},
     logic::wire::{
         check_header,
-        conn::{Drep, Dreq, Mra, Rej, Rep, Req, Rtu},
+        conn::{CommIdsView, Mra, Rej, RepView, Req},
         lap::{Apr, Lap},
         payload,
         sidr::{SidrRep, SidrReq},
@@ -116,18 +116,19 @@ fn wire_error(e: WireError) -> &'static kernel::str::CStr {
 }
 
 /// Dispatches one received MAD of attribute `attr`, whose header the receive callback checked
-/// (`cm_work_handler`). Each message is decoded straight into the handler's argument: no enum
-/// of every message kind is built and moved around.
+/// (`cm_work_handler`). The header was checked once, by the receive callback; the REP, RTU,
+/// DREQ and DREP go to their handlers as views that read each field where it is used, the
+/// other messages decoded straight into the handler's argument.
 fn process(dev: &Arc<CmDevice>, port_num: u32, attr: AttrId, wc: &RecvWc) {
     let mad = wc.mad();
     let (hdr, p) = (RecvHdr::of(mad), payload(mad));
     match attr {
         AttrId::Req => conn::req::on_req(dev, port_num, wc, &hdr, &Req::decode(p)),
         AttrId::SidrReq => conn::sidr::on_sidr_req(dev, port_num, wc, &hdr, &SidrReq::decode(p)),
-        AttrId::Rep => conn::rep_rtu::on_rep(dev, port_num, wc, &hdr, &Rep::decode(p)),
-        AttrId::Rtu => conn::rep_rtu::on_rtu(dev, port_num, wc, &hdr, &Rtu::decode(p)),
-        AttrId::Dreq => conn::dreq_drep::on_dreq(dev, port_num, wc, &hdr, &Dreq::decode(p)),
-        AttrId::Drep => conn::dreq_drep::on_drep(dev, port_num, wc, &hdr, &Drep::decode(p)),
+        AttrId::Rep => conn::rep_rtu::on_rep(dev, port_num, wc, &hdr, RepView(p)),
+        AttrId::Rtu => conn::rep_rtu::on_rtu(dev, port_num, wc, CommIdsView(p)),
+        AttrId::Dreq => conn::dreq_drep::on_dreq(dev, port_num, wc, &hdr, CommIdsView(p)),
+        AttrId::Drep => conn::dreq_drep::on_drep(wc, CommIdsView(p)),
         AttrId::Rej => conn::rej_mra::on_rej(dev, port_num, wc, &hdr, &Rej::decode(p)),
         AttrId::Mra => conn::rej_mra::on_mra(dev, port_num, wc, &hdr, &Mra::decode(p)),
         AttrId::SidrRep => conn::sidr::on_sidr_rep(dev, port_num, wc, &hdr, &SidrRep::decode(p)),

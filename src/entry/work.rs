@@ -8,8 +8,6 @@ use crate::{
     cm_id::CmId,
     conn,
     device::CmDevice,
-    event::Event,
-    logic::state::Input,
     timewait::{self, EstablishWork},
 };
 use kernel::{prelude::*, sync::Arc, workqueue::WorkItem};
@@ -39,7 +37,7 @@ pub(crate) fn expire(id: Arc<CmId>) {
     if !timewait::claim_expiry(&id) || !id.get_user() {
         return;
     }
-    conn::input_with_event(&id, Input::TimewaitExpired, Some(Event::own()));
+    conn::dreq_drep::timewait_expired(&id);
 }
 
 impl WorkItem for EstablishWork {
@@ -51,7 +49,7 @@ impl WorkItem for EstablishWork {
         if !id.get_user() {
             return;
         }
-        conn::input_with_event(&id, Input::UserEstablished, Some(Event::own()));
+        conn::rep_rtu::user_established(&id);
     }
 }
 

@@ -399,25 +399,23 @@ pub(crate) struct Rep<'a> {
 impl<'a> Rep<'a> {
     /// Decodes a payload of at least 232 bytes.
     pub(crate) fn decode(p: &'a [u8]) -> Self {
-        let vendor = (u32::from(field::u8_at(p, 15)) << 16)
-            | (u32::from(field::u8_at(p, 19)) << 8)
-            | u32::from(field::u8_at(p, 23));
+        let v = RepView(p);
         Self {
-            local_comm_id: field::u32_at(p, 0),
-            remote_comm_id: field::u32_at(p, 4),
-            local_qkey: field::u32_at(p, 8),
-            local_qpn: narrow(get(p, 12, 0, 24)),
-            vendor_id: vendor,
-            local_eecn: narrow(get(p, 16, 0, 24)),
-            starting_psn: narrow(get(p, 20, 0, 24)),
-            responder_resources: field::u8_at(p, 24),
-            initiator_depth: field::u8_at(p, 25),
-            target_ack_delay: narrow(get(p, 26, 0, 5)),
-            failover_accepted: narrow(get(p, 26, 5, 2)),
-            end_to_end_flow_control: get(p, 26, 7, 1) != 0,
-            rnr_retry_count: narrow(get(p, 27, 0, 3)),
-            srq: get(p, 27, 3, 1) != 0,
-            local_ca_guid: field::u64_at(p, 28),
+            local_comm_id: v.local_comm_id(),
+            remote_comm_id: v.remote_comm_id(),
+            local_qkey: v.local_qkey(),
+            local_qpn: v.local_qpn(),
+            vendor_id: v.vendor_id(),
+            local_eecn: v.local_eecn(),
+            starting_psn: v.starting_psn(),
+            responder_resources: v.responder_resources(),
+            initiator_depth: v.initiator_depth(),
+            target_ack_delay: v.target_ack_delay(),
+            failover_accepted: v.failover_accepted(),
+            end_to_end_flow_control: v.end_to_end_flow_control(),
+            rnr_retry_count: v.rnr_retry_count(),
+            srq: v.srq(),
+            local_ca_guid: v.local_ca_guid(),
             private_data: Bytes::at(p, 36),
         }
     }
@@ -510,5 +508,96 @@ impl<'a> Dreq<'a> {
         field::put(p, 4, &self.remote_comm_id.to_be_bytes());
         set(p, 8, 0, 24, u64::from(self.remote_qpn_eecn));
         self.private_data.put(p, 12);
+    }
+}
+
+/// A received REP read in place (Table 110): each field is read from the payload where it is
+/// used, nothing is copied first. [`Rep::decode`] reads through it, so the offsets are written
+/// once.
+#[derive(Clone, Copy)]
+pub(crate) struct RepView<'a>(pub(crate) &'a [u8]);
+
+impl RepView<'_> {
+    /// 0.
+    pub(crate) fn local_comm_id(&self) -> u32 {
+        field::u32_at(self.0, 0)
+    }
+    /// 4.
+    pub(crate) fn remote_comm_id(&self) -> u32 {
+        field::u32_at(self.0, 4)
+    }
+    /// 8.
+    pub(crate) fn local_qkey(&self) -> u32 {
+        field::u32_at(self.0, 8)
+    }
+    /// 12, 24 bits.
+    pub(crate) fn local_qpn(&self) -> u32 {
+        field::u32_at(self.0, 12) >> 8
+    }
+    /// 15 (bits 23:16), 19 (15:8), 23 (7:0).
+    pub(crate) fn vendor_id(&self) -> u32 {
+        (u32::from(field::u8_at(self.0, 15)) << 16)
+            | (u32::from(field::u8_at(self.0, 19)) << 8)
+            | u32::from(field::u8_at(self.0, 23))
+    }
+    /// 16, 24 bits (carries the QPN for XRC).
+    pub(crate) fn local_eecn(&self) -> u32 {
+        field::u32_at(self.0, 16) >> 8
+    }
+    /// 20, 24 bits.
+    pub(crate) fn starting_psn(&self) -> u32 {
+        field::u32_at(self.0, 20) >> 8
+    }
+    /// 24.
+    pub(crate) fn responder_resources(&self) -> u8 {
+        field::u8_at(self.0, 24)
+    }
+    /// 25.
+    pub(crate) fn initiator_depth(&self) -> u8 {
+        field::u8_at(self.0, 25)
+    }
+    /// 26, 5 bits.
+    pub(crate) fn target_ack_delay(&self) -> u8 {
+        field::u8_at(self.0, 26) >> 3
+    }
+    /// 26 bit 5, 2 bits.
+    pub(crate) fn failover_accepted(&self) -> u8 {
+        (field::u8_at(self.0, 26) >> 1) & 3
+    }
+    /// 26 bit 7, 1 bit.
+    pub(crate) fn end_to_end_flow_control(&self) -> bool {
+        field::u8_at(self.0, 26) & 1 != 0
+    }
+    /// 27, 3 bits.
+    pub(crate) fn rnr_retry_count(&self) -> u8 {
+        field::u8_at(self.0, 27) >> 5
+    }
+    /// 27 bit 3, 1 bit.
+    pub(crate) fn srq(&self) -> bool {
+        field::u8_at(self.0, 27) & 0x10 != 0
+    }
+    /// 28, 64 bits.
+    pub(crate) fn local_ca_guid(&self) -> u64 {
+        field::u64_at(self.0, 28)
+    }
+}
+
+/// The two comm IDs every connection message but the REQ starts with, read in place (RTU,
+/// DREP, and the DREQ with [`CommIdsView::dreq_remote_qpn`]).
+#[derive(Clone, Copy)]
+pub(crate) struct CommIdsView<'a>(pub(crate) &'a [u8]);
+
+impl CommIdsView<'_> {
+    /// 0: the sender's comm ID.
+    pub(crate) fn local_comm_id(&self) -> u32 {
+        field::u32_at(self.0, 0)
+    }
+    /// 4: ours.
+    pub(crate) fn remote_comm_id(&self) -> u32 {
+        field::u32_at(self.0, 4)
+    }
+    /// A DREQ's remote QPN/EECN (8, 24 bits).
+    pub(crate) fn dreq_remote_qpn(&self) -> u32 {
+        field::u32_at(self.0, 8) >> 8
     }
 }
