@@ -101,12 +101,6 @@ impl Event {
         Self::zeroed(GFP_KERNEL, 0)
     }
 
-    /// An empty event allocated without sleeping (`GFP_ATOMIC`), for a timer or completion
-    /// whose preallocation failed.
-    pub(crate) fn new_atomic() -> Result<CmBox<Event>> {
-        Self::zeroed(GFP_ATOMIC, 0)
-    }
-
     /// An empty event the CM makes itself (REQ_ERROR, REP_ERROR, DREQ_ERROR, SIDR_REQ_ERROR,
     /// TIMEWAIT_EXIT, USER_ESTABLISHED), allocated so that it cannot fail: cm.c delivers these
     /// from memory it already holds, so a failed allocation must not leave the id in a state

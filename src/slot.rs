@@ -2,12 +2,11 @@
 //! [`Slot`]: an `Option` whose drop costs one test when it is empty.
 //!
 //! The drop glue of an `Option<T>` whose `T` has a destructor is an out-of-line function that
-//! the compiler calls at every scope exit, also for `None`. Every step of the state machine
-//! builds a context and an outcome (`conn/mod.rs`) with several such fields that are nearly
-//! always empty: an exact instruction profile (`make bench-conn TBPROF=1`) counted 64 calls
-//! per connection of the event box's drop glue alone, most of them for nothing. A `Slot` keeps
-//! its value in a `ManuallyDrop` (no drop glue) and drops it itself, after an inlined test,
-//! only when there is one.
+//! the compiler calls at every scope exit, also for `None`. The table nodes an input unlinks
+//! (`remote::Unlinked`) are nearly always none: an exact instruction profile (`make bench-conn
+//! TBPROF=1`) once counted 64 calls per connection of one such box's drop glue, most of them
+//! for nothing. A `Slot` keeps its value in a `ManuallyDrop` (no drop glue) and drops it
+//! itself, after an inlined test, only when there is one.
 
 use core::mem::ManuallyDrop;
 
@@ -18,11 +17,6 @@ impl<T> Slot<T> {
     /// An empty slot.
     pub(crate) const fn none() -> Self {
         Self(ManuallyDrop::new(None))
-    }
-
-    /// A slot holding `v`.
-    pub(crate) const fn some(v: T) -> Self {
-        Self(ManuallyDrop::new(Some(v)))
     }
 
     /// A slot holding `v` if there is one.

@@ -3,14 +3,23 @@
 //! a share; any other id says the farewell its state requires (REJ, DREQ, DREP, SIDR_REP
 //! REJECT, cancel), leaves every table and waits until no use of it is in flight.
 
-use super::{leave_remote, retire_conn_ah, run, Ctx};
+use super::{default_rej, enter_timewait, leave_remote, retire_conn_ah, send_msg, sidr};
 use crate::{
     bindings,
     cm_id::CmId,
     listen::Released,
-    logic::state::{Input, State},
+    logic::{
+        input::{self, Leave},
+        req_event::SIDR_REJECT,
+        state::{own_rej_reason, Out, State},
+        wire::{
+            conn::{CommIdsAndData, Dreq},
+            field::Bytes,
+            CmMessage,
+        },
+    },
     remote::Unlinked,
-    timewait,
+    timewait, trace,
 };
 use kernel::{prelude::*, sync::Arc};
 
@@ -95,52 +104,86 @@ struct Farewell {
     published: bool,
 }
 
-/// `cm_destroy_id()`'s per-state part: the farewell actions, then IDLE; queued events are
-/// dropped undelivered. The same locked section that ends the id also takes it out of
-/// timewait and unpublishes it (three lock round trips fewer than a section each).
+/// `cm_destroy_id()`'s per-state part: the farewell `logic::input::destroy` names, then IDLE,
+/// out of the remote tables and of timewait, unpublished, in one locked section that first
+/// marks the id destroyed (no other input takes it from then on); queued events are dropped
+/// undelivered. Sends here are not retransmitted answers: their errors change nothing (cm.c
+/// ignores them too), and no timewait is armed.
 fn destroy_actions(id: &Arc<CmId>, err: i32) -> Farewell {
-    let xrc_tgt = {
-        let mut g = id.inner.lock();
-        g.destroyed = true;
-        g.conn.qp_type() == bindings::ib_qp_type_IB_QPT_XRC_TGT
-    };
     let enomem = err == -(bindings::ENOMEM as i32);
-    let mut ctx = Ctx {
-        destroying: true,
-        ..Ctx::default()
-    };
-    let mut out = run(
-        id,
-        Input::Destroy { enomem, xrc_tgt },
-        &mut ctx,
-        |_, _| {},
-        |_, _| {},
-    );
-    let (leftover, farewell) = {
-        let mut g = id.inner.lock();
-        id.set_state(State::Idle.raw());
-        // Back in IDLE: the connection's address handle goes (after its last send if some
-        // are in flight; a timewait state left by the step kept it until now).
-        retire_conn_ah(id, &mut g);
-        // The destroy step leaves the remote tables in every state that holds keys except an
-        // established XRC target, whose step is empty (no DREQ): it leaves them here.
-        let mut u = Unlinked::default();
-        leave_remote(id, &mut g, &mut u);
-        // An expiry already running finds `timewait_armed` cleared and does nothing (see
-        // `timewait::leave`).
-        let timewait_class =
-            core::mem::replace(&mut g.timewait_armed, false).then_some(g.timewait_class);
-        let published = core::mem::replace(&mut g.published, false);
-        (
-            (g.events.take(), u),
-            Farewell {
-                timewait_class,
-                published,
-            },
-        )
-    };
+    let mut u = Unlinked::default();
+    let mut g = id.inner.lock();
+    g.destroyed = true;
+    let xrc_tgt = g.conn.qp_type() == bindings::ib_qp_type_IB_QPT_XRC_TGT;
+    let state = id.cm_state();
+    match input::destroy(state, enomem, xrc_tgt) {
+        input::Farewell::Nothing => {}
+        input::Farewell::CancelSidrReq => g.cancel_tracked(),
+        input::Farewell::SidrRep => {
+            let mut msg = CmMessage::SidrRep(sidr::sidr_rep_of(id, SIDR_REJECT));
+            let _ = send_msg(id, &mut g, Out::SidrRep, &mut msg, 0, State::Idle);
+            leave_remote(id, &mut g, &mut u);
+        }
+        input::Farewell::LeaveRemote => leave_remote(id, &mut g, &mut u),
+        input::Farewell::Rej { cancel, leave, rej } => {
+            // REJ TIMEOUT with the node GUID as ARI from the active side's REQ states,
+            // CONSUMER_DEFINED otherwise; traced before the state changes, as cm.c's
+            // `cm_send_rej_locked()`.
+            let mut msg = CmMessage::Rej(default_rej(id));
+            trace::send_rej(id, own_rej_reason(state));
+            if cancel {
+                g.cancel_tracked();
+            }
+            match leave {
+                Leave::Remote => leave_remote(id, &mut g, &mut u),
+                Leave::Timewait => enter_timewait(id, &mut g, false, &mut u),
+            }
+            let _ = send_msg(id, &mut g, rej, &mut msg, 0, State::Idle);
+        }
+        input::Farewell::Dreq => {
+            // The DREQ goes out, is cancelled at once, and the id passes through timewait.
+            let mut msg = CmMessage::Dreq(Dreq {
+                local_comm_id: 0,
+                remote_comm_id: 0,
+                remote_qpn_eecn: 0,
+                private_data: Bytes::EMPTY,
+            });
+            let _ = send_msg(id, &mut g, Out::Dreq, &mut msg, 0, State::Idle);
+            g.cancel_tracked();
+            enter_timewait(id, &mut g, false, &mut u);
+        }
+        input::Farewell::CancelDreq => {
+            g.cancel_tracked();
+            enter_timewait(id, &mut g, false, &mut u);
+        }
+        input::Farewell::Drep => {
+            enter_timewait(id, &mut g, false, &mut u);
+            let mut msg = CmMessage::Drep(CommIdsAndData {
+                local_comm_id: 0,
+                remote_comm_id: 0,
+                private_data: Bytes::EMPTY,
+            });
+            let _ = send_msg(id, &mut g, Out::Drep, &mut msg, 0, State::Idle);
+        }
+    }
+    id.set_state(State::Idle.raw());
+    // Back in IDLE: the connection's address handle goes (after its last send if some are in
+    // flight).
+    retire_conn_ah(id, &mut g);
+    // The farewell leaves the remote tables in every state that holds keys except an
+    // established XRC target, which sends no DREQ: it leaves them here.
+    leave_remote(id, &mut g, &mut u);
+    // An expiry already running finds `timewait_armed` cleared and does nothing (see
+    // `timewait::leave`).
+    let timewait_class =
+        core::mem::replace(&mut g.timewait_armed, false).then_some(g.timewait_class);
+    let published = core::mem::replace(&mut g.published, false);
+    let leftover = g.events.take();
+    drop(g);
     drop(leftover);
-    out.unlinked.free();
-    drop(out.deliver.take());
-    farewell
+    u.free();
+    Farewell {
+        timewait_class,
+        published,
+    }
 }

@@ -5,7 +5,7 @@
 
 use super::{
     answer, deliver_or_put, end_conn_ah, enter_timewait, queue_event, recv_event, refusal_errno,
-    send, send_answer, trace_refused, Recv,
+    send_answer, send_msg, trace_refused, Recv,
 };
 use crate::{
     cm_id::{CmId, StoredPd},
@@ -54,7 +54,7 @@ pub(crate) fn send_dreq(id: &Arc<CmId>, pd: &[u8]) -> Result {
     if d.cancel {
         g.cancel_tracked();
     }
-    let sent = send(id, &mut g, Out::Dreq, &mut msg, 0, State::DreqSent);
+    let sent = send_msg(id, &mut g, Out::Dreq, &mut msg, 0, State::DreqSent);
     match sent {
         Ok(()) => id.set_state(State::DreqSent.raw()),
         Err(_) => enter_timewait(id, &mut g, true, &mut unlinked),
@@ -89,7 +89,7 @@ pub(crate) fn send_drep(id: &Arc<CmId>, pd: &[u8]) -> Result {
     enter_timewait(id, &mut g, true, &mut unlinked);
     // cm.c keeps a DREP's private data (for a retransmitted DREQ) before sending it.
     let old = core::mem::replace(&mut g.stored_pd, keep);
-    let sent = send(id, &mut g, Out::Drep, &mut msg, 0, State::Timewait);
+    let sent = send_msg(id, &mut g, Out::Drep, &mut msg, 0, State::Timewait);
     drop(g);
     drop(old);
     unlinked.free();

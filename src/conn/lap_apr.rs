@@ -10,15 +10,19 @@
 //! `on_lap`); the alternate path's port is looked up on the receiving device only (cm.c:
 //! every CM device); an APR's additional-information length is clamped to its 72 bytes.
 
-use super::{deliver_recv, finish, run, Ctx, Recv};
+use super::{
+    answer, deliver_or_put, queue_event, recv_event, retire_conn_ah, send_answer, trace_refused,
+    Recv,
+};
 use crate::{
     av::{Av, SgidAttr},
     bindings, comm_id,
     device::CmDevice,
     event::Event,
     logic::{
+        input::{self, LapReceived},
         req_event::lap_path,
-        state::Input,
+        state::{self, Input, Lap as LapState, MsgKind, Out, Refusal},
         wire::{
             lap::{Apr, Lap},
             AttrId, RecvHdr,
@@ -83,31 +87,73 @@ pub(crate) fn on_lap(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &RecvHdr<'
         return;
     };
     let recv = Recv::new(dev, port_num, AttrId::Lap, hdr, wc);
-    let mut ctx = Ctx {
-        event: crate::slot::Slot::some(ev),
-        recv: Some(recv),
-        lap_avs: crate::slot::Slot::some((wc_av, alt_av)),
-        ..Ctx::default()
-    };
-    let out = run(&id, Input::RecvLap, &mut ctx, |_, _| {}, |_, _| {});
-    let _ = finish(&id, out, ctx.recv.as_ref());
+    let mut g = id.inner.lock();
+    let (mut deliver, mut resend, mut replaced) = (None, None, None);
+    if !g.destroyed {
+        // `cm_lap_handler()` replaces both addresses before it looks at the state; the
+        // primary keeps its ACK timeout and datapath DLID (`cm_init_av_for_lap()`).
+        let mut av = wc_av;
+        if let Some(old) = g.av.as_deref() {
+            av.timeout = old.timeout;
+            av.dlid_datapath = old.dlid_datapath;
+        }
+        replaced = Some((g.av.replace(av), g.alt_av.replace(alt_av)));
+        // The connection handle was made from the replaced address: no send may take it.
+        retire_conn_ah(&id, &mut g);
+        match input::lap_received(id.cm_state(), id.lap()) {
+            Ok(LapReceived::Accept) => {
+                g.conn.tid = recv.tid;
+                id.set_lap(LapState::Rcvd);
+                deliver = queue_event(&mut g, ev, state::Event::LapReceived);
+            }
+            Ok(LapReceived::Resend) => {
+                crate::recv::count_duplicate(dev, port_num, AttrId::Lap);
+                resend = answer(&id, &g, Out::ResendMra(MsgKind::Other));
+            }
+            Err(r) => {
+                if r == Refusal::Duplicate {
+                    crate::recv::count_duplicate(dev, port_num, AttrId::Lap);
+                }
+                trace_refused(&id, Input::RecvLap, r);
+            }
+        }
+    }
+    drop(g);
+    // The replaced addresses hold sgid attribute references: dropped after the lock.
+    drop(replaced);
+    send_answer(&recv, resend);
+    deliver_or_put(&id, deliver);
 }
 
 /// An APR (`cm_apr_handler`): taken only while our LAP is outstanding, which nothing in 6.12
 /// can make so; kept so that the table of inputs is cm.c's whole.
-pub(crate) fn on_apr(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &RecvHdr<'_>, apr: &Apr<'_>) {
+pub(crate) fn on_apr(dev: &CmDevice, port_num: u32, wc: &RecvWc, apr: &Apr<'_>) {
     if !takes_alternate_paths(dev, port_num, wc) {
         return;
     }
     let Some(id) = comm_id::acquire(apr.remote_comm_id, apr.local_comm_id) else {
         return;
     };
-    let recv = Recv::new(dev, port_num, AttrId::Apr, hdr, wc);
-    deliver_recv(&id, Input::RecvApr, recv, APR_PD_OFFSET, |ev| {
-        let info = ev.payload_ptr(APR_INFO_OFFSET);
-        let p = ev.apr_rcvd();
-        p.ap_status = apr.ap_status.into();
-        p.apr_info = info;
-        p.info_len = apr.info_length;
-    });
+    let Some(mut ev) = recv_event(&id, wc, APR_PD_OFFSET) else {
+        return;
+    };
+    let info = ev.payload_ptr(APR_INFO_OFFSET);
+    let p = ev.apr_rcvd();
+    p.ap_status = apr.ap_status.into();
+    p.apr_info = info;
+    p.info_len = apr.info_length;
+    let mut g = id.inner.lock();
+    let mut deliver = None;
+    if !g.destroyed {
+        match input::apr_received(id.cm_state(), id.lap()) {
+            Ok(()) => {
+                g.cancel_tracked();
+                id.set_lap(LapState::Idle);
+                deliver = queue_event(&mut g, ev, state::Event::AprReceived);
+            }
+            Err(r) => trace_refused(&id, Input::RecvApr, r),
+        }
+    }
+    drop(g);
+    deliver_or_put(&id, deliver);
 }

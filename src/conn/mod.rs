@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-//! Connections: the kernel side of the state machine.
+//! Connections: the kernel side of the state machine, one handler per input.
 //!
-//! [`run`] takes the id's lock, asks `logic::state::step` what an input does, executes the
-//! actions it returns in order (sends and cancels are non-sleeping and happen under the lock,
-//! as in cm.c, so a tracked MAD is always known to the id before anyone can cancel it), stores
-//! the new states and drops the lock. What must not happen under the lock happens after it:
-//! answers to a received MAD's sender (their address resolution may sleep), the DREQ to a
-//! stale connection, dropping table nodes, and delivering the event (`Id::deliver`).
+//! Each handler takes the id's lock, asks its input's pure decision (`logic::input`) what to
+//! do and does it with the objects at hand: sends and cancels are non-sleeping and happen
+//! under the lock, as in cm.c, so a tracked MAD is always known to the id before anyone can
+//! cancel it. What must not happen under the lock happens after it: answers to a received
+//! MAD's sender (their address resolution may sleep), the DREQ to a stale connection,
+//! freeing table nodes, and delivering the event (`CmId::deliver`). This file holds what the
+//! handlers share: the event's queueing and delivery, leaving the tables, the send of a
+//! message for an id, answers to retransmissions, and `ib_cm_notify()`.
 //!
 //! The files next to this one own one message family each: `req.rs` (REQ out and in),
 //! `rep_rtu.rs`, `dreq_drep.rs`, `rej_mra.rs`, `lap_apr.rs`, `sidr.rs`, and `qp_attr.rs`.
@@ -29,24 +31,20 @@ use resend::{resend, Resend};
 
 use crate::alloc::CmBox;
 use crate::{
-    av::Av,
     bindings,
-    cm_id::{CmId, CmIdInner, StoredPd},
+    cm_id::{CmId, CmIdInner},
     event::Event,
     logic::{
         input::{self, Leave},
         remote::{Held, Verdict},
-        req_event::SIDR_REJECT,
-        state::{self, Input, MsgKind, Out, Refusal, State},
-        table::{self, Action, OnFail},
-        timeout, trace as logic_trace,
+        state::{self, Input, Lap, MsgKind, Out, Refusal, State},
+        trace as logic_trace,
         wire::{
-            conn::{CommIdsAndData, Dreq, Rej, REJ_ARI},
+            conn::{Rej, REJ_ARI},
             field::Bytes,
             AttrId, CmMessage, RecvHdr,
         },
     },
-    port::Counter,
     recv_wc::RecvWc,
     remote::{self, QpKey, RemoteKey, ReqKey, Unlinked},
     send,
@@ -54,7 +52,7 @@ use crate::{
     timewait::{self, EstablishWork},
     trace,
 };
-use kernel::{alloc::KBox, prelude::*, sync::Arc};
+use kernel::{prelude::*, sync::Arc};
 
 pub(crate) use crate::logic::state::REJ_TIMEOUT;
 pub(crate) use resend::REJ_STALE_CONN;
@@ -225,222 +223,12 @@ pub(crate) fn on_duplicate(id: &Arc<CmId>, r: &Recv<'_>, input: Input, decide: D
     id.put_user();
 }
 
-/// Everything an input brings besides itself.
-#[derive(Default)]
-pub(crate) struct Ctx<'a> {
-    /// The message of an API call, complete but for what the id fills in (comm IDs, REJ form).
-    /// It stays in the caller's frame: the send patches it there and encodes it straight into
-    /// the MAD buffer.
-    pub(crate) msg: Option<&'a mut CmMessage<'a>>,
-    /// `attr_mod` of that message (ECE).
-    pub(crate) attr_mod: u32,
-    /// The event to deliver, preallocated (its type is set here).
-    pub(crate) event: Slot<CmBox<Event>>,
-    /// The received MAD, if the input is one.
-    pub(crate) recv: Option<Recv<'a>>,
-    /// A received MRA's service timeout.
-    pub(crate) mra_timeout: u8,
-    /// The input is a destroy: no timer is armed, the farewell messages are the defaults.
-    pub(crate) destroying: bool,
-    /// Preallocated USER_ESTABLISHED work.
-    pub(crate) est_work: Slot<Pin<KBox<EstablishWork>>>,
-    /// Private data to keep on success (MRA, RTU, DREP).
-    pub(crate) keep_pd: Slot<Option<CmBox<StoredPd>>>,
-    /// A received LAP's addresses (the sender's, the alternate path's): they replace the
-    /// id's before the step, in any state.
-    pub(crate) lap_avs: Slot<(CmBox<Av>, CmBox<Av>)>,
-    /// The addresses they replaced, dropped with the context (after the lock).
-    pub(crate) replaced_avs: Slot<ReplacedAvs>,
-}
-
-/// The primary and alternate addresses a LAP replaced.
-type ReplacedAvs = (Option<CmBox<Av>>, Option<CmBox<Av>>);
-
-/// What is left to do once the lock is dropped.
-pub(crate) struct Outcome {
-    /// The error of a failed action (or of a refused input).
-    pub(crate) result: Result,
-    /// The caller became the deliverer of this event.
-    pub(crate) deliver: Slot<CmBox<Event>>,
-    /// An answer to the received MAD's sender (a retransmission's, rare: boxed so that the
-    /// outcome stays small), with its TID: the id's (cm.c formats every such answer with
-    /// `cm_id_priv->tid`).
-    pub(crate) response: Slot<(CmBox<Resend>, u64)>,
-    /// Table nodes to free.
-    pub(crate) unlinked: Unlinked,
-    /// The input was refused.
-    pub(crate) refused: Option<Refusal>,
-}
-
-impl Default for Outcome {
-    fn default() -> Self {
-        Outcome {
-            result: Ok(()),
-            deliver: Slot::none(),
-            response: Slot::none(),
-            unlinked: Unlinked::default(),
-            refused: None,
-        }
-    }
-}
-
 /// The error of a refusal, for API callers.
 pub(crate) fn refusal_errno(r: Refusal) -> Error {
     match r {
         Refusal::IsConn => crate::error::eisconn(),
         _ => EINVAL,
     }
-}
-
-/// Runs `input` on `id`: `pre` prepares the id under the lock once the input is accepted,
-/// `post` records what a successful step leaves behind.
-pub(crate) fn run(
-    id: &Arc<CmId>,
-    input: Input,
-    ctx: &mut Ctx<'_>,
-    pre: impl FnOnce(&CmId, &mut CmIdInner),
-    post: impl FnOnce(&CmId, &mut CmIdInner),
-) -> Outcome {
-    let mut out = Outcome::default();
-    let mut g = id.inner.lock();
-    if g.destroyed && !ctx.destroying {
-        out.refused = Some(Refusal::Ignore);
-        out.result = Err(EINVAL);
-        return out;
-    }
-    if let Some((mut av, alt)) = ctx.lap_avs.take() {
-        // `cm_lap_handler()` replaces both addresses before it looks at the state; the
-        // primary keeps its ACK timeout and datapath DLID (`cm_init_av_for_lap()`).
-        if let Some(old) = g.av.as_deref() {
-            av.timeout = old.timeout;
-            av.dlid_datapath = old.dlid_datapath;
-        }
-        ctx.replaced_avs = Slot::some((g.av.replace(av), g.alt_av.replace(alt)));
-        // The connection handle was made from the replaced address: no send may take it.
-        retire_conn_ah(id, &mut g);
-    }
-    let st = match table::step(id.cm_state(), id.lap(), input) {
-        Ok(st) => st,
-        Err(r) => {
-            if r == Refusal::Duplicate {
-                count_duplicate(ctx);
-            }
-            trace_refusal(id, input, r, ctx);
-            out.refused = Some(r);
-            out.result = Err(refusal_errno(r));
-            return out;
-        }
-    };
-    // cm.c traces a REJ on entry to `cm_send_rej_locked()`, with the state before it changes.
-    if st
-        .actions
-        .iter()
-        .any(|a| matches!(a, Action::Send(Out::Rej { .. })))
-    {
-        let reason = match ctx.msg.as_deref() {
-            Some(CmMessage::Rej(rej)) => rej.reason,
-            _ => state::own_rej_reason(id.cm_state()),
-        };
-        trace::send_rej(id, reason);
-    }
-    pre(id, &mut g);
-    let mut failed = false;
-    for a in st.actions.iter() {
-        if failed && st.on_fail != OnFail::Proceed {
-            break;
-        }
-        let r = act(id, &mut g, a, st.next, ctx, &mut out);
-        if let Err(e) = r {
-            if out.result.is_ok() {
-                out.result = Err(e);
-            }
-            failed = true;
-            match st.on_fail {
-                OnFail::Keep => break,
-                OnFail::Proceed => {}
-                OnFail::Timewait => enter_timewait(id, &mut g, !ctx.destroying, &mut out.unlinked),
-            }
-        }
-    }
-    if !failed || st.on_fail == OnFail::Proceed {
-        id.set_state(st.next.raw());
-        id.set_lap(st.lap);
-        post(id, &mut g);
-    }
-    end_conn_ah(id, &mut g);
-    if let Some(ev) = out.deliver.take() {
-        if g.delivering {
-            g.events.push(ev);
-        } else {
-            g.delivering = true;
-            out.deliver = Slot::some(ev);
-        }
-    }
-    out
-}
-
-/// Finishes an input whose caller holds a use of `id`: answers the sender, frees what the step
-/// unlinked, delivers (which consumes the use) or gives the use back.
-pub(crate) fn finish(id: &Arc<CmId>, mut out: Outcome, recv: Option<&Recv<'_>>) -> Result {
-    if let (Some((msg, tid)), Some(r)) = (out.response.take(), recv) {
-        crate::recv::respond(r.dev, r.port_num, r.wc, tid, &msg.message());
-    }
-    out.unlinked.free();
-    let result = out.result;
-    match out.deliver.take() {
-        Some(ev) => id.deliver(ev),
-        None => id.put_user(),
-    }
-    result
-}
-
-/// A received message for `id` (the caller holds a use): its event points into the
-/// MAD with `private_data` at payload offset `pd_offset`; `fill` sets the event's parameters.
-pub(crate) fn deliver_recv(
-    id: &Arc<CmId>,
-    input: Input,
-    recv: Recv<'_>,
-    pd_offset: usize,
-    fill: impl FnOnce(&mut Event),
-) {
-    deliver_recv_ctx(id, input, recv, pd_offset, 0, fill)
-}
-
-/// [`deliver_recv`] with a received MRA's service timeout.
-pub(crate) fn deliver_recv_ctx(
-    id: &Arc<CmId>,
-    input: Input,
-    recv: Recv<'_>,
-    pd_offset: usize,
-    mra_timeout: u8,
-    fill: impl FnOnce(&mut Event),
-) {
-    let Some(mut ev) = recv_event(id, recv.wc, pd_offset) else {
-        return;
-    };
-    fill(&mut ev);
-    let mut ctx = Ctx {
-        event: Slot::some(ev),
-        recv: Some(recv),
-        mra_timeout,
-        ..Ctx::default()
-    };
-    let out = run(id, input, &mut ctx, |_, _| {}, |_, _| {});
-    let _ = finish(id, out, ctx.recv.as_ref());
-}
-
-/// An API call (no use held, nothing delivered): the errno.
-pub(crate) fn api(
-    id: &Arc<CmId>,
-    input: Input,
-    mut ctx: Ctx<'_>,
-    pre: impl FnOnce(&CmId, &mut CmIdInner),
-    post: impl FnOnce(&CmId, &mut CmIdInner),
-) -> Result {
-    let mut out = run(id, input, &mut ctx, pre, post);
-    out.unlinked.free();
-    // The outcome's event, if any, goes with it.
-    out.result
 }
 
 /// Executes [`crate::logic::remote::verdict`] on a REQ or REP (`kind`) one of whose keys `holder`
@@ -492,30 +280,6 @@ pub(crate) fn on_held(
     }
 }
 
-/// The tracepoint cm.c emits where it refuses `input` (`logic::trace`).
-fn trace_refusal(id: &CmId, input: Input, r: Refusal, ctx: &Ctx<'_>) {
-    if input == Input::SendRej {
-        if let Some(CmMessage::Rej(rej)) = ctx.msg.as_deref() {
-            trace::send_rej(id, rej.reason);
-        }
-    }
-    if let Some(ev) = logic_trace::for_refusal(id.cm_state(), input, r) {
-        trace::id(ev, id);
-    }
-    // A received REP's refusal is traced by its direct handler.
-    if logic_trace::rep_refusal(input, r).0 {
-        trace::send_rep_err(id);
-    }
-}
-
-fn count_duplicate(ctx: &Ctx<'_>) {
-    if let Some(r) = &ctx.recv {
-        if let Some(port) = r.dev.port(r.port_num) {
-            port.count(Counter::RxDuplicates, r.attr.counter_index(), 1);
-        }
-    }
-}
-
 /// Takes the id out of the remote tables, if it is in them (the tables' lock only then); what
 /// it unlinked goes into `u`, to be freed after the id's lock.
 pub(crate) fn leave_remote(id: &CmId, g: &mut CmIdInner, u: &mut Unlinked) {
@@ -560,75 +324,9 @@ pub(crate) fn leave(id: &Arc<CmId>, g: &mut CmIdInner, l: Leave, u: &mut Unlinke
     }
 }
 
-fn act(
-    id: &Arc<CmId>,
-    g: &mut CmIdInner,
-    a: Action,
-    next: State,
-    ctx: &mut Ctx<'_>,
-    out: &mut Outcome,
-) -> Result {
-    match a {
-        Action::Cancel => g.cancel_tracked(),
-        Action::ModifyTimeout => {
-            let av_timeout = g.av.as_ref().map_or(0, |av| av.timeout);
-            let ms = timeout::mra_wait_ms(ctx.mra_timeout, av_timeout);
-            g.modify_tracked(ms)?;
-            g.retag_tracked(next);
-        }
-        Action::ResetRemote => leave_remote(id, g, &mut out.unlinked),
-        // As `cm_enter_timewait()`: the state is TIMEWAIT from here on, also for the actions
-        // that follow in the step (a DREP is sent, and traced, from TIMEWAIT).
-        Action::EnterTimewait => enter_timewait(id, g, !ctx.destroying, &mut out.unlinked),
-        // Only a received REP registers and takes a REP, in its direct handler.
-        Action::InsertRemote | Action::AcceptRep => return Err(EINVAL),
-        Action::SaveTid => {
-            if let Some(r) = &ctx.recv {
-                g.conn.tid = r.tid;
-            }
-        }
-        Action::Send(o) => send_out(id, g, o, next, ctx, out)?,
-        Action::Deliver(e) => {
-            // Preallocated by the caller; if that failed, the transition still happens and the
-            // event is allocated here without sleeping, so no id is left waiting forever.
-            let mut ev = match ctx.event.take() {
-                Some(ev) => ev,
-                None => Event::new_atomic()?,
-            };
-            ev.ev.event = e.raw();
-            out.deliver = Slot::some(ev);
-        }
-        Action::CountDuplicate => count_duplicate(ctx),
-        Action::QueueEstablished => {
-            let work = ctx.est_work.take().ok_or(ENOMEM)?;
-            // Queued under the device lock, ordered with removal (cm.c: under `cm.lock`).
-            let dev = id.dev.inner.lock();
-            let Some(queue) = crate::wq::queue().filter(|_| !dev.going_down) else {
-                return Err(ENODEV);
-            };
-            // Queueing neither allocates nor sleeps.
-            queue.enqueue(work);
-            drop(dev);
-        }
-        Action::Migrate => {
-            // cm_migrate: the alternate becomes the primary and stays the alternate, which a
-            // later ib_cm_init_qp_attr(RTS) loads into the QP again (IB_QP_ALT_PATH with
-            // REARM). Copied in place, without allocating: ib_cm_notify() may run with
-            // interrupts off.
-            if let (Some(av), Some(alt)) = (g.av.as_mut(), g.alt_av.as_ref()) {
-                av.copy_from(alt);
-                // The connection's handle goes to the old primary (perhaps from another port's
-                // PD): no send may take it any more; later ones make their own, as after a LAP.
-                retire_conn_ah(id, g);
-            }
-        }
-    }
-    Ok(())
-}
-
 /// The REJ an id sends by default (destroy): TIMEOUT with the node GUID as ARI from the
 /// active side's REQ states, CONSUMER_DEFINED otherwise.
-fn default_rej(id: &CmId) -> Rej<'static> {
+pub(crate) fn default_rej(id: &CmId) -> Rej<'static> {
     // Read inside the device's send gate: once removal began (the id outlives its
     // `ib_device`), no REJ can be sent anyway and the ARI stays zero.
     let guid = id.dev.node_guid().unwrap_or(0);
@@ -649,87 +347,10 @@ fn default_rej(id: &CmId) -> Rej<'static> {
     rej
 }
 
-/// Whether an API call's message is the one `o` sends.
-fn fits(o: Out, m: &CmMessage<'_>) -> bool {
-    matches!(
-        (o, m),
-        (Out::Rej { .. }, CmMessage::Rej(_))
-            | (Out::Dreq, CmMessage::Dreq(_))
-            | (Out::Drep, CmMessage::Drep(_))
-            | (Out::SidrRep, CmMessage::SidrRep(_))
-            | (Out::Mra(_), CmMessage::Mra(_))
-            | (Out::Rep, CmMessage::Rep(_))
-            | (Out::Rtu, CmMessage::Rtu(_))
-            | (Out::Req, CmMessage::Req(_))
-            | (Out::SidrReq, CmMessage::SidrReq(_))
-    )
-}
-
-/// The message `o` sends when the input brought none (destroy, timeouts); `EINVAL` for those
-/// that only an API call sends.
-fn default_msg(id: &CmId, o: Out) -> Result<CmMessage<'static>> {
-    Ok(match o {
-        Out::Rej { .. } => CmMessage::Rej(default_rej(id)),
-        Out::Dreq => CmMessage::Dreq(Dreq {
-            local_comm_id: 0,
-            remote_comm_id: 0,
-            remote_qpn_eecn: 0,
-            private_data: Bytes::EMPTY,
-        }),
-        Out::Drep => CmMessage::Drep(CommIdsAndData {
-            local_comm_id: 0,
-            remote_comm_id: 0,
-            private_data: Bytes::EMPTY,
-        }),
-        Out::SidrRep => CmMessage::SidrRep(sidr::sidr_rep_of(id, SIDR_REJECT)),
-        _ => return Err(EINVAL),
-    })
-}
-
-fn send_out(
-    id: &Arc<CmId>,
-    g: &mut CmIdInner,
-    o: Out,
-    next: State,
-    ctx: &mut Ctx<'_>,
-    out: &mut Outcome,
-) -> Result {
-    if matches!(
-        o,
-        Out::ResendRtu | Out::ResendMra(_) | Out::ResendDrep | Out::ResendRejStale
-    ) {
-        out.response = Slot::from_option(answer(id, g, o));
-        return Ok(());
-    }
-    let mut own;
-    let msg: &mut CmMessage<'_> = match ctx.msg.take() {
-        Some(m) if fits(o, m) => m,
-        _ => {
-            own = default_msg(id, o)?;
-            &mut own
-        }
-    };
-    if o == Out::Drep {
-        // cm.c keeps a DREP's private data before sending it (the state changes anyway).
-        if let Some(pd) = ctx.keep_pd.take() {
-            g.stored_pd = pd;
-        }
-    }
-    let attr_mod = match o {
-        Out::Req | Out::Rep | Out::SidrRep => ctx.attr_mod,
-        _ => 0,
-    };
-    send(id, g, o, msg, attr_mod, next)?;
-    if let Some(pd) = ctx.keep_pd.take() {
-        g.stored_pd = pd;
-    }
-    Ok(())
-}
-
 /// Sends `o` for `id` under its lock (non-sleeping, as cm.c's sends): `msg` is complete but
 /// for what the id fills in here (comm IDs, the REJ's and MRA's forms, the DREQ's QPN, the
 /// SIDR_REP's request and service IDs); a tracked MAD is recorded with state `next`.
-pub(crate) fn send(
+pub(crate) fn send_msg(
     id: &Arc<CmId>,
     g: &mut CmIdInner,
     o: Out,
@@ -806,24 +427,57 @@ pub(crate) fn send(
     Ok(())
 }
 
-/// `ib_cm_notify()` (`cm_establish`, `cm_migrate`).
+/// `ib_cm_notify()` (`cm_establish`, `cm_migrate`): callable with interrupts off, so
+/// nothing here sleeps (the work item is allocated atomically, the migration copies in place).
 pub(crate) fn notify(id: &Arc<CmId>, event: bindings::ib_event_type) -> Result {
     match event {
         bindings::ib_event_type_IB_EVENT_COMM_EST => {
             let work = EstablishWork::new(id)?;
-            let ctx = Ctx {
-                est_work: Slot::some(work),
-                ..Ctx::default()
+            let g = id.inner.lock();
+            if g.destroyed {
+                return Err(EINVAL);
+            }
+            if let Err(r) = input::notify_established(id.cm_state()) {
+                trace_refused(id, Input::NotifyEstablished, r);
+                return Err(refusal_errno(r));
+            }
+            // cm.c sets ESTABLISHED first and then finds the device going down (-ENODEV).
+            id.set_state(State::Established.raw());
+            // Queued under the device lock, ordered with removal (cm.c: under `cm.lock`);
+            // queueing neither allocates nor sleeps.
+            let dev = id.dev.inner.lock();
+            let queue = crate::wq::queue().filter(|_| !dev.going_down);
+            let Some(queue) = queue else {
+                drop(dev);
+                drop(g);
+                return Err(ENODEV);
             };
-            api(id, Input::NotifyEstablished, ctx, |_, _| {}, |_, _| {})
+            queue.enqueue(work);
+            Ok(())
         }
-        bindings::ib_event_type_IB_EVENT_PATH_MIG => api(
-            id,
-            Input::NotifyPathMig,
-            Ctx::default(),
-            |_, _| {},
-            |_, _| {},
-        ),
+        bindings::ib_event_type_IB_EVENT_PATH_MIG => {
+            let mut g = id.inner.lock();
+            if g.destroyed {
+                return Err(EINVAL);
+            }
+            if let Err(r) = input::notify_path_mig(id.cm_state(), id.lap()) {
+                trace_refused(id, Input::NotifyPathMig, r);
+                return Err(refusal_errno(r));
+            }
+            // cm_migrate: the alternate becomes the primary and stays the alternate, which a
+            // later ib_cm_init_qp_attr(RTS) loads into the QP again (IB_QP_ALT_PATH with
+            // REARM). Copied in place, without allocating.
+            let inner = &mut *g;
+            if let (Some(av), Some(alt)) = (inner.av.as_mut(), inner.alt_av.as_ref()) {
+                av.copy_from(alt);
+                // The connection's handle goes to the old primary (perhaps from another
+                // port's PD): no send may take it any more; later ones make their own, as
+                // after a LAP.
+                retire_conn_ah(id, &mut g);
+            }
+            id.set_lap(Lap::Idle);
+            Ok(())
+        }
         _ => Err(EINVAL),
     }
 }

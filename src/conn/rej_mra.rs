@@ -2,21 +2,27 @@
 //! REJ and MRA, both ways: `ib_send_cm_rej()`, `ib_send_cm_mra()`, `cm_rej_handler()` (with
 //! `cm_acquire_rejected_id()`) and `cm_mra_handler()` (with `cm_acquire_mraed_id()`).
 
-use super::{api, deliver_recv, Ctx, Recv, REJ_TIMEOUT};
+use super::{
+    deliver_or_put, end_conn_ah, leave, queue_event, recv_event, refusal_errno, send_msg,
+    trace_refused, REJ_TIMEOUT,
+};
 use crate::{
     cm_id::{CmId, StoredPd},
     comm_id,
     device::CmDevice,
     logic::{
-        state::{Input, MsgKind},
+        input,
+        state::{self, Input, MsgKind, Out, Refusal},
+        timeout,
         wire::{
             conn::{Mra, Rej, MRA_PRIVATE_DATA, REJ_ARI},
             field::Bytes,
-            AttrId, CmMessage, RecvHdr,
+            AttrId, CmMessage,
         },
     },
     recv_wc::RecvWc,
-    remote::ReqKey,
+    remote::{ReqKey, Unlinked},
+    trace,
 };
 use kernel::{prelude::*, sync::Arc};
 
@@ -37,11 +43,28 @@ pub(crate) fn send_rej(id: &Arc<CmId>, reason: u16, ari: &[u8], pd: &[u8]) -> Re
         // CAST: at most 72.
         rej.ari_length = n as u8;
     }
-    let ctx = Ctx {
-        msg: Some(&mut msg),
-        ..Ctx::default()
+    let mut unlinked = Unlinked::default();
+    let mut g = id.inner.lock();
+    if g.destroyed {
+        return Err(EINVAL);
+    }
+    // cm.c traces a REJ on entry to `cm_send_rej_locked()`, before it looks at the state.
+    trace::send_rej(id, reason);
+    let r = match input::send_rej(id.cm_state()) {
+        Ok(r) => r,
+        Err(r) => {
+            trace_refused(id, Input::SendRej, r);
+            return Err(refusal_errno(r));
+        }
     };
-    api(id, Input::SendRej, ctx, |_, _| {}, |_, _| {})
+    leave(id, &mut g, r.leave, &mut unlinked);
+    // The state change stands if the REJ cannot be sent.
+    let sent = send_msg(id, &mut g, r.rej, &mut msg, 0, r.next);
+    id.set_state(r.next.raw());
+    end_conn_ah(id, &mut g);
+    drop(g);
+    unlinked.free();
+    sent
 }
 
 /// `ib_send_cm_mra()`: with `IB_CM_MRA_FLAG_DELAY` (0x80) nothing is sent now; the MRA goes
@@ -63,27 +86,32 @@ pub(crate) fn send_mra(id: &Arc<CmId>, service_timeout: u8, pd: &[u8]) -> Result
         })
     });
     // The stored copy is kept whether or not a MAD goes out now.
-    let mut keep = Some(StoredPd::copy(pd)?);
-    let ctx = Ctx {
-        msg: msg.as_mut(),
-        ..Ctx::default()
+    let keep = StoredPd::copy(pd)?;
+    let mut g = id.inner.lock();
+    if g.destroyed {
+        return Err(EINVAL);
+    }
+    let m = match input::send_mra(id.cm_state(), id.lap()) {
+        Ok(m) => m,
+        Err(r) => {
+            trace_refused(id, Input::SendMra { delay }, r);
+            return Err(refusal_errno(r));
+        }
     };
-    api(
-        id,
-        Input::SendMra { delay },
-        ctx,
-        |_, _| {},
-        |_, g| {
-            g.conn.service_timeout = service_timeout;
-            if let Some(k) = keep.take() {
-                g.stored_pd = k;
-            }
-        },
-    )
+    if let Some(msg) = msg.as_mut() {
+        send_msg(id, &mut g, Out::Mra(m.kind), msg, 0, m.next)?;
+    }
+    id.set_state(m.next.raw());
+    id.set_lap(m.lap);
+    g.conn.service_timeout = service_timeout;
+    let old = core::mem::replace(&mut g.stored_pd, keep);
+    drop(g);
+    drop(old);
+    Ok(())
 }
 
 /// A REJ (`cm_rej_handler`).
-pub(crate) fn on_rej(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &RecvHdr<'_>, rej: &Rej<'_>) {
+pub(crate) fn on_rej(wc: &RecvWc, rej: &Rej<'_>) {
     let id = if rej.reason == REJ_TIMEOUT {
         // The peer timed out our REP: found by its CA GUID (the ARI) and its comm ID.
         let mut guid = [0u8; 8];
@@ -102,26 +130,40 @@ pub(crate) fn on_rej(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &RecvHdr<'
         comm_id::acquire(rej.remote_comm_id, rej.local_comm_id)
     };
     let Some(id) = id else { return };
+    let Some(mut ev) = recv_event(&id, wc, 84) else {
+        return;
+    };
+    let ari = ev.payload_ptr(12);
+    let p = ev.rej_rcvd();
+    p.reason = rej.reason.into();
+    p.ari = ari;
+    // Clamped to the ARI field's 72 bytes (cm.c passes the 7-bit length unclamped).
+    p.ari_length = rej.ari_length.min(72);
     let stale = rej.reason == super::REJ_STALE_CONN;
-    let (reason, ari_length) = (rej.reason, rej.ari_length);
-    deliver_recv(
-        &id,
-        Input::RecvRej { stale },
-        Recv::new(dev, port_num, AttrId::Rej, hdr, wc),
-        84,
-        |ev| {
-            let ari = ev.payload_ptr(12);
-            let p = ev.rej_rcvd();
-            p.reason = reason.into();
-            p.ari = ari;
-            // Clamped to the ARI field's 72 bytes (cm.c passes the 7-bit length unclamped).
-            p.ari_length = ari_length.min(72);
-        },
-    );
+    let mut unlinked = Unlinked::default();
+    let mut g = id.inner.lock();
+    let mut deliver = None;
+    if !g.destroyed {
+        match input::rej_received(id.cm_state(), id.lap(), stale) {
+            Ok(r) => {
+                if r.cancel {
+                    g.cancel_tracked();
+                }
+                leave(&id, &mut g, r.leave, &mut unlinked);
+                id.set_state(r.next().raw());
+                end_conn_ah(&id, &mut g);
+                deliver = queue_event(&mut g, ev, state::Event::RejReceived);
+            }
+            Err(r) => trace_refused(&id, Input::RecvRej { stale }, r),
+        }
+    }
+    drop(g);
+    unlinked.free();
+    deliver_or_put(&id, deliver);
 }
 
 /// An MRA (`cm_mra_handler`).
-pub(crate) fn on_mra(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &RecvHdr<'_>, mra: &Mra<'_>) {
+pub(crate) fn on_mra(dev: &CmDevice, port_num: u32, wc: &RecvWc, mra: &Mra<'_>) {
     let Some(kind) = MsgKind::from_wire(mra.message_mraed) else {
         return;
     };
@@ -131,8 +173,34 @@ pub(crate) fn on_mra(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &RecvHdr<'
     };
     let Some(id) = id else { return };
     let t = mra.service_timeout;
-    let recv = Recv::new(dev, port_num, AttrId::Mra, hdr, wc);
-    super::deliver_recv_ctx(&id, Input::RecvMra { mraed: kind }, recv, 10, t, |ev| {
-        ev.mra_rcvd().service_timeout = t;
-    });
+    let Some(mut ev) = recv_event(&id, wc, 10) else {
+        return;
+    };
+    ev.mra_rcvd().service_timeout = t;
+    let mut g = id.inner.lock();
+    let mut deliver = None;
+    if !g.destroyed {
+        match input::mra_received(id.cm_state(), id.lap(), kind) {
+            Ok(m) => {
+                // The tracked MAD waits longer; one already gone changes nothing.
+                let av_timeout = g.av.as_ref().map_or(0, |av| av.timeout);
+                if g.modify_tracked(timeout::mra_wait_ms(t, av_timeout))
+                    .is_ok()
+                {
+                    g.retag_tracked(m.next);
+                    id.set_state(m.next.raw());
+                    id.set_lap(m.lap);
+                    deliver = queue_event(&mut g, ev, state::Event::MraReceived);
+                }
+            }
+            Err(r) => {
+                if r == Refusal::Duplicate {
+                    crate::recv::count_duplicate(dev, port_num, AttrId::Mra);
+                }
+                trace_refused(&id, Input::RecvMra { mraed: kind }, r);
+            }
+        }
+    }
+    drop(g);
+    deliver_or_put(&id, deliver);
 }

@@ -4,8 +4,8 @@
 //! `cm_establish_handler()` (the USER_ESTABLISHED work, the RTU's stand-in).
 
 use super::{
-    api, deliver_or_put, on_duplicate, queue_event, recv_event, refusal_errno, send, trace_refused,
-    Ctx, Recv,
+    deliver_or_put, on_duplicate, queue_event, recv_event, refusal_errno, send_msg, trace_refused,
+    Recv,
 };
 use crate::{
     bindings,
@@ -58,23 +58,29 @@ pub(crate) fn send_rep(id: &Arc<CmId>, param: &bindings::ib_cm_rep_param, pd: &[
         local_ca_guid: u64::from_be(guid),
         private_data: Bytes::new(pd),
     });
-    let ctx = Ctx {
-        msg: Some(&mut msg),
-        attr_mod: param.ece.attr_mod,
-        ..Ctx::default()
-    };
-    api(
+    let mut g = id.inner.lock();
+    if g.destroyed {
+        return Err(EINVAL);
+    }
+    if let Err(r) = input::send_rep(id.cm_state()) {
+        trace_refused(id, Input::SendRep, r);
+        trace::send_rep_err(id);
+        return Err(refusal_errno(r));
+    }
+    send_msg(
         id,
-        Input::SendRep,
-        ctx,
-        |_, _| {},
-        |_, g| {
-            g.conn.initiator_depth = param.initiator_depth;
-            g.conn.responder_resources = param.responder_resources;
-            g.conn.rq_psn = param.starting_psn & 0x00FF_FFFF;
-            g.conn.local_qpn = qpn;
-        },
-    )
+        &mut g,
+        Out::Rep,
+        &mut msg,
+        param.ece.attr_mod,
+        State::RepSent,
+    )?;
+    id.set_state(State::RepSent.raw());
+    g.conn.initiator_depth = param.initiator_depth;
+    g.conn.responder_resources = param.responder_resources;
+    g.conn.rq_psn = param.starting_psn & 0x00FF_FFFF;
+    g.conn.local_qpn = qpn;
+    Ok(())
 }
 
 /// `ib_send_cm_rtu()`: REP_RCVD or MRA_REP_SENT -> ESTABLISHED once the RTU is posted.
@@ -96,7 +102,7 @@ pub(crate) fn send_rtu(id: &Arc<CmId>, pd: &[u8]) -> Result {
         trace_refused(id, Input::SendRtu, r);
         return Err(refusal_errno(r));
     }
-    send(id, &mut g, Out::Rtu, &mut msg, 0, State::Established)?;
+    send_msg(id, &mut g, Out::Rtu, &mut msg, 0, State::Established)?;
     // Kept for the answers to a retransmitted REP; the replaced data is freed after the lock.
     let old = core::mem::replace(&mut g.stored_pd, keep);
     id.set_state(State::Established.raw());

@@ -3,7 +3,7 @@
 //! `ib_send_cm_req()`); REQ in: `cm_req_handler()` and `cm_match_req()` (the duplicate and
 //! stale checks, the listener match, the passive id and its REQ_RECEIVED event).
 
-use super::{api, Ctx};
+use super::{refusal_errno, send_msg, trace_refused};
 use crate::{
     av::{Av, SgidAttr},
     bindings,
@@ -12,9 +12,10 @@ use crate::{
     device::CmDevice,
     event::{self, Event},
     logic::{
+        input,
         req_event::{self, RecvPort},
         service_id::ServiceId,
-        state::{Input, MsgKind, State},
+        state::{Input, MsgKind, Out, State},
         timeout,
         wire::{
             conn::{Path, Req, MSG_REQ},
@@ -162,37 +163,44 @@ pub(crate) fn send_req(id: &Arc<CmId>, args: &ReqArgs<'_>) -> Result {
         sap_supported: false,
         private_data: Bytes::new(pd),
     });
-    let ctx = Ctx {
-        msg: Some(&mut msg),
-        attr_mod: param.ece.attr_mod,
-        ..Ctx::default()
-    };
     let sid = ServiceId::from_be(param.service_id);
     let wait = timeout::req_wait_ms(pri.packet_life_time, param.remote_cm_response_timeout);
-    let mut avs = Some((av, alt_av));
-    api(
+    let mut g = id.inner.lock();
+    if g.destroyed {
+        return Err(EINVAL);
+    }
+    if let Err(r) = input::send_req(id.cm_state()) {
+        trace_refused(id, Input::SendReq, r);
+        return Err(refusal_errno(r));
+    }
+    // The id takes the request's addresses and parameters before the send, which needs them
+    // (they stay if it fails, as cm.c's do); the replaced addresses go after the lock.
+    let old = (g.av.replace(av), core::mem::replace(&mut g.alt_av, alt_av));
+    id.set_service_id(sid);
+    g.conn.timeout_ms = wait;
+    g.conn.max_cm_retries = param.max_cm_retries;
+    g.conn.initiator_depth = param.initiator_depth;
+    g.conn.responder_resources = param.responder_resources;
+    g.conn.retry_count = param.retry_count;
+    g.conn.path_mtu = pri.mtu;
+    g.conn.pkey = u16::from_be(pri.pkey);
+    g.conn.set_qp_type(qpt);
+    g.conn.local_qpn = param.qp_num & 0x00FF_FFFF;
+    g.conn.rq_psn = param.starting_psn & 0x00FF_FFFF;
+    let sent = send_msg(
         id,
-        Input::SendReq,
-        ctx,
-        |id, g| {
-            if let Some((av, alt)) = avs.take() {
-                g.av = Some(av);
-                g.alt_av = alt;
-            }
-            id.set_service_id(sid);
-            g.conn.timeout_ms = wait;
-            g.conn.max_cm_retries = param.max_cm_retries;
-            g.conn.initiator_depth = param.initiator_depth;
-            g.conn.responder_resources = param.responder_resources;
-            g.conn.retry_count = param.retry_count;
-            g.conn.path_mtu = pri.mtu;
-            g.conn.pkey = u16::from_be(pri.pkey);
-            g.conn.set_qp_type(qpt);
-            g.conn.local_qpn = param.qp_num & 0x00FF_FFFF;
-            g.conn.rq_psn = param.starting_psn & 0x00FF_FFFF;
-        },
-        |_, _| {},
-    )
+        &mut g,
+        Out::Req,
+        &mut msg,
+        param.ece.attr_mod,
+        State::ReqSent,
+    );
+    if sent.is_ok() {
+        id.set_state(State::ReqSent.raw());
+    }
+    drop(g);
+    drop(old);
+    sent
 }
 
 /// The passive id's parameters from a REQ (`cm_req_handler`).

@@ -2,7 +2,9 @@
 //! SIDR, both ways: `ib_send_cm_sidr_req()`, `ib_send_cm_sidr_rep()`, `cm_sidr_req_handler()`
 //! (the listener match and the passive id) and `cm_sidr_rep_handler()`.
 
-use super::{api, deliver_recv, Ctx, Recv};
+use super::{
+    deliver_or_put, leave_remote, queue_event, recv_event, refusal_errno, send_msg, trace_refused,
+};
 use crate::{
     av::{Av, SgidAttr},
     bindings,
@@ -11,9 +13,10 @@ use crate::{
     device::CmDevice,
     event::Event,
     logic::{
+        input,
         req_event::{self, SidrReply, SIDR_UNSUPPORTED},
         service_id::ServiceId,
-        state::{Input, State},
+        state::{self, Input, Out, State},
         wire::{
             field::Bytes,
             sidr::{SidrRep, SidrReq},
@@ -22,7 +25,7 @@ use crate::{
     },
     recv::{bth_pkey, count_duplicate, hand_over, respond, ListenerPin},
     recv_wc::RecvWc,
-    remote::{self, RemoteKey, RemoteReservation, SidrKey},
+    remote::{self, RemoteKey, RemoteReservation, SidrKey, Unlinked},
 };
 use kernel::{prelude::*, sync::Arc};
 
@@ -42,14 +45,22 @@ pub(crate) fn sidr_rep_of(id: &CmId, status: u8) -> SidrRep<'static> {
 
 /// `ib_send_cm_sidr_rep()`: the state changes only once the reply is posted.
 pub(crate) fn send_sidr_rep(id: &Arc<CmId>, r: &SidrReply<'_>, attr_mod: u32) -> Result {
-    let rep = req_event::sidr_rep(r);
-    let mut msg = CmMessage::SidrRep(rep);
-    let ctx = Ctx {
-        msg: Some(&mut msg),
-        attr_mod,
-        ..Ctx::default()
-    };
-    api(id, Input::SendSidrRep, ctx, |_, _| {}, |_, _| {})
+    let mut msg = CmMessage::SidrRep(req_event::sidr_rep(r));
+    let mut unlinked = Unlinked::default();
+    let mut g = id.inner.lock();
+    if g.destroyed {
+        return Err(EINVAL);
+    }
+    if let Err(r) = input::send_sidr_rep(id.cm_state()) {
+        trace_refused(id, Input::SendSidrRep, r);
+        return Err(refusal_errno(r));
+    }
+    send_msg(id, &mut g, Out::SidrRep, &mut msg, attr_mod, State::Idle)?;
+    leave_remote(id, &mut g, &mut unlinked);
+    id.set_state(State::Idle.raw());
+    drop(g);
+    unlinked.free();
+    Ok(())
 }
 
 /// `ib_send_cm_sidr_req()`: `param`'s scalars, its `path`, `sgid_attr` and private data
@@ -69,62 +80,60 @@ pub(crate) fn send_sidr_req(
         service_id: u64::from_be(param.service_id),
         private_data: Bytes::new(pd),
     });
-    let ctx = Ctx {
-        msg: Some(&mut msg),
-        ..Ctx::default()
-    };
     let sid = ServiceId::from_be(param.service_id);
     let timeout_ms = u32::try_from(param.timeout_ms).unwrap_or(0);
-    let retries = param.max_cm_retries;
-    let mut av = Some(av);
-    api(
-        id,
-        Input::SendSidrReq,
-        ctx,
-        |id, g| {
-            g.av = av.take();
-            id.set_service_id(sid);
-            g.conn.timeout_ms = timeout_ms;
-            g.conn.max_cm_retries = retries;
-        },
-        |_, _| {},
-    )
+    let mut g = id.inner.lock();
+    if g.destroyed {
+        return Err(EINVAL);
+    }
+    if let Err(r) = input::send_sidr_req(id.cm_state()) {
+        trace_refused(id, Input::SendSidrReq, r);
+        return Err(refusal_errno(r));
+    }
+    // The id takes the request's address and parameters before the send, which needs them
+    // (they stay if it fails, as cm.c's do).
+    let old = g.av.replace(av);
+    id.set_service_id(sid);
+    g.conn.timeout_ms = timeout_ms;
+    g.conn.max_cm_retries = param.max_cm_retries;
+    send_msg(id, &mut g, Out::SidrReq, &mut msg, 0, State::SidrReqSent)?;
+    id.set_state(State::SidrReqSent.raw());
+    drop(g);
+    drop(old);
+    Ok(())
 }
 
 /// A SIDR_REP (`cm_sidr_rep_handler`).
-pub(crate) fn on_sidr_rep(
-    dev: &crate::device::CmDevice,
-    port_num: u32,
-    wc: &RecvWc,
-    hdr: &RecvHdr<'_>,
-    rep: &SidrRep<'_>,
-) {
+pub(crate) fn on_sidr_rep(wc: &RecvWc, rep: &SidrRep<'_>) {
     let Some(id) = comm_id::acquire(rep.request_id, 0) else {
         return;
     };
-    let sgid_attr = id
-        .inner
-        .lock()
-        .av
-        .as_ref()
-        .map_or(core::ptr::null(), |av| av.sgid_attr());
-    let (status, qkey, qpn, info_len) = (rep.status, rep.qkey, rep.qpn, rep.info_length);
-    deliver_recv(
-        &id,
-        Input::RecvSidrRep,
-        Recv::new(dev, port_num, AttrId::SidrRep, hdr, wc),
-        96,
-        |ev| {
-            let info = ev.payload_ptr(24);
-            let p = ev.sidr_rep_rcvd();
-            p.status = status.into();
-            p.qkey = qkey;
-            p.qpn = qpn;
-            p.info = info;
-            p.info_len = info_len.min(72);
-            p.sgid_attr = sgid_attr;
-        },
-    );
+    let Some(mut ev) = recv_event(&id, wc, 96) else {
+        return;
+    };
+    let info = ev.payload_ptr(24);
+    let p = ev.sidr_rep_rcvd();
+    p.status = rep.status.into();
+    p.qkey = rep.qkey;
+    p.qpn = rep.qpn;
+    p.info = info;
+    p.info_len = rep.info_length.min(72);
+    let mut g = id.inner.lock();
+    let mut deliver = None;
+    if !g.destroyed {
+        match input::sidr_rep_received(id.cm_state()) {
+            Ok(()) => {
+                ev.sidr_rep_rcvd().sgid_attr =
+                    g.av.as_ref().map_or(core::ptr::null(), |av| av.sgid_attr());
+                g.cancel_tracked();
+                id.set_state(State::Idle.raw());
+                deliver = queue_event(&mut g, ev, state::Event::SidrRepReceived);
+            }
+            Err(r) => trace_refused(&id, Input::RecvSidrRep, r),
+        }
+    }
+    drop(g);
+    deliver_or_put(&id, deliver);
 }
 
 /// SIDR_REQ in (`cm_sidr_req_handler`): the duplicate check, the listener match, and the

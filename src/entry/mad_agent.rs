@@ -129,11 +129,11 @@ fn process(dev: &Arc<CmDevice>, port_num: u32, attr: AttrId, wc: &RecvWc) {
         AttrId::Rtu => conn::rep_rtu::on_rtu(dev, port_num, wc, CommIdsView(p)),
         AttrId::Dreq => conn::dreq_drep::on_dreq(dev, port_num, wc, &hdr, CommIdsView(p)),
         AttrId::Drep => conn::dreq_drep::on_drep(wc, CommIdsView(p)),
-        AttrId::Rej => conn::rej_mra::on_rej(dev, port_num, wc, &hdr, &Rej::decode(p)),
-        AttrId::Mra => conn::rej_mra::on_mra(dev, port_num, wc, &hdr, &Mra::decode(p)),
-        AttrId::SidrRep => conn::sidr::on_sidr_rep(dev, port_num, wc, &hdr, &SidrRep::decode(p)),
+        AttrId::Rej => conn::rej_mra::on_rej(wc, &Rej::decode(p)),
+        AttrId::Mra => conn::rej_mra::on_mra(dev, port_num, wc, &Mra::decode(p)),
+        AttrId::SidrRep => conn::sidr::on_sidr_rep(wc, &SidrRep::decode(p)),
         AttrId::Lap => conn::lap_apr::on_lap(dev, port_num, wc, &hdr, &Lap::decode(p)),
-        AttrId::Apr => conn::lap_apr::on_apr(dev, port_num, wc, &hdr, &Apr::decode(p)),
+        AttrId::Apr => conn::lap_apr::on_apr(dev, port_num, wc, &Apr::decode(p)),
     }
 }
 

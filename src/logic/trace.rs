@@ -81,8 +81,8 @@ pub(crate) fn for_send(o: Out) -> Option<IdTrace> {
 }
 
 /// What an input refused in `state` emits. `ib_send_cm_rep()` in a wrong state emits
-/// `icm_send_rep_err` and a REP no state expects `icm_rep_unknown_err` (other classes): see
-/// [`rep_refusal`]. A refused `ib_send_cm_rej()` also emits `icm_send_rej` first (cm.c traces
+/// `icm_send_rep_err` and a REP no state expects `icm_rep_unknown_err` (other classes, traced
+/// by their handlers). A refused `ib_send_cm_rej()` also emits `icm_send_rej` first (cm.c traces
 /// the REJ before it looks at the state).
 pub(crate) fn for_refusal(state: State, input: Input, r: Refusal) -> Option<IdTrace> {
     let api = r == Refusal::Invalid;
@@ -105,14 +105,6 @@ pub(crate) fn for_refusal(state: State, input: Input, r: Refusal) -> Option<IdTr
         }
         _ => return None,
     })
-}
-
-/// The REP-specific refusals: `(send_rep_err, rep_unknown_err)`.
-pub(crate) fn rep_refusal(input: Input, r: Refusal) -> (bool, bool) {
-    (
-        input == Input::SendRep && r == Refusal::Invalid,
-        input == Input::RecvRep,
-    )
 }
 
 #[cfg(test)]
@@ -219,15 +211,5 @@ mod tests {
             None
         );
         assert_eq!(IdTrace::DreqSkipped as u32, 22);
-    }
-
-    #[test]
-    fn rep_refusals() {
-        assert_eq!(rep_refusal(Input::SendRep, Refusal::Invalid), (true, false));
-        assert_eq!(rep_refusal(Input::RecvRep, Refusal::Ignore), (false, true));
-        assert_eq!(
-            rep_refusal(Input::RecvDupRep, Refusal::Ignore),
-            (false, false)
-        );
     }
 }
