@@ -387,7 +387,7 @@ impl Drop for ConnTables {
     }
 }
 
-/// Nodes taken out of the tables, to be freed outside the locks (empty for nearly every step
+/// Nodes taken out of the tables, to be freed outside the locks (empty for nearly every input
 /// of the state machine, hence [`Slot`]s).
 #[derive(Default)]
 pub(crate) struct Unlinked {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //! Emits the `ib_cma:icm_*` tracepoints (`include/ib_cm_trace.h`, defined in `src/trace.c`).
 //!
-//! `logic::trace` decides which id-class event a step emits; the functions here only hand it
+//! `logic::trace` decides which id-class event an input emits; the functions here only hand it
 //! to C. Comm IDs are passed as numbers (host order), as the events print them.
 
 use crate::{bindings, cm_id::CmId, logic::trace::IdTrace};

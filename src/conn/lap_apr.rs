@@ -47,7 +47,8 @@ fn takes_alternate_paths(dev: &CmDevice, port_num: u32, wc: &RecvWc) -> bool {
 /// A LAP (`cm_lap_handler`). The event's path record is built from the LAP and the id's
 /// P_Key and MTU; the sender's address (from the completion) and the alternate path's address
 /// are resolved before the id's lock is taken and replace the id's in whatever state it is;
-/// the step decides the rest. A LAP whose addresses cannot be resolved is dropped.
+/// `logic::input::lap_received` decides the rest. A LAP whose addresses cannot be resolved is
+/// dropped.
 pub(crate) fn on_lap(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &RecvHdr<'_>, lap: &Lap<'_>) {
     if !takes_alternate_paths(dev, port_num, wc) {
         return;

@@ -33,7 +33,7 @@ use kernel::{prelude::*, sync::Arc};
 /// layer).
 pub(crate) fn send_rep(id: &Arc<CmId>, param: &bindings::ib_cm_rep_param, pd: &[u8]) -> Result {
     let xrc_tgt = id.inner.lock().conn.qp_type() == bindings::ib_qp_type_IB_QPT_XRC_TGT;
-    // Read inside the device's send gate. Once removal began they read as zeros: the step
+    // Read inside the device's send gate. Once removal began they read as zeros: the handler
     // still checks the state first (a wrong one traces `icm_send_rep_err`, as cm.c), and the
     // send then fails with EINVAL (as cm.c, whose port has no MAD agent any more), so the
     // zeros never reach the wire.
