@@ -18,7 +18,7 @@ use crate::{
         state::{Input, MsgKind, Out, State},
         timeout,
         wire::{
-            conn::{Path, Req, MSG_REQ},
+            conn::{Path, Req, ReqView, MSG_REQ},
             field::Bytes,
             CmMessage, RecvHdr,
         },
@@ -235,16 +235,16 @@ pub(crate) fn on_req(
     port_num: u32,
     wc: &RecvWc,
     hdr: &RecvHdr<'_>,
-    req: &Req<'_>,
+    view: ReqView<'_>,
 ) {
-    let sid = ServiceId::new(req.service_id);
+    let sid = ServiceId::new(view.service_id());
     let key = ReqKey {
-        ca_guid: req.local_ca_guid,
-        comm_id: req.local_comm_id,
+        ca_guid: view.local_ca_guid(),
+        comm_id: view.local_comm_id(),
     };
     let qp = QpKey {
-        ca_guid: req.local_ca_guid,
-        qpn: req.local_qpn,
+        ca_guid: view.local_ca_guid(),
+        qpn: view.local_qpn(),
     };
     let found = remote::tables().lock().conns.holder(&key, &qp);
     // cm.c traces every REQ that makes no new connection (a retransmission, a stale
@@ -252,7 +252,7 @@ pub(crate) fn on_req(
     if let Some(taken) = found {
         let (held, holder) = taken.held();
         conn::on_held(dev, port_num, wc, hdr, MsgKind::Req, held, &holder, || {});
-        return trace::no_listener(req.local_comm_id);
+        return trace::no_listener(view.local_comm_id());
     }
     let listener = dev.inner.lock().listen.find(sid);
     let Some(listener) = listener else {
@@ -264,9 +264,10 @@ pub(crate) fn on_req(
             req_event::REJ_INVALID_SERVICE_ID,
             MSG_REQ,
         );
-        return trace::no_listener(req.local_comm_id);
+        return trace::no_listener(view.local_comm_id());
     };
     let listener = ListenerPin(listener);
+    let req = &view.decode();
     let Ok(wc_av) = Av::from_recv(dev, port_num, wc) else {
         return;
     };

@@ -9,7 +9,7 @@ use crate::{
     device::{device_of_agent, CmDevice},
     logic::wire::{
         check_header,
-        conn::{CommIdsView, Mra, Rej, RepView, Req},
+        conn::{CommIdsView, Mra, Rej, RepView, ReqView},
         lap::{Apr, Lap},
         payload,
         sidr::{SidrRep, SidrReq},
@@ -116,14 +116,15 @@ fn wire_error(e: WireError) -> &'static kernel::str::CStr {
 }
 
 /// Dispatches one received MAD of attribute `attr`, whose header the receive callback checked
-/// (`cm_work_handler`). The header was checked once, by the receive callback; the REP, RTU,
-/// DREQ and DREP go to their handlers as views that read each field where it is used, the
-/// other messages decoded straight into the handler's argument.
+/// (`cm_work_handler`). The header was checked once, by the receive callback; the REQ, REP,
+/// RTU, DREQ and DREP go to their handlers as views that read each field where it is used
+/// (a REQ is decoded whole only once it found a listener), the other messages decoded
+/// straight into the handler's argument.
 fn process(dev: &Arc<CmDevice>, port_num: u32, attr: AttrId, wc: &RecvWc) {
     let mad = wc.mad();
     let (hdr, p) = (RecvHdr::of(mad), payload(mad));
     match attr {
-        AttrId::Req => conn::req::on_req(dev, port_num, wc, &hdr, &Req::decode(p)),
+        AttrId::Req => conn::req::on_req(dev, port_num, wc, &hdr, ReqView(p)),
         AttrId::SidrReq => conn::sidr::on_sidr_req(dev, port_num, wc, &hdr, &SidrReq::decode(p)),
         AttrId::Rep => conn::rep_rtu::on_rep(dev, port_num, wc, &hdr, RepView(p)),
         AttrId::Rtu => conn::rep_rtu::on_rtu(dev, port_num, wc, CommIdsView(p)),

@@ -584,7 +584,7 @@ fn header_checked_once_matches_the_ibta_header() {
 #[test]
 fn views_read_what_the_decoders_read() {
     // `Rep::decode` reads through the REP view (the golden vectors check it); the comm-ID
-    // view must agree with the RTU, DREP and DREQ decoders on random payloads.
+    // and REQ views must agree with the RTU, DREP, DREQ and REQ decoders on random payloads.
     let mut rng = Rng::new(0x5eed_0fca_11);
     for _ in 0..2000 {
         let mut p = payload();
@@ -602,5 +602,22 @@ fn views_read_what_the_decoders_read() {
             (v.local_comm_id(), v.remote_comm_id()),
             (r.local_comm_id, r.remote_comm_id)
         );
+        let q = ReqView(&p);
+        let req = Req::decode(&p);
+        assert_eq!(
+            (
+                q.local_comm_id(),
+                q.service_id(),
+                q.local_ca_guid(),
+                q.local_qpn()
+            ),
+            (
+                req.local_comm_id,
+                req.service_id,
+                req.local_ca_guid,
+                req.local_qpn
+            )
+        );
+        assert_eq!(q.decode(), req);
     }
 }

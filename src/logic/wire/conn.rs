@@ -601,3 +601,32 @@ impl CommIdsView<'_> {
         field::u32_at(self.0, 8) >> 8
     }
 }
+
+/// A received REQ's keys read in place (Table 106): the duplicate and stale checks and the
+/// listener lookup need only these, so a REQ that makes no connection (a retransmission, a
+/// stale one, one for no listener) is never decoded whole.
+#[derive(Clone, Copy)]
+pub(crate) struct ReqView<'a>(pub(crate) &'a [u8]);
+
+impl<'a> ReqView<'a> {
+    /// 0.
+    pub(crate) fn local_comm_id(&self) -> u32 {
+        field::u32_at(self.0, 0)
+    }
+    /// 8, 64 bits.
+    pub(crate) fn service_id(&self) -> u64 {
+        field::u64_at(self.0, 8)
+    }
+    /// 16, 64 bits.
+    pub(crate) fn local_ca_guid(&self) -> u64 {
+        field::u64_at(self.0, 16)
+    }
+    /// 32, 24 bits.
+    pub(crate) fn local_qpn(&self) -> u32 {
+        field::u32_at(self.0, 32) >> 8
+    }
+    /// The whole REQ, for one that found a listener.
+    pub(crate) fn decode(&self) -> Req<'a> {
+        Req::decode(self.0)
+    }
+}
