@@ -618,6 +618,17 @@ fn views_read_what_the_decoders_read() {
                 req.local_qpn
             )
         );
-        assert_eq!(q.decode(), req);
+        // What a handler gets: the REQ, without an alternate path it does not carry.
+        let mut want = req.clone();
+        if !req.has_alt_path() {
+            want.alternate = Path::default();
+        }
+        assert_eq!(q.decode(), want);
+        let mut no_alt = p;
+        no_alt[96..98].fill(0);
+        no_alt[108..111].fill(0);
+        let r = ReqView(&no_alt).decode();
+        assert!(!r.has_alt_path());
+        assert_eq!(r.alternate, Path::default());
     }
 }

@@ -191,6 +191,13 @@ impl<'a> Req<'a> {
     /// The REQ of payload `p` with `private_data` as its private data (the white-box tests
     /// build REQs from a payload on their stack and data that outlives it).
     pub(crate) fn decode_with(p: &[u8], private_data: Bytes<'a, REQ_PRIVATE_DATA>) -> Self {
+        let mut req = Self::decode_but_alternate(p, private_data);
+        req.alternate = Path::decode_req(p, 96);
+        req
+    }
+
+    /// Every field but the alternate path, which reads as all zeros (no alternate path).
+    fn decode_but_alternate(p: &[u8], private_data: Bytes<'a, REQ_PRIVATE_DATA>) -> Self {
         Self {
             local_comm_id: field::u32_at(p, 0),
             vendor_id: narrow(get(p, 5, 0, 24)),
@@ -216,7 +223,7 @@ impl<'a> Req<'a> {
             srq: get(p, 51, 4, 1) != 0,
             extended_transport_type: narrow(get(p, 51, 5, 3)),
             primary: Path::decode_req(p, 52),
-            alternate: Path::decode_req(p, 96),
+            alternate: Path::default(),
             sap_supported: get(p, 139, 5, 1) != 0,
             private_data,
         }
@@ -625,8 +632,14 @@ impl<'a> ReqView<'a> {
     pub(crate) fn local_qpn(&self) -> u32 {
         field::u32_at(self.0, 32) >> 8
     }
-    /// The whole REQ, for one that found a listener.
+    /// The whole REQ, for one that found a listener; an alternate path the REQ does not carry
+    /// ([`Req::has_alt_path`]) is not decoded and reads as all zeros, as cm.c ignores it.
     pub(crate) fn decode(&self) -> Req<'a> {
-        Req::decode(self.0)
+        let mut req = Req::decode_but_alternate(self.0, Bytes::at(self.0, 140));
+        let alt_local_gid = field::array(self.0, 100);
+        if field::u16_at(self.0, 96) != 0 || is_opa_gid(&alt_local_gid) {
+            req.alternate = Path::decode_req(self.0, 96);
+        }
+        req
     }
 }
