@@ -188,6 +188,26 @@ impl Drop for Counted {
 pub(crate) struct RecvWork(Counted);
 
 impl RecvWork {
+    /// The attribute ID in the header of a received MAD not yet taken over, or `None` if the
+    /// MAD is shorter than a MAD header: what the receive callback counts before it allocates
+    /// anything (cm.c counts a received MAD before its work allocation).
+    ///
+    /// # Safety
+    ///
+    /// As for [`RecvWork::new`]; the completion is only read.
+    pub(crate) unsafe fn peek_attr(raw: *const bindings::ib_mad_recv_wc) -> Option<u16> {
+        // SAFETY: `raw` is a live completion (caller); the union's pointer member is the one
+        // the MAD layer sets, and its buffer holds `mad_len` bytes.
+        unsafe {
+            let mad = (*raw).recv_buf.__bindgen_anon_1.mad;
+            if mad.is_null() || usize::try_from((*raw).mad_len).unwrap_or(0) < MAD_LEN {
+                return None;
+            }
+            let b = mad.cast::<u8>();
+            Some(u16::from_be_bytes([*b.add(16), *b.add(17)]))
+        }
+    }
+
     /// Takes ownership of a received MAD, with the work item that will carry it; on failure
     /// the MAD is freed.
     ///

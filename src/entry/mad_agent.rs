@@ -13,7 +13,7 @@ use crate::{
         lap::{Apr, Lap},
         payload,
         sidr::{SidrRep, SidrReq},
-        AttrId, RecvHdr, WireError, MAD_LEN,
+        AttrId, RecvHdr, WireError,
     },
     port::Counter,
     recv_wc::{RecvWc, RecvWork},
@@ -51,29 +51,32 @@ pub(crate) unsafe extern "C" fn ibcm_rs_recv(
     port_num: u32,
     recv_wc: *mut bindings::ib_mad_recv_wc,
 ) {
+    // SAFETY: The agent's context is its device, alive while the agent is registered.
+    let dev = unsafe { device_of_agent(context) };
+    // A MAD of a known attribute is counted received before anything is allocated for it and
+    // before the rest of its header is looked at (cm.c counts by attribute alone, then
+    // allocates its work): a failed allocation drops a MAD that was counted, as in cm.c.
+    // SAFETY: The MAD layer hands the completion over to its receive handler; it is only read.
+    let known = unsafe { RecvWork::peek_attr(recv_wc) }.and_then(AttrId::from_wire);
+    if let (Some(port), Some(attr)) = (dev.port(port_num), known) {
+        port.count(Counter::RxMsgs, attr.counter_index(), 1);
+    }
     // SAFETY: The MAD layer hands the completion over to its receive handler, with the agent's
     // context and port.
     let Ok(wc) = (unsafe { RecvWork::new(recv_wc, context, port_num) }) else {
         return;
     };
-    // SAFETY: The agent's context is its device, alive while the agent is registered.
-    let dev = unsafe { device_of_agent(context) };
     let Some(port) = dev.port(port_num) else {
         return;
     };
     // The header is checked once, here: the work gets the attribute, the handlers read the
-    // TID and attribute modifier where they use them. A MAD of a known attribute is counted
-    // received before the rest of its header is looked at (cm.c counts by attribute alone).
+    // TID and attribute modifier where they use them.
     let mad = wc.mad();
-    let known = (mad.len() >= MAD_LEN)
-        .then(|| AttrId::from_wire(u16::from_be_bytes([mad[16], mad[17]])))
-        .flatten();
     let Some(attr) = known else {
         port.count_malformed();
         dev.warn_malformed(port_num, c_str!("unknown attribute or short MAD"), &wc);
         return;
     };
-    port.count(Counter::RxMsgs, attr.counter_index(), 1);
     if let Err(e) = check_header(mad) {
         port.count_malformed();
         dev.warn_malformed(port_num, wire_error(e), &wc);
