@@ -100,6 +100,7 @@ struct ib_ah *ibcm_glue_ah_from_wc(struct ib_mad_agent *agent, const struct ib_w
 void ibcm_glue_destroy_ah(struct ib_ah *ah);
 int ibcm_glue_conn_ahs_per_device(void);
 bool ibcm_glue_fail_conn_ahs(void); /* test builds only */
+bool ibcm_glue_fail_send_mads(void); /* test builds only */
 
 /*
  * What ib_init_ah_attr_from_wc() reads from a received MAD's work completion and network

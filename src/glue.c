@@ -732,6 +732,19 @@ bool ibcm_glue_fail_conn_ahs(void)
 	return READ_ONCE(fail_conn_ahs);
 }
 
+/*
+ * Makes the allocation of a connection MAD's send buffer fail, as ib_create_send_mad() under
+ * memory pressure would, after the connection's address handle was made (src/send.rs).
+ */
+static bool fail_send_mads;
+module_param(fail_send_mads, bool, 0644);
+MODULE_PARM_DESC(fail_send_mads, "Test builds: fail the allocation of MAD send buffers");
+
+bool ibcm_glue_fail_send_mads(void)
+{
+	return READ_ONCE(fail_send_mads);
+}
+
 /* The last MADs the CM sent, for the white-box receive-path tests (src/kunit.rs). */
 #define IBCM_CAPTURE_SLOTS 8
 static DEFINE_SPINLOCK(ibcm_capture_lock);

@@ -294,6 +294,16 @@ pub(crate) unsafe fn send(
     Ok(())
 }
 
+/// Whether a test asks the allocation of an id's MAD send buffers to fail (`fail_send_mads`, a
+/// module parameter of test builds only).
+fn forced_failure() -> bool {
+    #[cfg(ibcm_kunit)]
+    // SAFETY: Reads a `bool` module parameter.
+    return unsafe { bindings::ibcm_glue_fail_send_mads() };
+    #[cfg(not(ibcm_kunit))]
+    false
+}
+
 /// Sends `msg` for `id` along its primary address (`cm_alloc_msg` + `ib_post_send_mad`), with
 /// the MAD layer retransmitting it the id's `max_cm_retries` times every `timeout_ms` if that
 /// is non-zero. The buffer carries a reference to the id (`context[1]`) until its completion.
@@ -340,19 +350,23 @@ pub(crate) fn send_for_id(
         }
     };
     let on_conn_ah = matches!(ah, SendAh::Conn(_));
-    // SAFETY: `agent` is registered; sizes are the CM's fixed MAD layout.
-    let buf = unsafe {
-        bindings::ib_create_send_mad(
-            agent,
-            id.remote_cm_qpn(),
-            av.pkey_index,
-            0,
-            // CAST: 24 and 232 fit in an int.
-            MAD_HDR_LEN as i32,
-            PAYLOAD_LEN as i32,
-            bindings::GFP_ATOMIC,
-            BASE_VERSION,
-        )
+    let buf = if forced_failure() {
+        core::ptr::null_mut()
+    } else {
+        // SAFETY: `agent` is registered; sizes are the CM's fixed MAD layout.
+        unsafe {
+            bindings::ib_create_send_mad(
+                agent,
+                id.remote_cm_qpn(),
+                av.pkey_index,
+                0,
+                // CAST: 24 and 232 fit in an int.
+                MAD_HDR_LEN as i32,
+                PAYLOAD_LEN as i32,
+                bindings::GFP_ATOMIC,
+                BASE_VERSION,
+            )
+        }
     };
     if let Some(e) = ptr_error(buf, ENOMEM) {
         return Err(e);

@@ -95,7 +95,7 @@ impl CmId {
     }
 }
 
-/// What destroy's last locked step took from the id, for the rest of `CmId::destroy_with`.
+/// What destroy's locked section took from the id, for the rest of `CmId::destroy_with`.
 #[must_use = "the id must still leave timewait and the comm-ID table"]
 struct Farewell {
     /// The id was in timewait, on the device's list of this class: it must leave it.

@@ -408,7 +408,7 @@ pub(crate) fn send_msg(
     let hs = on_conn_ah(id, g, o);
     // Traced once the MAD is allocated, with the state the id sends in (a REJ is traced by
     // its sender, before the state changes).
-    let (buf, tid) = send::send_for_id(
+    let sent = send::send_for_id(
         id,
         g,
         msg,
@@ -417,7 +417,17 @@ pub(crate) fn send_msg(
         timeout_ms,
         logic_trace::for_send(o),
         hs,
-    )?;
+    );
+    let (buf, tid) = match sent {
+        Ok(sent) => sent,
+        Err(e) => {
+            // The id stays in its state: a connection handle the send just made for an id whose
+            // state keeps none (a REQ from IDLE) goes again, as cm.c frees the MAD with its
+            // handle (`cm_free_priv_msg`).
+            end_conn_ah(id, g);
+            return Err(e);
+        }
+    };
     if o == Out::Req {
         g.conn.tid = tid;
     }

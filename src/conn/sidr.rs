@@ -96,11 +96,13 @@ pub(crate) fn send_sidr_req(
     id.set_service_id(sid);
     g.conn.timeout_ms = timeout_ms;
     g.conn.max_cm_retries = param.max_cm_retries;
-    send_msg(id, &mut g, Out::SidrReq, &mut msg, 0, State::SidrReqSent)?;
-    id.set_state(State::SidrReqSent.raw());
+    let sent = send_msg(id, &mut g, Out::SidrReq, &mut msg, 0, State::SidrReqSent);
+    if sent.is_ok() {
+        id.set_state(State::SidrReqSent.raw());
+    }
     drop(g);
     drop(old);
-    Ok(())
+    sent
 }
 
 /// A SIDR_REP (`cm_sidr_rep_handler`).

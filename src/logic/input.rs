@@ -13,7 +13,8 @@
 //! the answer says with the objects at hand (`Documentation/design.rst`, "Connections"). An
 //! `Err` is a refusal: the input changes nothing. The generic table of `super::table` is
 //! built from these functions, so the host tests of every (state, LAP state, input) pair
-//! against cm.c's lists cover them.
+//! against cm.c's lists cover them; what a handler does beside its decision is tested in the
+//! guest only.
 
 use super::state::{Event, Lap, MsgKind, Out, Refusal, State};
 use State::*;

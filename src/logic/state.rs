@@ -171,8 +171,7 @@ impl MsgKind {
 /// What happened to an id: the inputs of the generic table (`super::table`) and of the
 /// refusal tracepoints (`super::trace`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-// The module constructs only the inputs it traces or still runs through the table; the host
-// tests construct every one.
+// The module constructs only the inputs it traces; the host tests construct every one.
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) enum Input {
     /// `ib_send_cm_req()`.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-//! Which `ib_cma:icm_*` tracepoint an id's step emits, as cm.c emits them.
+//! Which `ib_cma:icm_*` tracepoint an id's handler emits, as cm.c emits them.
 //!
 //! The events themselves are C (`include/ib_cm_trace.h`); this file decides, from what the
 //! state machine did, which one fires: a message sent (`icm_send_*`, `icm_send_dup_*` for the

@@ -1526,7 +1526,90 @@ static void sidr_rep_send_failure_keeps_state(struct kunit *test)
 #endif
 }
 
+/*
+ * Ours' test build only: writes `val` to ib_cm's module parameter `name`; -ENOENT when the
+ * loaded CM has no such parameter (the C CM, or ours' production build).
+ */
+static int set_ib_cm_param(const char *name, const char *val)
+{
+	char path[96];
+	struct file *f;
+	loff_t pos = 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/module/ib_cm/parameters/%s", name);
+	f = filp_open(path, O_WRONLY, 0);
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	n = kernel_write(f, val, strlen(val), &pos);
+	filp_close(f, NULL);
+	return n < 0 ? n : 0;
+}
+
+/* Ours: how many connection address handles the ids of `dev` hold (debugfs `conn_ahs`). */
+static long conn_ahs_held(struct ib_device *dev)
+{
+	char path[96], buf[256] = {}, *line, *p;
+	struct file *f;
+	loff_t pos = 0;
+	ssize_t n;
+	long v;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/ib_cm/%s/conn_ahs", dev_name(&dev->dev));
+	f = filp_open(path, O_RDONLY, 0);
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	n = kernel_read(f, buf, sizeof(buf) - 1, &pos);
+	filp_close(f, NULL);
+	if (n <= 0)
+		return n < 0 ? n : -EIO;
+	p = buf;
+	while ((line = strsep(&p, "\n"))) {
+		if (strncmp(line, "held ", 5) == 0 && !kstrtol(strim(line + 5), 10, &v))
+			return v;
+	}
+	return -EINVAL;
+}
+
+/*
+ * A REQ whose MAD cannot be allocated after the connection's address handle was made (ours'
+ * test build fails ib_create_send_mad on request) fails with -ENOMEM and leaves the id in
+ * IDLE holding no handle, as cm.c frees the MAD with its handle; the same id's next REQ
+ * reaches the passive side. Skipped on the C CM (no such switch).
+ */
+static void req_send_failure_keeps_no_conn_ah(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_req_param req;
+	struct ib_cm_id *a;
+	long held0 = -1;
+	int i, ret;
+
+	if (set_ib_cm_param("fail_send_mads", "0") == -ENOENT)
+		kunit_skip(test, "needs ours' test build (its fail_send_mads switch)");
+	/* Earlier cases' connections leave theirs when their timewait ends. */
+	for (i = 0; i < 300 && (held0 = conn_ahs_held(c->d1)) > 0; i++)
+		msleep(100);
+	KUNIT_ASSERT_EQ(test, held0, 0);
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	active.id = a;
+	req_param(&req, &c->path, c->sgid, 20, 15);
+	KUNIT_ASSERT_EQ(test, set_ib_cm_param("fail_send_mads", "1"), 0);
+	ret = ib_send_cm_req(a, &req);
+	set_ib_cm_param("fail_send_mads", "0");
+	KUNIT_EXPECT_EQ(test, ret, -ENOMEM);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_IDLE);
+	KUNIT_EXPECT_EQ(test, conn_ahs_held(c->d1), held0);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_req(a, &req), 0);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_REQ_SENT);
+	KUNIT_EXPECT_EQ(test, conn_ahs_held(c->d1), held0 + 1);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
+	destroy_active_rejects_with_timeout(test, c);
+}
+
 static struct kunit_case conn_cases[] = {
+	KUNIT_CASE(req_send_failure_keeps_no_conn_ah),
 	KUNIT_CASE(sidr_rep_send_failure_keeps_state),
 	KUNIT_CASE(qp_attr_ud_sidr),
 	KUNIT_CASE_SLOW(delayed_mra_on_dup_req_rearms_req),
