@@ -2243,6 +2243,101 @@ static void ib_ud_qp_completions(struct kunit *test)
 	ib_expect_drops(test, &fabric, "none", 0);
 }
 
+/* The completion of the one send just posted on `q` (up to 2 s), or fails the case. */
+static struct ib_wc ud_send_completion(struct kunit *test, struct rc_qp *q)
+{
+	struct ib_wc wc = {};
+	int i, n = 0;
+
+	for (i = 0; i < 100 && n < 1; i++) {
+		n = ib_poll_cq(q->cq, 1, &wc);
+		if (!n)
+			msleep(20);
+	}
+	KUNIT_EXPECT_EQ_MSG(test, n, 1, "no send completion");
+	return wc;
+}
+
+/*
+ * Posts one signalled UD send of `len` bytes from `buf` (lkey `lkey`) through `ah` to QP `r`
+ * of the other device and returns its completion's status.
+ */
+static enum ib_wc_status ud_post_one(struct kunit *test, struct rc_qp *s, struct rc_qp *r,
+				     struct ib_ah *ah, void *buf, u32 len, u32 lkey)
+{
+	struct ib_sge sge = { .addr = (uintptr_t)buf, .length = len, .lkey = lkey };
+	struct ib_ud_wr wr = {
+		.wr = { .wr_id = len, .opcode = IB_WR_SEND, .send_flags = IB_SEND_SIGNALED,
+			.sg_list = &sge, .num_sge = 1 },
+		.ah = ah, .remote_qpn = r->qp->qp_num, .remote_qkey = 0x11112222,
+	};
+	const struct ib_send_wr *bad;
+	struct ib_wc wc;
+
+	KUNIT_EXPECT_EQ(test, ib_post_send(s->qp, &wr.wr, &bad), 0);
+	wc = ud_send_completion(test, s);
+	KUNIT_EXPECT_EQ(test, wc.wr_id, len);
+	return wc.status;
+}
+
+/*
+ * A misbehaving consumer, straight on a UD QP of the soft HCA (no CM): each bad request is
+ * refused or completed with an error, or goes out and is dropped by the fabric, as hardware
+ * and a fabric do, and the QP still works after them:
+ * - a P_Key index outside the table: a UD QP sends with its own index, which ib_modify_qp
+ *   refuses (-EINVAL; a work request's pkey_index is for GSI QPs, which ib_mad owns);
+ * - a send longer than the port's MTU (4096: a UD message is one packet): IB_WC_LOC_LEN_ERR,
+ *   nothing on the wire;
+ * - an AH to a LID no port owns: the send completes (the HCA cannot know), the fabric drops the
+ *   packet (drop_no_lid, once);
+ * - an SGE whose lkey is no memory region's: IB_WC_LOC_PROT_ERR, nothing on the wire.
+ * Then a good datagram is delivered as in ib_ud_qp_completions, and nothing else was dropped.
+ */
+static void ib_ud_bad_work_requests(struct kunit *test)
+{
+	static const struct ud_sent good = { .grh = false, .path_bits = 0 };
+	struct conn_ctx *c = test->priv;
+	struct rc_qp *s = qp_new(test, c->d1, IB_QPT_UD);
+	struct rc_qp *r = qp_new(test, c->d0, IB_QPT_UD);
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_INIT, .pkey_index = 4, .port_num = 1,
+				   .qkey = 0x11112222 };
+	struct rdma_ah_attr aa = {};
+	struct ib_fabric fabric;
+	struct ib_ah *ah, *lost;
+	u8 *buf;
+
+	KUNIT_EXPECT_EQ(test, ib_modify_qp(s->qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
+					   IB_QP_PORT | IB_QP_QKEY), -EINVAL);
+	ud_qp_ready(test, s, 2);
+	ud_qp_ready(test, r, 0);
+	buf = kunit_kzalloc(test, 4097, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	aa.type = RDMA_AH_ATTR_TYPE_IB;
+	rdma_ah_set_port_num(&aa, 1);
+	rdma_ah_set_dlid(&aa, port_lid(c->d0));
+	ah = rdma_create_ah(s->pd, &aa, 0);
+	KUNIT_ASSERT_FALSE_MSG(test, IS_ERR(ah), "rdma_create_ah: %ld", PTR_ERR(ah));
+	/* 0x7f: no soft port owns it (the ports' LIDs are 0x10, 0x20, ... with LMC 1). */
+	rdma_ah_set_dlid(&aa, 0x7f);
+	lost = rdma_create_ah(s->pd, &aa, 0);
+	if (IS_ERR(lost)) {
+		rdma_destroy_ah(ah, 0);
+		KUNIT_FAIL_AND_ABORT(test, "rdma_create_ah to LID 0x7f: %ld", PTR_ERR(lost));
+	}
+	ib_fabric_start(test, &fabric);
+	KUNIT_EXPECT_EQ(test, ud_post_one(test, s, r, ah, buf, 4097, s->pd->local_dma_lkey),
+			IB_WC_LOC_LEN_ERR);
+	KUNIT_EXPECT_EQ(test, ud_post_one(test, s, r, lost, buf, 64, s->pd->local_dma_lkey),
+			IB_WC_SUCCESS);
+	KUNIT_EXPECT_EQ(test, ud_post_one(test, s, r, ah, buf, 64, s->pd->local_dma_lkey ^ 0xdead),
+			IB_WC_LOC_PROT_ERR);
+	ib_expect_drops(test, &fabric, "drop_no_lid", 1);
+	rdma_destroy_ah(lost, 0);
+	rdma_destroy_ah(ah, 0);
+	ud_send_recv(test, s, r, &good);
+	ib_expect_drops(test, &fabric, "drop_no_lid", 1);
+}
+
 /*
  * A routed REQ: a path with hop_limit 2 (through a router, as an SA gives for a remote
  * subnet) is sent with a GRH and carries permissive LIDs (cm_format_req); the passive side
@@ -4372,6 +4467,7 @@ static struct kunit_case ib_cases[] = {
 	KUNIT_CASE(ib_routed_req_with_grh),
 	KUNIT_CASE(ib_routed_req_to_second_lid),
 	KUNIT_CASE(ib_ud_qp_completions),
+	KUNIT_CASE(ib_ud_bad_work_requests),
 	KUNIT_CASE_SLOW(ib_lap_in_each_state_and_apr_dropped),
 	KUNIT_CASE(ib_lap_in_lap_idle_after_path_mig),
 	KUNIT_CASE_SLOW(ib_undeliverable_req_times_out),
