@@ -2326,6 +2326,101 @@ static void ib_ud_qp_completions(struct kunit *test)
 	ib_expect_drops(test, &fabric, "none", 0);
 }
 
+/* The completion of the one send just posted on `q` (up to 2 s), or fails the case. */
+static struct ib_wc ud_send_completion(struct kunit *test, struct rc_qp *q)
+{
+	struct ib_wc wc = {};
+	int i, n = 0;
+
+	for (i = 0; i < 100 && n < 1; i++) {
+		n = ib_poll_cq(q->cq, 1, &wc);
+		if (!n)
+			msleep(20);
+	}
+	KUNIT_EXPECT_EQ_MSG(test, n, 1, "no send completion");
+	return wc;
+}
+
+/*
+ * Posts one signalled UD send of `len` bytes from `buf` (lkey `lkey`) through `ah` to QP `r`
+ * of the other device and returns its completion's status.
+ */
+static enum ib_wc_status ud_post_one(struct kunit *test, struct rc_qp *s, struct rc_qp *r,
+				     struct ib_ah *ah, void *buf, u32 len, u32 lkey)
+{
+	struct ib_sge sge = { .addr = (uintptr_t)buf, .length = len, .lkey = lkey };
+	struct ib_ud_wr wr = {
+		.wr = { .wr_id = len, .opcode = IB_WR_SEND, .send_flags = IB_SEND_SIGNALED,
+			.sg_list = &sge, .num_sge = 1 },
+		.ah = ah, .remote_qpn = r->qp->qp_num, .remote_qkey = 0x11112222,
+	};
+	const struct ib_send_wr *bad;
+	struct ib_wc wc;
+
+	KUNIT_EXPECT_EQ(test, ib_post_send(s->qp, &wr.wr, &bad), 0);
+	wc = ud_send_completion(test, s);
+	KUNIT_EXPECT_EQ(test, wc.wr_id, len);
+	return wc.status;
+}
+
+/*
+ * A misbehaving consumer, straight on a UD QP of the soft HCA (no CM): each bad request is
+ * refused or completed with an error, or goes out and is dropped by the fabric, as hardware
+ * and a fabric do, and the QP still works after them:
+ * - a P_Key index outside the table: a UD QP sends with its own index, which ib_modify_qp
+ *   refuses (-EINVAL; a work request's pkey_index is for GSI QPs, which ib_mad owns);
+ * - a send longer than the port's MTU (4096: a UD message is one packet): IB_WC_LOC_LEN_ERR,
+ *   nothing on the wire;
+ * - an AH to a LID no port owns: the send completes (the HCA cannot know), the fabric drops the
+ *   packet (drop_no_lid, once);
+ * - an SGE whose lkey is no memory region's: IB_WC_LOC_PROT_ERR, nothing on the wire.
+ * Then a good datagram is delivered as in ib_ud_qp_completions, and nothing else was dropped.
+ */
+static void ib_ud_bad_work_requests(struct kunit *test)
+{
+	static const struct ud_sent good = { .grh = false, .path_bits = 0 };
+	struct conn_ctx *c = test->priv;
+	struct rc_qp *s = qp_new(test, c->d1, IB_QPT_UD);
+	struct rc_qp *r = qp_new(test, c->d0, IB_QPT_UD);
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_INIT, .pkey_index = 4, .port_num = 1,
+				   .qkey = 0x11112222 };
+	struct rdma_ah_attr aa = {};
+	struct ib_fabric fabric;
+	struct ib_ah *ah, *lost;
+	u8 *buf;
+
+	KUNIT_EXPECT_EQ(test, ib_modify_qp(s->qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
+					   IB_QP_PORT | IB_QP_QKEY), -EINVAL);
+	ud_qp_ready(test, s, 2);
+	ud_qp_ready(test, r, 0);
+	buf = kunit_kzalloc(test, 4097, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	aa.type = RDMA_AH_ATTR_TYPE_IB;
+	rdma_ah_set_port_num(&aa, 1);
+	rdma_ah_set_dlid(&aa, port_lid(c->d0));
+	ah = rdma_create_ah(s->pd, &aa, 0);
+	KUNIT_ASSERT_FALSE_MSG(test, IS_ERR(ah), "rdma_create_ah: %ld", PTR_ERR(ah));
+	/* 0x7f: no soft port owns it (the ports' LIDs are 0x10, 0x20, ... with LMC 1). */
+	rdma_ah_set_dlid(&aa, 0x7f);
+	lost = rdma_create_ah(s->pd, &aa, 0);
+	if (IS_ERR(lost)) {
+		rdma_destroy_ah(ah, 0);
+		KUNIT_FAIL_AND_ABORT(test, "rdma_create_ah to LID 0x7f: %ld", PTR_ERR(lost));
+	}
+	ib_fabric_start(test, &fabric);
+	KUNIT_EXPECT_EQ(test, ud_post_one(test, s, r, ah, buf, 4097, s->pd->local_dma_lkey),
+			IB_WC_LOC_LEN_ERR);
+	KUNIT_EXPECT_EQ(test, ud_post_one(test, s, r, lost, buf, 64, s->pd->local_dma_lkey),
+			IB_WC_SUCCESS);
+	KUNIT_EXPECT_EQ(test, ud_post_one(test, s, r, ah, buf, 64, s->pd->local_dma_lkey ^ 0xdead),
+			IB_WC_LOC_PROT_ERR);
+	ib_expect_drops(test, &fabric, "drop_no_lid", 1);
+	rdma_destroy_ah(lost, 0);
+	rdma_destroy_ah(ah, 0);
+	ud_send_recv(test, s, r, &good);
+	ib_expect_drops(test, &fabric, "drop_no_lid", 1);
+}
+
 /*
  * A routed REQ: a path with hop_limit 2 (through a router, as an SA gives for a remote
  * subnet) is sent with a GRH and carries permissive LIDs (cm_format_req); the passive side
@@ -3980,11 +4075,23 @@ static void ib_prob_rule_is_deterministic(struct kunit *test)
 	struct lap_args la = { .a = c->listener, .p = c->listener };
 	struct crafted *cr;
 	u32 first, second;
+	struct ib_ctr aprs;
+	long arrived;
+	int i;
 
+	ib_ctr_start(test, &aprs, dev0, "cm_rx_msgs", "apr");
 	cr = crafted_open_kunit(test, c->d1, port_lid(c->d0));
 	first = ib_prob_pattern(test, cr, &la);
 	second = ib_prob_pattern(test, cr, &la);
 	crafted_done(test, cr);
+	/*
+	 * Every APR the rule let through has reached the passive CM before the case ends: one
+	 * still on the wire would land in the next case's counters.
+	 */
+	arrived = 64 - hweight32(first) - hweight32(second);
+	for (i = 0; i < 100 && ib_ctr_delta(&aprs) < arrived; i++)
+		msleep(50);
+	KUNIT_EXPECT_EQ(test, ib_ctr_delta(&aprs), arrived);
 	KUNIT_EXPECT_EQ(test, first, second);
 	KUNIT_EXPECT_NE(test, first, 0);
 	KUNIT_EXPECT_NE(test, first, ~0u);
@@ -4020,6 +4127,440 @@ static void ib_delayed_mad_passes_later(struct kunit *test)
 	ib_expect_delta(test, &aprs, 1);
 }
 
+/*
+ * --- The duplicate matrix: a genuine copy of every CM message, released in every state its
+ * receiver can be in after the message ---
+ *
+ * A `keep` rule of the soft HCA lets the first `attr` message `from` a device through and
+ * keeps a copy of it off the wire; the case drives the connection (steps below, each waiting
+ * for its event at the peer) until the receiver is in the row's state, lets every counter
+ * settle, releases the copy and records what followed: the CM counters of both ports that
+ * changed (received, duplicates, sent, retried, per message type), the events each side's ULP
+ * got, and the ids' states. The case checks only that the pair was reached (the receiver in
+ * the row's state, the copy delivered); what the receiver did with the copy is printed as one
+ * `IBCM-DUPM:` line per pair, and tests/qemu/parse.py compares the rs boot's lines with the C
+ * boot's (dup_matrix_matches_c): cm.c is the oracle, nothing here hard-codes its answers.
+ *
+ * Timing: the path's packet lifetime 19 and CM response timeouts 20 give every message
+ * 2 * conv(19) + conv(20) ms (8.6 s) before its first retransmission, and a timewait of
+ * conv(20) ms (4.3 s): no timer of either CM fires within a pair, so the only traffic after the
+ * release is what the copy caused.
+ */
+enum dm_step {
+	DM_END,
+	DM_REQ,		/* the active side sends the REQ; REQ_RECEIVED */
+	DM_MRA_REQ,	/* the passive side sends an MRA for it; MRA_RECEIVED */
+	DM_REP,		/* the passive side sends the REP; REP_RECEIVED */
+	DM_MRA_REP,	/* the active side sends an MRA for it; MRA_RECEIVED */
+	DM_RTU,		/* the active side sends the RTU; RTU_RECEIVED */
+	DM_DREQ_A,	/* the active side sends a DREQ; DREQ_RECEIVED */
+	DM_DREQ_P,	/* the passive side does */
+	DM_DREP_P,	/* the passive side answers the DREQ; DREP_RECEIVED */
+	DM_DREP_A,	/* the active side does */
+	DM_REJ_P,	/* the passive side rejects the REQ; REJ_RECEIVED */
+	DM_REJ_A,	/* the active side rejects the REP; REJ_RECEIVED */
+	DM_DESTROY_A,	/* ib_destroy_cm_id of the active id */
+	DM_DESTROY_P,	/* of the passive id */
+	DM_SIDR_REQ,	/* the active side sends a SIDR_REQ; SIDR_REQ_RECEIVED */
+	DM_SIDR_REP,	/* the passive side answers it; SIDR_REP_RECEIVED */
+};
+
+#define DM_EST DM_REQ, DM_REP, DM_RTU
+
+/* One (message, receiver state) pair. */
+struct dm_pair {
+	const char *msg;	/* the printed name: REQ, MRA_REQ, REJ_REP, DREQ_P, ... */
+	const char *attr;	/* the keep rule's attr= */
+	int from;		/* the sending device: 0 passive, 1 active */
+	const char *state;	/* the receiver's state when the copy arrives (printed) */
+	int want;		/* that state as the id shows it, or -1 (destroyed, after REJ) */
+	enum dm_step steps[8];
+	const char *why;	/* not run: why (unreachable on 6.12, or not done) */
+};
+
+#define DM(m, a, f, s, w, ...) { m, a, f, s, w, { __VA_ARGS__ } }
+#define DM_NOT(m, s, reason) { .msg = m, .state = s, .why = reason }
+
+static const struct dm_pair dm_pairs[] = {
+	/* The REQ's copy at the passive side. */
+	DM("REQ", "REQ", 1, "REQ_RCVD", IB_CM_REQ_RCVD, DM_REQ),
+	DM("REQ", "REQ", 1, "MRA_REQ_SENT", IB_CM_MRA_REQ_SENT, DM_REQ, DM_MRA_REQ),
+	DM("REQ", "REQ", 1, "REP_SENT", IB_CM_REP_SENT, DM_REQ, DM_REP),
+	DM("REQ", "REQ", 1, "MRA_REP_RCVD", IB_CM_MRA_REP_RCVD, DM_REQ, DM_REP, DM_MRA_REP),
+	DM("REQ", "REQ", 1, "ESTABLISHED", IB_CM_ESTABLISHED, DM_EST),
+	DM("REQ", "REQ", 1, "DREQ_SENT", IB_CM_DREQ_SENT, DM_EST, DM_DREQ_P),
+	DM("REQ", "REQ", 1, "DREQ_RCVD", IB_CM_DREQ_RCVD, DM_EST, DM_DREQ_A),
+	DM("REQ", "REQ", 1, "TIMEWAIT", IB_CM_TIMEWAIT, DM_EST, DM_DREQ_A, DM_DREP_P),
+	DM("REQ", "REQ", 1, "after_rej", -1, DM_REQ, DM_REJ_P),
+	DM("REQ", "REQ", 1, "destroyed_in_REQ_RCVD", -1, DM_REQ, DM_DESTROY_P),
+	DM("REQ", "REQ", 1, "destroyed_in_ESTABLISHED", -1, DM_EST, DM_DESTROY_P),
+	DM("REQ", "REQ", 1, "destroyed_in_TIMEWAIT", -1, DM_EST, DM_DREQ_A, DM_DREP_P, DM_DESTROY_P),
+	/* The MRA for the REQ at the active side. */
+	DM_NOT("MRA_REQ", "REQ_SENT",
+	       "unreachable: the MRA itself moves the id to MRA_REQ_RCVD before its copy can arrive"),
+	DM("MRA_REQ", "MRA", 0, "MRA_REQ_RCVD", IB_CM_MRA_REQ_RCVD, DM_REQ, DM_MRA_REQ),
+	DM("MRA_REQ", "MRA", 0, "REP_RCVD", IB_CM_REP_RCVD, DM_REQ, DM_MRA_REQ, DM_REP),
+	DM("MRA_REQ", "MRA", 0, "MRA_REP_SENT", IB_CM_MRA_REP_SENT, DM_REQ, DM_MRA_REQ, DM_REP,
+	   DM_MRA_REP),
+	DM("MRA_REQ", "MRA", 0, "ESTABLISHED", IB_CM_ESTABLISHED, DM_REQ, DM_MRA_REQ, DM_REP,
+	   DM_RTU),
+	DM("MRA_REQ", "MRA", 0, "DREQ_SENT", IB_CM_DREQ_SENT, DM_REQ, DM_MRA_REQ, DM_REP, DM_RTU,
+	   DM_DREQ_A),
+	DM("MRA_REQ", "MRA", 0, "DREQ_RCVD", IB_CM_DREQ_RCVD, DM_REQ, DM_MRA_REQ, DM_REP, DM_RTU,
+	   DM_DREQ_P),
+	DM("MRA_REQ", "MRA", 0, "TIMEWAIT", IB_CM_TIMEWAIT, DM_REQ, DM_MRA_REQ, DM_REP, DM_RTU,
+	   DM_DREQ_A, DM_DREP_P),
+	DM("MRA_REQ", "MRA", 0, "destroyed_in_MRA_REQ_RCVD", -1, DM_REQ, DM_MRA_REQ, DM_DESTROY_A),
+	DM("MRA_REQ", "MRA", 0, "destroyed_in_ESTABLISHED", -1, DM_REQ, DM_MRA_REQ, DM_REP, DM_RTU,
+	   DM_DESTROY_A),
+	/* The REP at the active side. */
+	DM_NOT("REP", "REQ_SENT", "unreachable: the REP moves the id to REP_RCVD before its copy arrives"),
+	DM_NOT("REP", "MRA_REQ_RCVD", "unreachable: as REQ_SENT"),
+	DM("REP", "REP", 0, "REP_RCVD", IB_CM_REP_RCVD, DM_REQ, DM_REP),
+	DM("REP", "REP", 0, "MRA_REP_SENT", IB_CM_MRA_REP_SENT, DM_REQ, DM_REP, DM_MRA_REP),
+	DM("REP", "REP", 0, "ESTABLISHED", IB_CM_ESTABLISHED, DM_EST),
+	DM("REP", "REP", 0, "DREQ_SENT", IB_CM_DREQ_SENT, DM_EST, DM_DREQ_A),
+	DM("REP", "REP", 0, "DREQ_RCVD", IB_CM_DREQ_RCVD, DM_EST, DM_DREQ_P),
+	DM("REP", "REP", 0, "TIMEWAIT", IB_CM_TIMEWAIT, DM_EST, DM_DREQ_A, DM_DREP_P),
+	DM("REP", "REP", 0, "after_rej", -1, DM_REQ, DM_REP, DM_REJ_A),
+	DM("REP", "REP", 0, "destroyed_in_REP_RCVD", -1, DM_REQ, DM_REP, DM_DESTROY_A),
+	DM("REP", "REP", 0, "destroyed_in_ESTABLISHED", -1, DM_EST, DM_DESTROY_A),
+	DM("REP", "REP", 0, "destroyed_in_TIMEWAIT", -1, DM_EST, DM_DREQ_A, DM_DREP_P, DM_DESTROY_A),
+	/* The MRA for the REP at the passive side. */
+	DM("MRA_REP", "MRA", 1, "MRA_REP_RCVD", IB_CM_MRA_REP_RCVD, DM_REQ, DM_REP, DM_MRA_REP),
+	DM("MRA_REP", "MRA", 1, "ESTABLISHED", IB_CM_ESTABLISHED, DM_REQ, DM_REP, DM_MRA_REP,
+	   DM_RTU),
+	DM("MRA_REP", "MRA", 1, "DREQ_SENT", IB_CM_DREQ_SENT, DM_REQ, DM_REP, DM_MRA_REP, DM_RTU,
+	   DM_DREQ_P),
+	DM("MRA_REP", "MRA", 1, "DREQ_RCVD", IB_CM_DREQ_RCVD, DM_REQ, DM_REP, DM_MRA_REP, DM_RTU,
+	   DM_DREQ_A),
+	DM("MRA_REP", "MRA", 1, "TIMEWAIT", IB_CM_TIMEWAIT, DM_REQ, DM_REP, DM_MRA_REP, DM_RTU,
+	   DM_DREQ_A, DM_DREP_P),
+	DM("MRA_REP", "MRA", 1, "destroyed_in_MRA_REP_RCVD", -1, DM_REQ, DM_REP, DM_MRA_REP,
+	   DM_DESTROY_P),
+	DM("MRA_REP", "MRA", 1, "destroyed_in_ESTABLISHED", -1, DM_REQ, DM_REP, DM_MRA_REP, DM_RTU,
+	   DM_DESTROY_P),
+	/* The RTU at the passive side. */
+	DM("RTU", "RTU", 1, "ESTABLISHED", IB_CM_ESTABLISHED, DM_EST),
+	DM("RTU", "RTU", 1, "DREQ_SENT", IB_CM_DREQ_SENT, DM_EST, DM_DREQ_P),
+	DM("RTU", "RTU", 1, "DREQ_RCVD", IB_CM_DREQ_RCVD, DM_EST, DM_DREQ_A),
+	DM("RTU", "RTU", 1, "TIMEWAIT", IB_CM_TIMEWAIT, DM_EST, DM_DREQ_A, DM_DREP_P),
+	DM("RTU", "RTU", 1, "destroyed_in_ESTABLISHED", -1, DM_EST, DM_DESTROY_P),
+	DM("RTU", "RTU", 1, "destroyed_in_TIMEWAIT", -1, DM_EST, DM_DREQ_A, DM_DREP_P, DM_DESTROY_P),
+	/* A DREQ of the active side at the passive one, and the other way round. */
+	DM("DREQ_A", "DREQ", 1, "DREQ_RCVD", IB_CM_DREQ_RCVD, DM_EST, DM_DREQ_A),
+	DM("DREQ_A", "DREQ", 1, "TIMEWAIT", IB_CM_TIMEWAIT, DM_EST, DM_DREQ_A, DM_DREP_P),
+	DM("DREQ_A", "DREQ", 1, "destroyed_in_DREQ_RCVD", -1, DM_EST, DM_DREQ_A, DM_DESTROY_P),
+	DM("DREQ_A", "DREQ", 1, "destroyed_in_TIMEWAIT", -1, DM_EST, DM_DREQ_A, DM_DREP_P,
+	   DM_DESTROY_P),
+	DM("DREQ_P", "DREQ", 0, "DREQ_RCVD", IB_CM_DREQ_RCVD, DM_EST, DM_DREQ_P),
+	DM("DREQ_P", "DREQ", 0, "TIMEWAIT", IB_CM_TIMEWAIT, DM_EST, DM_DREQ_P, DM_DREP_A),
+	DM("DREQ_P", "DREQ", 0, "destroyed_in_DREQ_RCVD", -1, DM_EST, DM_DREQ_P, DM_DESTROY_A),
+	/* The DREP at the active side. */
+	DM_NOT("DREP", "DREQ_SENT",
+	       "unreachable: the DREP moves the id to TIMEWAIT before its copy arrives"),
+	DM("DREP", "DREP", 0, "TIMEWAIT", IB_CM_TIMEWAIT, DM_EST, DM_DREQ_A, DM_DREP_P),
+	DM("DREP", "DREP", 0, "destroyed_in_TIMEWAIT", -1, DM_EST, DM_DREQ_A, DM_DREP_P,
+	   DM_DESTROY_A),
+	/* A REJ of the REQ at the active side, a REJ of the REP at the passive side. */
+	DM("REJ_REQ", "REJ", 0, "after_rej", -1, DM_REQ, DM_REJ_P),
+	DM("REJ_REQ", "REJ", 0, "destroyed_after_rej", -1, DM_REQ, DM_REJ_P, DM_DESTROY_A),
+	DM("REJ_REP", "REJ", 1, "after_rej", -1, DM_REQ, DM_REP, DM_REJ_A),
+	DM("REJ_REP", "REJ", 1, "destroyed_after_rej", -1, DM_REQ, DM_REP, DM_REJ_A, DM_DESTROY_P),
+	/* SIDR: the request before and after the reply, the reply after it. */
+	DM("SIDR_REQ", "SIDR_REQ", 1, "SIDR_REQ_RCVD", IB_CM_SIDR_REQ_RCVD, DM_SIDR_REQ),
+	DM("SIDR_REQ", "SIDR_REQ", 1, "after_rep", -1, DM_SIDR_REQ, DM_SIDR_REP),
+	DM("SIDR_REQ", "SIDR_REQ", 1, "destroyed_in_SIDR_REQ_RCVD", -1, DM_SIDR_REQ, DM_DESTROY_P),
+	DM("SIDR_REP", "SIDR_REP", 0, "after_rep", -1, DM_SIDR_REQ, DM_SIDR_REP),
+	DM("SIDR_REP", "SIDR_REP", 0, "destroyed_after_rep", -1, DM_SIDR_REQ, DM_SIDR_REP,
+	   DM_DESTROY_A),
+	/* No CM sends LAP or APR any more (6.12): only a crafted MAD could be copied. */
+	DM_NOT("LAP", "any",
+	       "not done: crafted LAPs in each LAP state are ib_lap_in_each_state_and_apr_dropped"),
+	DM_NOT("APR", "any",
+	       "not done: a crafted APR is dropped in every state (ib_lap_in_each_state_and_apr_dropped)"),
+};
+
+static void dm_pair_desc(const struct dm_pair *p, char *desc)
+{
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "%s in %s", p->msg, p->state);
+}
+
+KUNIT_ARRAY_PARAM(dm_pairs, dm_pairs, dm_pair_desc);
+
+static const char *const dm_msgs[] = {
+	"req", "mra", "rej", "rep", "rtu", "dreq", "drep", "sidr_req", "sidr_rep", "lap", "apr",
+};
+static const char *const dm_groups[] = {
+	"cm_rx_msgs", "cm_rx_duplicates", "cm_tx_msgs", "cm_tx_retries",
+};
+/* Printed names of the groups, per port: a_ (active, dev1) and p_ (passive, dev0). */
+static const char *const dm_group_tags[] = { "rx", "dup", "tx", "retry" };
+
+/* Every counter of both ports: [port: 0 passive, 1 active][group][message]. */
+struct dm_counts {
+	long v[2][ARRAY_SIZE(dm_groups)][ARRAY_SIZE(dm_msgs)];
+};
+
+static void dm_read(struct dm_counts *c)
+{
+	int d, g, m;
+
+	for (d = 0; d < 2; d++)
+		for (g = 0; g < ARRAY_SIZE(dm_groups); g++)
+			for (m = 0; m < ARRAY_SIZE(dm_msgs); m++)
+				c->v[d][g][m] = ib_counter(d ? dev1 : dev0, dm_groups[g], dm_msgs[m]);
+}
+
+/*
+ * Waits until no counter of either port has changed for 300 ms (up to 5 s): the CMs count
+ * from work items and send completions, and an answer may draw an answer.
+ */
+static void dm_settle(struct kunit *test, struct dm_counts *c)
+{
+	struct dm_counts now;
+	int i, stable = 0;
+
+	dm_read(c);
+	for (i = 0; i < 50 && stable < 3; i++) {
+		msleep(100);
+		dm_read(&now);
+		stable = memcmp(&now, c, sizeof(now)) ? 0 : stable + 1;
+		*c = now;
+	}
+	KUNIT_EXPECT_GE_MSG(test, stable, 3, "the counters did not settle");
+}
+
+static int dm_msg_index(const char *attr)
+{
+	int m;
+
+	for (m = 0; m < ARRAY_SIZE(dm_msgs); m++)
+		if (!strcasecmp(dm_msgs[m], attr))
+			return m;
+	return -1;
+}
+
+static const char *const dm_state_names[] = {
+	[IB_CM_IDLE] = "IDLE", [IB_CM_LISTEN] = "LISTEN", [IB_CM_REQ_SENT] = "REQ_SENT",
+	[IB_CM_REQ_RCVD] = "REQ_RCVD", [IB_CM_MRA_REQ_SENT] = "MRA_REQ_SENT",
+	[IB_CM_MRA_REQ_RCVD] = "MRA_REQ_RCVD", [IB_CM_REP_SENT] = "REP_SENT",
+	[IB_CM_REP_RCVD] = "REP_RCVD", [IB_CM_MRA_REP_SENT] = "MRA_REP_SENT",
+	[IB_CM_MRA_REP_RCVD] = "MRA_REP_RCVD", [IB_CM_ESTABLISHED] = "ESTABLISHED",
+	[IB_CM_DREQ_SENT] = "DREQ_SENT", [IB_CM_DREQ_RCVD] = "DREQ_RCVD",
+	[IB_CM_TIMEWAIT] = "TIMEWAIT", [IB_CM_SIDR_REQ_SENT] = "SIDR_REQ_SENT",
+	[IB_CM_SIDR_REQ_RCVD] = "SIDR_REQ_RCVD",
+};
+
+static const char *const dm_event_names[] = {
+	[IB_CM_REQ_ERROR] = "REQ_ERROR", [IB_CM_REQ_RECEIVED] = "REQ_RECEIVED",
+	[IB_CM_REP_ERROR] = "REP_ERROR", [IB_CM_REP_RECEIVED] = "REP_RECEIVED",
+	[IB_CM_RTU_RECEIVED] = "RTU_RECEIVED", [IB_CM_USER_ESTABLISHED] = "USER_ESTABLISHED",
+	[IB_CM_DREQ_ERROR] = "DREQ_ERROR", [IB_CM_DREQ_RECEIVED] = "DREQ_RECEIVED",
+	[IB_CM_DREP_RECEIVED] = "DREP_RECEIVED", [IB_CM_TIMEWAIT_EXIT] = "TIMEWAIT_EXIT",
+	[IB_CM_MRA_RECEIVED] = "MRA_RECEIVED", [IB_CM_REJ_RECEIVED] = "REJ_RECEIVED",
+	[IB_CM_LAP_ERROR] = "LAP_ERROR", [IB_CM_LAP_RECEIVED] = "LAP_RECEIVED",
+	[IB_CM_APR_RECEIVED] = "APR_RECEIVED", [IB_CM_SIDR_REQ_ERROR] = "SIDR_REQ_ERROR",
+	[IB_CM_SIDR_REQ_RECEIVED] = "SIDR_REQ_RECEIVED",
+	[IB_CM_SIDR_REP_RECEIVED] = "SIDR_REP_RECEIVED",
+};
+
+static const char *dm_state(const struct ib_cm_id *id)
+{
+	if (!id)
+		return "-";
+	if (id->state >= ARRAY_SIZE(dm_state_names) || !dm_state_names[id->state])
+		return "?";
+	return dm_state_names[id->state];
+}
+
+/* Appends " <tag>=<msg>:<n>,..." (or "-") for the counters of port `d`, group `g` that moved. */
+static int dm_fmt_counts(char *buf, int len, const char *tag, const struct dm_counts *a,
+			 const struct dm_counts *b, int d, int g)
+{
+	int n = scnprintf(buf, len, " %s=", tag);
+	bool any = false;
+	int m;
+
+	for (m = 0; m < ARRAY_SIZE(dm_msgs); m++) {
+		long delta = b->v[d][g][m] - a->v[d][g][m];
+
+		if (!delta)
+			continue;
+		n += scnprintf(buf + n, len - n, "%s%s:%ld", any ? "," : "", dm_msgs[m], delta);
+		any = true;
+	}
+	if (!any)
+		n += scnprintf(buf + n, len - n, "-");
+	return n;
+}
+
+/* Appends " <tag>=EVENT,EVENT" (or "-"): the events `s` got from its `from`th on. */
+static int dm_fmt_events(char *buf, int len, const char *tag, const struct side *s, int from)
+{
+	int n = scnprintf(buf, len, " %s=", tag);
+	int i, end = smp_load_acquire(&s->n_events);
+
+	for (i = from; i < end; i++) {
+		int e = s->events[i];
+
+		n += scnprintf(buf + n, len - n, "%s%s", i > from ? "," : "",
+			       e >= 0 && e < ARRAY_SIZE(dm_event_names) && dm_event_names[e] ?
+			       dm_event_names[e] : "?");
+	}
+	if (end == from)
+		n += scnprintf(buf + n, len - n, "-");
+	return n;
+}
+
+/* One step of a pair's drive; false (the case failed) if its event did not come. */
+static bool dm_step(struct kunit *test, enum dm_step step, struct sa_path_rec *path,
+		    const struct ib_gid_attr *sgid)
+{
+	struct ib_cm_rep_param rep = { .qp_num = 0x99, .starting_psn = 1 };
+	struct ib_cm_sidr_rep_param srep = { .qp_num = 0x77, .qkey = 0x1234,
+					     .status = IB_SIDR_SUCCESS };
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_req_param req;
+	struct ib_cm_id *a;
+
+	switch (step) {
+	case DM_REQ:
+	case DM_SIDR_REQ:
+		a = ib_create_cm_id(c->d1, active_handler, NULL);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+		active.id = a;
+		if (step == DM_SIDR_REQ) {
+			struct ib_cm_sidr_req_param sreq = {
+				.path = path, .sgid_attr = sgid,
+				.service_id = cpu_to_be64(CONN_SID),
+				.timeout_ms = 8000, .max_cm_retries = 1,
+			};
+
+			KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_req(a, &sreq), 0);
+			return wait_event_is(test, &passive, IB_CM_SIDR_REQ_RECEIVED, 5000);
+		}
+		req_param(&req, path, sgid, 20, 5);
+		KUNIT_ASSERT_EQ(test, ib_send_cm_req(a, &req), 0);
+		return wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000);
+	case DM_MRA_REQ:
+		KUNIT_ASSERT_EQ(test, ib_send_cm_mra(passive.id, 20, NULL, 0), 0);
+		return wait_event_is(test, &active, IB_CM_MRA_RECEIVED, 5000);
+	case DM_REP:
+		KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
+		return wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000);
+	case DM_MRA_REP:
+		KUNIT_ASSERT_EQ(test, ib_send_cm_mra(active.id, 20, NULL, 0), 0);
+		return wait_event_is(test, &passive, IB_CM_MRA_RECEIVED, 5000);
+	case DM_RTU:
+		KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(active.id, NULL, 0), 0);
+		return wait_event_is(test, &passive, IB_CM_RTU_RECEIVED, 5000);
+	case DM_DREQ_A:
+		KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(active.id, NULL, 0), 0);
+		return wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000);
+	case DM_DREQ_P:
+		KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(passive.id, NULL, 0), 0);
+		return wait_event_is(test, &active, IB_CM_DREQ_RECEIVED, 5000);
+	case DM_DREP_P:
+		KUNIT_ASSERT_EQ(test, ib_send_cm_drep(passive.id, NULL, 0), 0);
+		return wait_event_is(test, &active, IB_CM_DREP_RECEIVED, 5000);
+	case DM_DREP_A:
+		KUNIT_ASSERT_EQ(test, ib_send_cm_drep(active.id, NULL, 0), 0);
+		return wait_event_is(test, &passive, IB_CM_DREP_RECEIVED, 5000);
+	case DM_REJ_P:
+		KUNIT_ASSERT_EQ(test, ib_send_cm_rej(passive.id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0,
+						     NULL, 0), 0);
+		return wait_event_is(test, &active, IB_CM_REJ_RECEIVED, 5000);
+	case DM_REJ_A:
+		KUNIT_ASSERT_EQ(test, ib_send_cm_rej(active.id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0,
+						     NULL, 0), 0);
+		return wait_event_is(test, &passive, IB_CM_REJ_RECEIVED, 5000);
+	case DM_DESTROY_A:
+		ib_destroy_cm_id(active.id);
+		active.id = NULL;
+		return true;
+	case DM_DESTROY_P:
+		ib_destroy_cm_id(passive.id);
+		passive.id = NULL;
+		return true;
+	case DM_SIDR_REP:
+		KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_rep(passive.id, &srep), 0);
+		return wait_event_is(test, &active, IB_CM_SIDR_REP_RECEIVED, 5000);
+	case DM_END:
+		break;
+	}
+	return true;
+}
+
+static void ib_dup_matrix(struct kunit *test)
+{
+	const struct dm_pair *p = test->param_value;
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_id *recv_id, *old_passive;
+	const struct ib_gid_attr *sgid;
+	struct dm_counts before, after;
+	int msg = p->attr ? dm_msg_index(p->attr) : -1;
+	int rd = p->from ? 0 : 1;	/* the receiving port: 0 passive, 1 active */
+	int ev_a, ev_p, d, i, n;
+	struct sa_path_rec path;
+	char *line;
+
+	if (p->why)
+		kunit_skip(test, "%s", p->why);
+	KUNIT_ASSERT_GE(test, msg, 0);
+	line = kunit_kzalloc(test, 1024, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, line);
+	KUNIT_ASSERT_EQ(test, make_ib_path(c->d1, c->d0, &path, &sgid, 19, 0), 0);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, put_gid_attr_action, (void *)sgid), 0);
+	ib_rule(test, "keep attr=%s from=%d", p->attr, p->from);
+	for (i = 0; i < ARRAY_SIZE(p->steps) && p->steps[i] != DM_END; i++)
+		KUNIT_ASSERT_TRUE_MSG(test, dm_step(test, p->steps[i], &path, sgid),
+				      "step %d of %s in %s", i, p->msg, p->state);
+	KUNIT_ASSERT_EQ_MSG(test, softib_fault_acted(0), 1, "no %s was sent", p->msg);
+	recv_id = rd ? active.id : passive.id;
+	if (p->want >= 0) {
+		KUNIT_ASSERT_NOT_NULL(test, recv_id);
+		KUNIT_ASSERT_EQ_MSG(test, recv_id->state, p->want, "the receiver is in %s",
+				    dm_state(recv_id));
+	}
+	dm_settle(test, &before);
+	ev_a = smp_load_acquire(&active.n_events);
+	ev_p = smp_load_acquire(&passive.n_events);
+	old_passive = passive.id;
+	KUNIT_ASSERT_EQ(test, softib_fault("release 0"), 0);
+	KUNIT_EXPECT_EQ(test, softib_fault_field(0, "released="), 1);
+	/* The copy has reached the receiving CM (cm_rx_msgs counts every MAD it takes in). */
+	for (i = 0; i < 100; i++) {
+		dm_read(&after);
+		if (after.v[rd][0][msg] > before.v[rd][0][msg])
+			break;
+		msleep(50);
+	}
+	KUNIT_EXPECT_GT_MSG(test, after.v[rd][0][msg], before.v[rd][0][msg],
+			    "the copy of %s never reached the receiver", p->msg);
+	dm_settle(test, &after);
+	n = scnprintf(line, 1024, "%s %s", p->msg, p->state);
+	for (d = 1; d >= 0; d--) {
+		for (i = 0; i < ARRAY_SIZE(dm_groups); i++) {
+			char tag[12];
+
+			snprintf(tag, sizeof(tag), "%c_%s", d ? 'a' : 'p', dm_group_tags[i]);
+			n += dm_fmt_counts(line + n, 1024 - n, tag, &before, &after, d, i);
+		}
+	}
+	n += dm_fmt_events(line + n, 1024 - n, "a_ev", &active, ev_a);
+	n += dm_fmt_events(line + n, 1024 - n, "p_ev", &passive, ev_p);
+	/* A copy the passive side took for a new request made a new id there. */
+	n += scnprintf(line + n, 1024 - n, " a_state=%s p_state=%s p_new=%s", dm_state(active.id),
+		       dm_state(old_passive),
+		       passive.id != old_passive ? dm_state(passive.id) : "-");
+	pr_info("IBCM-DUPM: %s\n", line);
+	if (passive.id != old_passive) {
+		/* ib_exit destroys passive.id: the old one is set apart to be destroyed too. */
+		passive_old.id = old_passive;
+	}
+}
+
 static struct kunit_case ib_cases[] = {
 	KUNIT_CASE(ib_alternate_path_accepted),
 	KUNIT_CASE(ib_path_mig_then_rts_on_rc_qp),
@@ -4027,6 +4568,7 @@ static struct kunit_case ib_cases[] = {
 	KUNIT_CASE(ib_routed_req_with_grh),
 	KUNIT_CASE(ib_routed_req_to_second_lid),
 	KUNIT_CASE(ib_ud_qp_completions),
+	KUNIT_CASE(ib_ud_bad_work_requests),
 	KUNIT_CASE_SLOW(ib_lap_in_each_state_and_apr_dropped),
 	KUNIT_CASE(ib_lap_in_lap_idle_after_path_mig),
 	KUNIT_CASE_SLOW(ib_undeliverable_req_times_out),
@@ -4075,6 +4617,7 @@ static struct kunit_case ib_fault_cases[] = {
 	KUNIT_CASE(ib_dup_rej_in_timewait),
 	KUNIT_CASE(ib_prob_rule_is_deterministic),
 	KUNIT_CASE_SLOW(ib_delayed_mad_passes_later),
+	KUNIT_CASE_PARAM_ATTR(ib_dup_matrix, dm_pairs_gen_params, { .speed = KUNIT_SPEED_SLOW }),
 	{}
 };
 

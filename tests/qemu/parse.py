@@ -259,6 +259,74 @@ def compare_traces(paths, results):
             results.append(('ok', f'{test} ({sum(c.values())} events, {len(c)} kinds)'))
 
 
+# The duplicate matrix (ib_dup_matrix in the IB fault suite): one line per (message, receiver
+# state) pair, what the receiver of a released copy did, as `<msg> <state> key=value...`.
+DUPM = re.compile(r'IBCM-DUPM: (\S+) (\S+) (.*)$')
+# Pairs where ib_cm-rs answers a copy differently from cm.c on purpose (README, "Divergences
+# from cm.c"), by (message, state): the reason. A listed pair that no longer differs fails, so
+# the list cannot go stale.
+DUPM_DIVERGENCES = {}
+
+
+def dup_matrix(path):
+    """The IBCM-DUPM lines of a boot, by (message, state): every line, in order."""
+    out = {}
+    try:
+        for l in open(path, errors='replace'):
+            m = DUPM.search(l)
+            if m:
+                out.setdefault((m.group(1), m.group(2)), []).append(m.group(3).strip())
+    except OSError:
+        pass
+    return out
+
+
+def compare_dup_matrix(paths, results, divergences=None):
+    """What each CM did with a copy of every message in every state, the rs boot against the
+    C boot, pair by pair and field by field: a missing or extra pair fails, as does an empty C
+    side; a difference fails unless DUPM_DIVERGENCES names the pair (with its reason)."""
+    if divergences is None:
+        divergences = DUPM_DIVERGENCES
+    logs = single_guest_logs(paths)
+    if not logs:
+        return
+    want, got = dup_matrix(logs[0]), dup_matrix(logs[1])
+    if not want:
+        results.append(('not ok', 'dup_matrix_matches_c: the C boot printed no IBCM-DUPM lines'))
+        return
+    diffs, known = [], []
+    for key in sorted(set(want) | set(got)):
+        name = f'{key[0]} in {key[1]}'
+        ws, gs = want.get(key, []), got.get(key, [])
+        if len(ws) != len(gs):
+            bad = [f'{name}: printed {len(ws)} times by c, {len(gs)} by rs']
+        else:
+            bad = []
+            for wl, gl in zip(ws, gs):
+                w = dict(f.split('=', 1) for f in wl.split())
+                g = dict(f.split('=', 1) for f in gl.split())
+                fields = [f'{k}: c={w[k]} rs={g.get(k, "missing")}' for k in w
+                          if g.get(k) != w[k]]
+                fields += [f'{k}: not in c' for k in g if k not in w]
+                if fields:
+                    bad.append(f'{name}: ' + ', '.join(fields))
+        if key in divergences:
+            if bad:
+                known.append(f'{name} ({divergences[key]})')
+            else:
+                diffs.append(f'{name}: listed as a divergence ({divergences[key]}) but the '
+                             f'same as c')
+        else:
+            diffs += bad
+    if diffs:
+        results.append(('not ok', 'dup_matrix_matches_c: ' + '; '.join(diffs)[:1500]))
+    else:
+        n = sum(len(v) for v in want.values())
+        note = f'; differ on purpose: {"; ".join(known)}' if known else ''
+        results.append(('ok', f'dup_matrix_matches_c ({n} pairs, counters, events and states'
+                              f'{note})'))
+
+
 def compare_counters(counters, required, results):
     """One result per CM other than C whose counters were printed (or required)."""
     others = sorted(set(counters) - {'c'} | set(required))
@@ -344,6 +412,45 @@ def self_test():
             else:
                 print(f'ok   {what}')
         bad += self_test_known_leaks(tmp)
+        bad += self_test_dup_matrix(tmp)
+    return bad
+
+
+def self_test_dup_matrix(tmp):
+    """The duplicate-matrix comparer against planted logs: each broken pair must fail it."""
+    import os
+    req = 'IBCM-DUPM: REQ ESTABLISHED a_rx=- p_rx=req:1 p_dup=req:1 a_ev=- p_ev=- p_state=ESTABLISHED'
+    rep = 'IBCM-DUPM: REP ESTABLISHED a_rx=rep:1 a_dup=rep:1 a_tx=rtu:1 p_ev=- a_state=ESTABLISHED'
+    other = rep.replace('a_tx=rtu:1', 'a_tx=-')
+    key = ('REP', 'ESTABLISHED')
+    # (what, C's lines, rs' lines, divergences, whether it must pass).
+    plans = [
+        ('matching matrix', [req, rep], [rep, req], {}, True),
+        ('C matrix empty', [], [req, rep], {}, False),
+        ('both matrices empty', [], [], {}, False),
+        ('pair missing in rs', [req, rep], [req], {}, False),
+        ('extra pair in rs', [req], [req, rep], {}, False),
+        ('pair printed twice by rs', [req, rep], [req, rep, rep], {}, False),
+        ('one field differs', [req, rep], [req, other], {}, False),
+        ('field missing in rs', [req, rep], [req, rep.replace(' p_ev=-', '')], {}, False),
+        ('difference listed as a divergence', [req, rep], [req, other],
+         {key: 'on purpose'}, True),
+        ('divergence listed but the same', [req, rep], [req, rep], {key: 'stale'}, False),
+    ]
+    bad = 0
+    paths = [os.path.join(tmp, 'dupm-guest-c.log'), os.path.join(tmp, 'dupm-guest-rs.log')]
+    for what, clines, rlines, div, ok in plans:
+        for path, lines in zip(paths, (clines, rlines)):
+            with open(path, 'w') as f:
+                f.write('\n'.join(['Command line: ibcm.mode=softib'] + lines) + '\n')
+        results = []
+        compare_dup_matrix(paths, results, div)
+        got = [st for st, w in results if w.startswith('dup_matrix_matches_c')]
+        if got != ['ok' if ok else 'not ok']:
+            bad += 1
+            print(f'FAIL {what}: dup_matrix_matches_c gave {got}, want {"ok" if ok else "not ok"}')
+        else:
+            print(f'ok   {what}')
     return bad
 
 
@@ -391,6 +498,7 @@ def main():
     compare_counters(counters, required, results)
     compare_qp_attrs(args, results)
     compare_traces(args, results)
+    compare_dup_matrix(args, results)
     passed = sum(1 for s, _ in results if s == 'ok')
     failed = sum(1 for s, _ in results if s == 'not ok')
     for s, what in results:

@@ -4,13 +4,17 @@
  * sends, chosen by management class, attribute ID, direction and count. Deterministic: a rule acts
  * on the Nth to Mth packet it matches, or with a probability drawn from a generator the test
  * seeds. A `hold` rule reorders: it keeps the packets it acts on off the wire until the next
- * packet of its `until` kind is sent, and puts them on the wire right behind that one.
+ * packet of its `until` kind is sent, and puts them on the wire right behind that one. A
+ * `keep` rule lets the packets it acts on through and keeps a copy of each off the wire until
+ * the test says `release N`: a genuine copy of a message, delivered in whatever state the test
+ * has driven the receiver to first.
  *
  * /sys/module/softib/parameters/faults (a parameter, not debugfs: a KUnit test writes and reads
  * it with kernel_write/kernel_read, which debugfs files do not support), one command a write:
  *   clear                       remove every rule (counters too)
  *   seed N                      reseed the generator of `prob=` rules
- *   ACTION [KEY=VALUE ...]      append a rule; ACTION is drop, delay, dup or hold
+ *   release N                   put the copies keep rule N (0-based) holds on the wire now
+ *   ACTION [KEY=VALUE ...]      append a rule; ACTION is drop, delay, dup, hold or keep
  * keys: class=0x07 (default: the CM class; `class=any`), attr=REQ|MRA|REJ|REP|RTU|DREQ|DREP|
  *   SIDR_REQ|SIDR_REP|LAP|APR|0xNNNN (default any), from=DEV and to=DEV (device indexes:
  *   softibN; default any), skip=N (let N matching packets through first), count=N (act on N
@@ -19,7 +23,7 @@
  *   default 1), until=ATTR (hold: the attribute, in the rule's class, whose next packet
  *   releases the held ones; default any; a held packet never released is freed by `clear`).
  * Reading the file lists the rules with how many packets each matched and acted on (and, for
- * hold, released); a test checks `acted` to know the fault really happened.
+ * hold and keep, released); a test checks `acted` to know the fault really happened.
  */
 #include <linux/moduleparam.h>
 #include <linux/jiffies.h>
@@ -30,7 +34,7 @@
 
 #include "softib.h"
 
-enum softib_action { SOFTIB_DROP, SOFTIB_DELAY, SOFTIB_DUP, SOFTIB_HOLD };
+enum softib_action { SOFTIB_DROP, SOFTIB_DELAY, SOFTIB_DUP, SOFTIB_HOLD, SOFTIB_KEEP };
 
 #define SOFTIB_MAX_COPIES 16
 
@@ -43,7 +47,8 @@ struct softib_rule {
 	int until;			/* hold: the releasing attribute ID, -1: any */
 	u32 skip, count, prob, ms, copies;
 	u32 matched, acted, released;
-	struct list_head held;		/* hold: packets kept off the wire, in order */
+	struct list_head held;		/* hold, keep: packets kept off the wire, in order */
+	softib_put_fn put;		/* keep: how its copies go on the wire at `release` */
 };
 
 static DEFINE_SPINLOCK(softib_fault_lock);
@@ -90,7 +95,8 @@ static bool softib_releases(const struct softib_rule *r, const struct softib_pkt
 {
 	const struct ib_mad_hdr *h = (const void *)p->data;
 
-	if (list_empty(&r->held) || p->dst_qpn != 1 || p->len < sizeof(*h))
+	if (r->action == SOFTIB_KEEP || list_empty(&r->held) || p->dst_qpn != 1 ||
+	    p->len < sizeof(*h))
 		return false;
 	if (r->mgmt_class >= 0 && h->mgmt_class != r->mgmt_class)
 		return false;
@@ -104,6 +110,7 @@ void softib_fault_send(struct softib_pkt *p, softib_put_fn put)
 	struct softib_rule *r;
 	unsigned long flags;
 	u32 ms = 0, copies = 0;
+	struct softib_pkt *copy;
 	bool act = false;
 	LIST_HEAD(release);
 
@@ -133,6 +140,14 @@ void softib_fault_send(struct softib_pkt *p, softib_put_fn put)
 		copies = r->copies;
 		if (action == SOFTIB_HOLD)
 			list_add_tail(&p->list, &r->held);
+		if (action == SOFTIB_KEEP) {
+			/* Atomic: under the rules' lock, as the wire's own copies are. */
+			copy = kmemdup(p, sizeof(*p) + p->len, GFP_ATOMIC);
+			if (copy) {
+				list_add_tail(&copy->list, &r->held);
+				r->put = put;
+			}
+		}
 		break;
 	}
 	spin_unlock_irqrestore(&softib_fault_lock, flags);
@@ -140,6 +155,9 @@ void softib_fault_send(struct softib_pkt *p, softib_put_fn put)
 		action = SOFTIB_DELAY;
 	switch (action) {
 	case SOFTIB_HOLD:
+		break;
+	case SOFTIB_KEEP:
+		put(p, 0);
 		break;
 	case SOFTIB_DROP:
 		kfree(p);
@@ -192,6 +210,8 @@ static int softib_parse_rule(char *line, struct softib_rule *r)
 		r->action = SOFTIB_DUP;
 	else if (!strcmp(tok, "hold"))
 		r->action = SOFTIB_HOLD;
+	else if (!strcmp(tok, "keep"))
+		r->action = SOFTIB_KEEP;
 	else
 		return -EINVAL;
 	r->mgmt_class = IB_MGMT_CLASS_CM;
@@ -281,6 +301,40 @@ static void softib_fault_clear(void)
 	}
 }
 
+/* `release N`: keep rule N puts the copies it holds on the wire, in the order kept. */
+static int softib_fault_release(const char *arg)
+{
+	struct softib_pkt *h, *t;
+	struct softib_rule *r;
+	softib_put_fn put = NULL;
+	unsigned long flags;
+	u32 idx, i = 0;
+	int ret = -ENOENT;
+	LIST_HEAD(release);
+
+	if (kstrtou32(arg, 0, &idx))
+		return -EINVAL;
+	spin_lock_irqsave(&softib_fault_lock, flags);
+	list_for_each_entry(r, &softib_rules, list) {
+		if (i++ != idx)
+			continue;
+		ret = r->action == SOFTIB_KEEP ? 0 : -EINVAL;
+		if (ret)
+			break;
+		list_for_each_entry(h, &r->held, list)
+			r->released++;
+		list_splice_tail_init(&r->held, &release);
+		put = r->put;
+		break;
+	}
+	spin_unlock_irqrestore(&softib_fault_lock, flags);
+	list_for_each_entry_safe(h, t, &release, list) {
+		list_del(&h->list);
+		put(h, 0);
+	}
+	return ret;
+}
+
 /* Writing /sys/module/softib/parameters/faults: one command. */
 static int softib_faults_set(const char *val, const struct kernel_param *kp)
 {
@@ -306,6 +360,8 @@ static int softib_faults_set(const char *val, const struct kernel_param *kp)
 		spin_unlock_irqrestore(&softib_fault_lock, flags);
 		return 0;
 	}
+	if (!strncmp(line, "release ", 8))
+		return softib_fault_release(line + 8);
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
 	if (!r)
 		return -ENOMEM;
@@ -324,7 +380,7 @@ static int softib_faults_set(const char *val, const struct kernel_param *kp)
 /* Reading it: the rules, one a line, with what each matched and acted on. */
 static int softib_faults_get(char *buf, const struct kernel_param *kp)
 {
-	static const char *const names[] = { "drop", "delay", "dup", "hold" };
+	static const char *const names[] = { "drop", "delay", "dup", "hold", "keep" };
 	struct softib_rule *r;
 	int i = 0, n = 0;
 

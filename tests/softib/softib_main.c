@@ -20,7 +20,10 @@
  *    index of the matching receiver entry, and the GRH (flag and the 40 bytes before the
  *    payload) when the sender's AH had one. A packet to a LID nobody owns, with a P_Key the
  *    receiver does not have, a wrong Q_Key, a DGID that is not the receiver's, or for a
- *    receive queue that is empty is dropped, as a fabric drops it (and counted);
+ *    receive queue that is empty is dropped, as a fabric drops it (and counted). A send the
+ *    HCA itself refuses completes with an error and puts nothing on the wire: longer than
+ *    the MTU (IB_WC_LOC_LEN_ERR), an SGE with an lkey of no memory region
+ *    (IB_WC_LOC_PROT_ERR), no AH or another device's, a P_Key index outside the table;
  *  - RC (and UC) QPs that carry no data but take ib_modify_qp() as hardware does: the state
  *    machine through ib_modify_qp_is_ok() and every address, alternate path, P_Key index
  *    and path-migration attribute checked (an alternate path without a port or a LID is
@@ -872,6 +875,11 @@ static struct softib_pkt *softib_make_pkt(struct softib_dev *d, struct softib_qp
 		/* Per SGE, so that a sum cannot wrap. */
 		if (ud->wr.sg_list[i].length > SOFTIB_MAX_PAYLOAD - len) {
 			*status = IB_WC_LOC_LEN_ERR;
+			return NULL;
+		}
+		/* Every memory region of the soft HCA is the DMA MR: one lkey. */
+		if (ud->wr.sg_list[i].lkey != SOFTIB_LKEY) {
+			*status = IB_WC_LOC_PROT_ERR;
 			return NULL;
 		}
 		len += ud->wr.sg_list[i].length;
