@@ -745,6 +745,10 @@ bool ibcm_glue_fail_send_mads(void)
 	return READ_ONCE(fail_send_mads);
 }
 
+/* Connection handles held on a device, for the conformance suite (src/entry/kunit.rs). */
+long ibcm_test_conn_ahs_held(struct ib_device *device);
+EXPORT_SYMBOL(ibcm_test_conn_ahs_held);
+
 /* The last MADs the CM sent, for the white-box receive-path tests (src/kunit.rs). */
 #define IBCM_CAPTURE_SLOTS 8
 static DEFINE_SPINLOCK(ibcm_capture_lock);

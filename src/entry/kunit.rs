@@ -1162,6 +1162,25 @@ struct SuitePtr(*mut bindings::kunit_suite);
 // SAFETY: The pointer is only read by KUnit, which serialises suite execution.
 unsafe impl Sync for SuitePtr {}
 
+/// Test builds: how many connection address handles the ids of `device` hold (its debugfs
+/// `conn_ahs` file's `held`), or `-ENODEV` if the CM does not manage it. Exported for the
+/// conformance suite, which takes it with `symbol_get()` (the C CM has no such symbol).
+///
+/// # Safety
+///
+/// `device` must point to a live `struct ib_device`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ibcm_test_conn_ahs_held(
+    device: *mut bindings::ib_device,
+) -> ffi::c_long {
+    // SAFETY: The caller holds `device`.
+    match unsafe { CmDevice::get_any(device) } {
+        // CAST: a count of handles and an errno fit in a long.
+        Ok(dev) => dev.conn_ahs().stats().held as ffi::c_long,
+        Err(e) => e.to_errno() as ffi::c_long,
+    }
+}
+
 #[used]
 #[link_section = ".kunit_test_suites"]
 static SUITE_ENTRY: SuitePtr = SuitePtr(core::ptr::addr_of_mut!(SUITE));

@@ -1546,29 +1546,22 @@ static int set_ib_cm_param(const char *name, const char *val)
 	return n < 0 ? n : 0;
 }
 
-/* Ours: how many connection address handles the ids of `dev` hold (debugfs `conn_ahs`). */
+/*
+ * Ours' test build: how many connection address handles the ids of `dev` hold (ib_cm's
+ * ibcm_test_conn_ahs_held(), taken with symbol_get(): -ENOENT on the C CM).
+ */
+long ibcm_test_conn_ahs_held(struct ib_device *device);
+
 static long conn_ahs_held(struct ib_device *dev)
 {
-	char path[96], buf[256] = {}, *line, *p;
-	struct file *f;
-	loff_t pos = 0;
-	ssize_t n;
+	long (*get)(struct ib_device *device) = symbol_get(ibcm_test_conn_ahs_held);
 	long v;
 
-	snprintf(path, sizeof(path), "/sys/kernel/debug/ib_cm/%s/conn_ahs", dev_name(&dev->dev));
-	f = filp_open(path, O_RDONLY, 0);
-	if (IS_ERR(f))
-		return PTR_ERR(f);
-	n = kernel_read(f, buf, sizeof(buf) - 1, &pos);
-	filp_close(f, NULL);
-	if (n <= 0)
-		return n < 0 ? n : -EIO;
-	p = buf;
-	while ((line = strsep(&p, "\n"))) {
-		if (strncmp(line, "held ", 5) == 0 && !kstrtol(strim(line + 5), 10, &v))
-			return v;
-	}
-	return -EINVAL;
+	if (!get)
+		return -ENOENT;
+	v = get(dev);
+	symbol_put(ibcm_test_conn_ahs_held);
+	return v;
 }
 
 /*
