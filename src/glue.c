@@ -747,7 +747,7 @@ bool ibcm_glue_fail_send_mads(void)
 
 /* Connection handles held on a device, for the conformance suite (src/entry/kunit.rs). */
 long ibcm_test_conn_ahs_held(struct ib_device *device);
-EXPORT_SYMBOL(ibcm_test_conn_ahs_held);
+EXPORT_SYMBOL_GPL(ibcm_test_conn_ahs_held);
 
 /* The last MADs the CM sent, for the white-box receive-path tests (src/kunit.rs). */
 #define IBCM_CAPTURE_SLOTS 8
