@@ -1568,7 +1568,7 @@ static long conn_ahs_held(struct ib_device *dev)
  * A REQ whose MAD cannot be allocated after the connection's address handle was made (ours'
  * test build fails ib_create_send_mad on request) fails with -ENOMEM and leaves the id in
  * IDLE holding no handle, as cm.c frees the MAD with its handle; the same id's next REQ
- * reaches the passive side. Skipped on the C CM (no such switch).
+ * reaches the passive side. Ours only (suite ib_cm_conn_rs_only): the C CM has no such switch.
  */
 static void req_send_failure_keeps_no_conn_ah(struct kunit *test)
 {
@@ -1602,7 +1602,6 @@ static void req_send_failure_keeps_no_conn_ah(struct kunit *test)
 }
 
 static struct kunit_case conn_cases[] = {
-	KUNIT_CASE(req_send_failure_keeps_no_conn_ah),
 	KUNIT_CASE(sidr_rep_send_failure_keeps_state),
 	KUNIT_CASE(qp_attr_ud_sidr),
 	KUNIT_CASE_SLOW(delayed_mra_on_dup_req_rearms_req),
@@ -1685,6 +1684,22 @@ static struct kunit_suite race_suite = {
 	.init = conn_init,
 	.exit = conn_exit,
 	.test_cases = race_cases,
+};
+
+/*
+ * Cases that force a failure through a switch of ours' test build: guest-init.sh runs this
+ * suite with ours only, outside the traced comparison with C.
+ */
+static struct kunit_case rs_only_cases[] = {
+	KUNIT_CASE(req_send_failure_keeps_no_conn_ah),
+	{}
+};
+
+static struct kunit_suite rs_only_suite = {
+	.name = "ib_cm_conn_rs_only",
+	.init = conn_init,
+	.exit = conn_exit,
+	.test_cases = rs_only_cases,
 };
 
 /*
@@ -4687,7 +4702,8 @@ static struct kunit_suite ib_divergence_suite = {
 	.test_cases = ib_divergence_cases,
 };
 
-kunit_test_suites(&conn_suite, &race_suite, &ib_suite, &ib_fault_suite, &ib_divergence_suite);
+kunit_test_suites(&conn_suite, &race_suite, &rs_only_suite, &ib_suite, &ib_fault_suite,
+		  &ib_divergence_suite);
 
 MODULE_DESCRIPTION("ib_cm connection conformance suite (runs against either CM)");
 MODULE_LICENSE("Dual BSD/GPL");

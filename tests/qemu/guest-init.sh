@@ -341,6 +341,15 @@ ins /lib/modules/test/ib_cm_conn_conformance.ko cm=$CM dev0=rxe0 dev1=rxe1 ||
 	e2e "not ok conn_races_load_$CM # insmod failed"
 klog "IBCM-KTAP-END conn-races-$CM"
 rmmod ib_cm_conn_conformance 2>/dev/null
+# Ours only: failures forced through the test build's switches (the C CM has none).
+if [ "$CM" = rs ]; then
+	printf '%s' 'ib_cm_conn_rs_only.*' >$KF
+	klog "IBCM-KTAP-BEGIN conn-rs-only-$CM"
+	ins /lib/modules/test/ib_cm_conn_conformance.ko cm=$CM dev0=rxe0 dev1=rxe1 ||
+		e2e "not ok conn_rs_only_load_$CM # insmod failed"
+	klog "IBCM-KTAP-END conn-rs-only-$CM"
+	rmmod ib_cm_conn_conformance 2>/dev/null
+fi
 printf '%s' '*.*' >$KF
 
 softib_check
