@@ -16,6 +16,9 @@ use kernel::{ffi, sync::lock::Backend, sync::lock::Lock};
 /// A spinlock that disables local interrupts while held, saving and restoring their state.
 pub(crate) type SpinLockIrq<T> = Lock<T, IrqSaveSpinLockBackend>;
 
+/// The guard of a [`SpinLockIrq`].
+pub(crate) type SpinLockIrqGuard<'a, T> = kernel::sync::lock::Guard<'a, T, IrqSaveSpinLockBackend>;
+
 /// Creates a [`SpinLockIrq`] initialiser with a static lock class named `$name`.
 macro_rules! new_spinlock_irq {
     ($inner:expr, $name:literal) => {

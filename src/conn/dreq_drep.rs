@@ -4,7 +4,7 @@
 //! `cm_timewait_handler()`.
 
 use super::{
-    answer, deliver_or_put, end_conn_ah, enter_timewait, queue_event, recv_event, refusal_errno,
+    answer, begin_call, deliver_or_put, end_conn_ah, enter_timewait, queue_event, recv_event,
     send_answer, send_msg, trace_refused, Recv,
 };
 use crate::{
@@ -40,17 +40,7 @@ pub(crate) fn send_dreq(id: &Arc<CmId>, pd: &[u8]) -> Result {
         private_data: Bytes::new(pd),
     });
     let mut unlinked = Unlinked::default();
-    let mut g = id.inner.lock();
-    if g.destroyed {
-        return Err(EINVAL);
-    }
-    let d = match input::send_dreq(id.cm_state(), id.lap()) {
-        Ok(d) => d,
-        Err(r) => {
-            trace_refused(id, Input::SendDreq, r);
-            return Err(refusal_errno(r));
-        }
-    };
+    let (mut g, d) = begin_call(id, Input::SendDreq, input::send_dreq)?;
     if d.cancel {
         g.cancel_tracked();
     }
@@ -77,14 +67,7 @@ pub(crate) fn send_drep(id: &Arc<CmId>, pd: &[u8]) -> Result {
         private_data: Bytes::new(pd),
     });
     let mut unlinked = Unlinked::default();
-    let mut g = id.inner.lock();
-    if g.destroyed {
-        return Err(EINVAL);
-    }
-    if let Err(r) = input::send_drep(id.cm_state()) {
-        trace_refused(id, Input::SendDrep, r);
-        return Err(refusal_errno(r));
-    }
+    let (mut g, ()) = begin_call(id, Input::SendDrep, |s, _| input::send_drep(s))?;
     // The DREP goes out, and is traced, from TIMEWAIT.
     enter_timewait(id, &mut g, true, &mut unlinked);
     // cm.c keeps a DREP's private data (for a retransmitted DREQ) before sending it.

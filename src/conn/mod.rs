@@ -34,6 +34,7 @@ use crate::{
     bindings,
     cm_id::{CmId, CmIdInner},
     event::Event,
+    lock::SpinLockIrqGuard,
     logic::{
         input::{self, Leave},
         remote::{Held, Verdict},
@@ -228,6 +229,27 @@ pub(crate) fn refusal_errno(r: Refusal) -> Error {
     match r {
         Refusal::IsConn => crate::error::eisconn(),
         _ => EINVAL,
+    }
+}
+
+/// The start of an API call on an id (cm.c checks the state under `cm_id_priv->lock`): the
+/// id's lock and what `decide` says of its state and LAP state. A destroyed id gives
+/// `-EINVAL`; a refusal is traced as `input`'s and gives its errno.
+pub(crate) fn begin_call<'a, D>(
+    id: &'a CmId,
+    input: Input,
+    decide: impl FnOnce(State, Lap) -> Result<D, Refusal>,
+) -> Result<(SpinLockIrqGuard<'a, CmIdInner>, D)> {
+    let g = id.inner.lock();
+    if g.destroyed {
+        return Err(EINVAL);
+    }
+    match decide(id.cm_state(), id.lap()) {
+        Ok(d) => Ok((g, d)),
+        Err(r) => {
+            trace_refused(id, input, r);
+            Err(refusal_errno(r))
+        }
     }
 }
 
@@ -443,14 +465,9 @@ pub(crate) fn notify(id: &Arc<CmId>, event: bindings::ib_event_type) -> Result {
     match event {
         bindings::ib_event_type_IB_EVENT_COMM_EST => {
             let work = EstablishWork::new(id)?;
-            let g = id.inner.lock();
-            if g.destroyed {
-                return Err(EINVAL);
-            }
-            if let Err(r) = input::notify_established(id.cm_state()) {
-                trace_refused(id, Input::NotifyEstablished, r);
-                return Err(refusal_errno(r));
-            }
+            let (g, ()) = begin_call(id, Input::NotifyEstablished, |s, _| {
+                input::notify_established(s)
+            })?;
             // cm.c sets ESTABLISHED first and then finds the device going down (-ENODEV).
             id.set_state(State::Established.raw());
             // Queued under the device lock, ordered with removal (cm.c: under `cm.lock`);
@@ -466,14 +483,7 @@ pub(crate) fn notify(id: &Arc<CmId>, event: bindings::ib_event_type) -> Result {
             Ok(())
         }
         bindings::ib_event_type_IB_EVENT_PATH_MIG => {
-            let mut g = id.inner.lock();
-            if g.destroyed {
-                return Err(EINVAL);
-            }
-            if let Err(r) = input::notify_path_mig(id.cm_state(), id.lap()) {
-                trace_refused(id, Input::NotifyPathMig, r);
-                return Err(refusal_errno(r));
-            }
+            let (mut g, ()) = begin_call(id, Input::NotifyPathMig, input::notify_path_mig)?;
             // cm_migrate: the alternate becomes the primary and stays the alternate, which a
             // later ib_cm_init_qp_attr(RTS) loads into the QP again (IB_QP_ALT_PATH with
             // REARM). Copied in place, without allocating.

@@ -3,7 +3,7 @@
 //! `cm_acquire_rejected_id()`) and `cm_mra_handler()` (with `cm_acquire_mraed_id()`).
 
 use super::{
-    deliver_or_put, end_conn_ah, leave, queue_event, recv_event, refusal_errno, send_msg,
+    begin_call, deliver_or_put, end_conn_ah, leave, queue_event, recv_event, send_msg,
     trace_refused, REJ_TIMEOUT,
 };
 use crate::{
@@ -44,19 +44,11 @@ pub(crate) fn send_rej(id: &Arc<CmId>, reason: u16, ari: &[u8], pd: &[u8]) -> Re
         rej.ari_length = n as u8;
     }
     let mut unlinked = Unlinked::default();
-    let mut g = id.inner.lock();
-    if g.destroyed {
-        return Err(EINVAL);
-    }
-    // cm.c traces a REJ on entry to `cm_send_rej_locked()`, before it looks at the state.
-    trace::send_rej(id, reason);
-    let r = match input::send_rej(id.cm_state()) {
-        Ok(r) => r,
-        Err(r) => {
-            trace_refused(id, Input::SendRej, r);
-            return Err(refusal_errno(r));
-        }
-    };
+    let (mut g, r) = begin_call(id, Input::SendRej, |s, _| {
+        // cm.c traces a REJ on entry to `cm_send_rej_locked()`, before it looks at the state.
+        trace::send_rej(id, reason);
+        input::send_rej(s)
+    })?;
     leave(id, &mut g, r.leave, &mut unlinked);
     // The state change stands if the REJ cannot be sent.
     let sent = send_msg(id, &mut g, r.rej, &mut msg, 0, r.next);
@@ -87,17 +79,7 @@ pub(crate) fn send_mra(id: &Arc<CmId>, service_timeout: u8, pd: &[u8]) -> Result
     });
     // The stored copy is kept whether or not a MAD goes out now.
     let keep = StoredPd::copy(pd)?;
-    let mut g = id.inner.lock();
-    if g.destroyed {
-        return Err(EINVAL);
-    }
-    let m = match input::send_mra(id.cm_state(), id.lap()) {
-        Ok(m) => m,
-        Err(r) => {
-            trace_refused(id, Input::SendMra { delay }, r);
-            return Err(refusal_errno(r));
-        }
-    };
+    let (mut g, m) = begin_call(id, Input::SendMra { delay }, input::send_mra)?;
     if let Some(msg) = msg.as_mut() {
         send_msg(id, &mut g, Out::Mra(m.kind), msg, 0, m.next)?;
     }

@@ -4,8 +4,8 @@
 //! `cm_establish_handler()` (the USER_ESTABLISHED work, the RTU's stand-in).
 
 use super::{
-    deliver_or_put, on_duplicate, queue_event, recv_event, refusal_errno, send_msg, trace_refused,
-    Recv,
+    begin_call, deliver_or_put, on_duplicate, queue_event, recv_event, refusal_errno, send_msg,
+    trace_refused, Recv,
 };
 use crate::{
     bindings,
@@ -94,14 +94,7 @@ pub(crate) fn send_rtu(id: &Arc<CmId>, pd: &[u8]) -> Result {
         remote_comm_id: 0,
         private_data: Bytes::new(pd),
     });
-    let mut g = id.inner.lock();
-    if g.destroyed {
-        return Err(EINVAL);
-    }
-    if let Err(r) = input::send_rtu(id.cm_state()) {
-        trace_refused(id, Input::SendRtu, r);
-        return Err(refusal_errno(r));
-    }
+    let (mut g, ()) = begin_call(id, Input::SendRtu, |s, _| input::send_rtu(s))?;
     send_msg(id, &mut g, Out::Rtu, &mut msg, 0, State::Established)?;
     // Kept for the answers to a retransmitted REP; the replaced data is freed after the lock.
     let old = core::mem::replace(&mut g.stored_pd, keep);

@@ -3,7 +3,7 @@
 //! `ib_send_cm_req()`); REQ in: `cm_req_handler()` and `cm_match_req()` (the duplicate and
 //! stale checks, the listener match, the passive id and its REQ_RECEIVED event).
 
-use super::{refusal_errno, send_msg, trace_refused};
+use super::{begin_call, send_msg};
 use crate::{
     av::{Av, SgidAttr},
     bindings,
@@ -165,14 +165,7 @@ pub(crate) fn send_req(id: &Arc<CmId>, args: &ReqArgs<'_>) -> Result {
     });
     let sid = ServiceId::from_be(param.service_id);
     let wait = timeout::req_wait_ms(pri.packet_life_time, param.remote_cm_response_timeout);
-    let mut g = id.inner.lock();
-    if g.destroyed {
-        return Err(EINVAL);
-    }
-    if let Err(r) = input::send_req(id.cm_state()) {
-        trace_refused(id, Input::SendReq, r);
-        return Err(refusal_errno(r));
-    }
+    let (mut g, ()) = begin_call(id, Input::SendReq, |s, _| input::send_req(s))?;
     // The id takes the request's addresses and parameters before the send, which needs them
     // (they stay if it fails, as cm.c's do); the replaced addresses go after the lock.
     let old = (g.av.replace(av), core::mem::replace(&mut g.alt_av, alt_av));

@@ -3,7 +3,7 @@
 //! (the listener match and the passive id) and `cm_sidr_rep_handler()`.
 
 use super::{
-    deliver_or_put, leave_remote, queue_event, recv_event, refusal_errno, send_msg, trace_refused,
+    begin_call, deliver_or_put, leave_remote, queue_event, recv_event, send_msg, trace_refused,
 };
 use crate::{
     av::{Av, SgidAttr},
@@ -47,14 +47,7 @@ pub(crate) fn sidr_rep_of(id: &CmId, status: u8) -> SidrRep<'static> {
 pub(crate) fn send_sidr_rep(id: &Arc<CmId>, r: &SidrReply<'_>, attr_mod: u32) -> Result {
     let mut msg = CmMessage::SidrRep(req_event::sidr_rep(r));
     let mut unlinked = Unlinked::default();
-    let mut g = id.inner.lock();
-    if g.destroyed {
-        return Err(EINVAL);
-    }
-    if let Err(r) = input::send_sidr_rep(id.cm_state()) {
-        trace_refused(id, Input::SendSidrRep, r);
-        return Err(refusal_errno(r));
-    }
+    let (mut g, ()) = begin_call(id, Input::SendSidrRep, |s, _| input::send_sidr_rep(s))?;
     send_msg(id, &mut g, Out::SidrRep, &mut msg, attr_mod, State::Idle)?;
     leave_remote(id, &mut g, &mut unlinked);
     id.set_state(State::Idle.raw());
@@ -82,14 +75,7 @@ pub(crate) fn send_sidr_req(
     });
     let sid = ServiceId::from_be(param.service_id);
     let timeout_ms = u32::try_from(param.timeout_ms).unwrap_or(0);
-    let mut g = id.inner.lock();
-    if g.destroyed {
-        return Err(EINVAL);
-    }
-    if let Err(r) = input::send_sidr_req(id.cm_state()) {
-        trace_refused(id, Input::SendSidrReq, r);
-        return Err(refusal_errno(r));
-    }
+    let (mut g, ()) = begin_call(id, Input::SendSidrReq, |s, _| input::send_sidr_req(s))?;
     // The id takes the request's address and parameters before the send, which needs them
     // (they stay if it fails, as cm.c's do).
     let old = g.av.replace(av);
