@@ -20,21 +20,19 @@ use crate::{
     av::Av,
     bindings,
     comm_index::CommId,
-    device::CmDevice,
+    device::DeviceOf,
     event::{Event, EventQueue},
+    listen::{listen_errno, Inserted, ListenReservation, Listener},
     lock::{new_spinlock_irq, SpinLockIrq},
     logic::{
         remote::RemoteKey,
         service_id::ServiceId,
         state::{Lap, State},
     },
+    tw_queue::{Queued, TwLink},
     use_count::UseCount,
 };
-use core::{
-    cell::UnsafeCell,
-    ptr::NonNull,
-    sync::atomic::{AtomicBool, Ordering},
-};
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     ffi,
     prelude::*,
@@ -209,8 +207,12 @@ pub(crate) struct CmId {
     #[pin]
     rcu: Opaque<bindings::callback_head>,
     /// The id's place in its device's timewait queue (`timewait.rs`).
-    pub(crate) timewait: TwLink,
+    timewait: TwLink<CmId>,
 }
+
+/// The CM state of a device, holding ids of this type (`device.rs` is generic over the id type
+/// so that it does not name it).
+pub(crate) type CmDevice = DeviceOf<CmId>;
 
 // SAFETY: The raw pointers inside `id` (device, context, handler) are plain values owned by
 // the C caller; the CM reads them only as the type invariants allow, and all CM-mutable state
@@ -637,33 +639,6 @@ impl CmId {
     }
 }
 
-/// An id's place in its device's timewait queue.
-///
-/// # Invariants
-///
-/// Only read or written by a holder of the lock of the id's device (`CmDevice::inner`, proved
-/// by `&mut TimewaitQueue`). Both links are `None` while the id is not queued.
-pub(crate) struct TwLink(pub(crate) UnsafeCell<TwNode>);
-
-/// The links and deadline of an id in its device's timewait queue.
-#[derive(Clone, Copy)]
-pub(crate) struct TwNode {
-    pub(crate) prev: Option<NonNull<CmId>>,
-    pub(crate) next: Option<NonNull<CmId>>,
-    pub(crate) deadline: usize,
-}
-
-impl TwLink {
-    /// Not queued.
-    pub(crate) const fn new() -> Self {
-        Self(UnsafeCell::new(TwNode {
-            prev: None,
-            next: None,
-            deadline: 0,
-        }))
-    }
-}
-
 // The footprint the README quotes: the id in kmalloc-256, its address in kmalloc-64. Lock
 // debugging and PREEMPT_RT (an rt_mutex per spinlock) make every spinlock bigger, so this holds
 // only without them.
@@ -688,5 +663,72 @@ impl Drop for CommSlot {
         if *self.live.get_mut() {
             self.id.release_unused();
         }
+    }
+}
+
+impl CmId {
+    /// Makes `self`, fresh from [`CmId::new`], listen on `requested` (or an assigned ID), or
+    /// shares an existing listener when `handler` allows it.
+    ///
+    /// Returns the listener the caller now holds a reference to: `self` or the shared one.
+    pub(crate) fn listen(
+        self: &Arc<Self>,
+        requested: ServiceId,
+        assign: bool,
+        handler: Option<usize>,
+        reservation: ListenReservation<CmId>,
+    ) -> Result<Arc<CmId>> {
+        let guard = self.inner.lock();
+        if guard.destroyed || self.state() != bindings::ib_cm_state_IB_CM_IDLE {
+            return Err(EINVAL);
+        }
+        let mut dev = self.dev.inner.lock();
+        if dev.going_down {
+            return Err(ENODEV);
+        }
+        // The new id is not yet visible to sharers, so its state may be set ahead of the
+        // insert; on failure it is put back.
+        self.set_state(bindings::ib_cm_state_IB_CM_LISTEN);
+        let outcome = dev
+            .listen
+            .insert(self, requested, assign, handler, reservation);
+        match outcome {
+            Ok(Inserted::New(sid)) => {
+                self.set_service_id(sid);
+                Ok(self.clone())
+            }
+            Ok(Inserted::Shared(existing)) => {
+                self.set_state(bindings::ib_cm_state_IB_CM_IDLE);
+                Ok(existing)
+            }
+            Err((e, reservation)) => {
+                self.set_state(bindings::ib_cm_state_IB_CM_IDLE);
+                drop(dev);
+                drop(guard);
+                // Freed outside the locks.
+                drop(reservation);
+                Err(listen_errno(e))
+            }
+        }
+    }
+}
+
+impl Listener for CmId {
+    fn handler_addr(&self) -> Option<usize> {
+        CmId::handler_addr(self)
+    }
+
+    fn context_is_null(&self) -> bool {
+        CmId::context_is_null(self)
+    }
+
+    fn listener_get(&self) {
+        CmId::listener_get(self)
+    }
+}
+
+impl Queued for CmId {
+    fn tw_link(&self) -> &TwLink<Self> {
+        &self.timewait
     }
 }

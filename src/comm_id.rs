@@ -12,7 +12,12 @@
 //! that reference; erasing gives it back through `call_rcu()`, so a lookup that loaded the
 //! pointer before the erase still finds live memory. No lock is taken on the receive path.
 
-use crate::{bindings, cm_id::CmId, comm_index::CommId, device::CmDevice, lock::RcuGuard};
+use crate::{
+    bindings,
+    cm_id::{CmDevice, CmId},
+    comm_index::CommId,
+    lock::RcuGuard,
+};
 use kernel::{sync::Arc, sync::ArcBorrow};
 
 /// Chooses the random operand (module init).

@@ -23,7 +23,7 @@ use crate::{
     port::CmPort,
     recv_wc::RecvWc,
     reply_ah::{self, ReplyAh, ReplyAhCache},
-    timewait::TimewaitQueue,
+    tw_queue::TimewaitQueue,
     use_count, wq,
 };
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
@@ -36,20 +36,22 @@ use kernel::{
     types::Opaque,
 };
 
-/// CM state of one RDMA device with at least one CM-capable port.
+/// CM state of one RDMA device with at least one CM-capable port, whose ids are of type `I`
+/// (`CmId`: the id holds its device, so the device is generic over the id type to keep this
+/// file from naming it; `cm_id::CmDevice` is the one instance).
 ///
 /// # Invariants
 ///
 /// `ib_dev` is the device this state was created for in `ibcm_rs_add_one` (`entry/client.rs`); ib_core keeps it
 /// alive at least until `ibcm_rs_remove_one` returns, and nothing dereferences it after that.
 #[pin_data]
-pub(crate) struct CmDevice {
+pub(crate) struct DeviceOf<I> {
     ib_dev: *mut bindings::ib_device,
     /// The CM-capable ports; fixed after creation.
     ports: KVec<CmPort>,
     /// Mutable state; the lock is taken after a `CmId`'s lock when both are needed.
     #[pin]
-    pub(crate) inner: SpinLockIrq<DeviceInner>,
+    pub(crate) inner: SpinLockIrq<DeviceInner<I>>,
     /// Sends in flight, and whether removal closed the gate to new ones.
     sends: Gate,
     /// Receive callbacks queueing a received MAD's work item.
@@ -72,21 +74,22 @@ pub(crate) struct CmDevice {
     conn_ahs: AhBudget,
 }
 
-/// The mutable part of [`CmDevice`].
-pub(crate) struct DeviceInner {
+/// The mutable part of [`DeviceOf`].
+pub(crate) struct DeviceInner<I> {
     /// Set once removal starts: no listener is accepted, no work is queued, no MAD is sent.
     pub(crate) going_down: bool,
     /// Listeners of this device, keyed by service ID.
-    pub(crate) listen: ListenTable,
+    pub(crate) listen: ListenTable<I>,
     /// Ids in timewait, by deadline.
-    pub(crate) timewait: TimewaitQueue,
+    pub(crate) timewait: TimewaitQueue<I>,
 }
 
 // SAFETY: `ib_dev` is only used as an identity and for ib_core calls that are thread-safe; all
-// mutable state is behind `inner`'s lock or atomics.
-unsafe impl Send for CmDevice {}
+// mutable state is behind `inner`'s lock or atomics; the ids the containers hold are shared
+// between threads (`I: Send + Sync`).
+unsafe impl<I: Send + Sync> Send for DeviceOf<I> {}
 // SAFETY: See `Send`.
-unsafe impl Sync for CmDevice {}
+unsafe impl<I: Send + Sync> Sync for DeviceOf<I> {}
 
 /// A gate of a device, without a lock: the callers between entering it and dropping their
 /// [`GateGuard`], and whether removal has closed it. The device has two: one for sends (from
@@ -167,7 +170,7 @@ impl Drop for GateGuard<'_> {
     }
 }
 
-impl CmDevice {
+impl<I> DeviceOf<I> {
     /// Allocates CM state for `ib_dev` with the given CM-capable ports.
     pub(crate) fn new(ib_dev: *mut bindings::ib_device, ports: KVec<CmPort>) -> Result<Arc<Self>> {
         let max_ah = if ib_dev.is_null() {
@@ -219,9 +222,7 @@ impl CmDevice {
     pub(crate) unsafe fn from_sweep_work<'a>(dw: *mut bindings::delayed_work) -> &'a Self {
         // SAFETY: `dw` is the `sweep` field of a live `CmDevice` (caller contract);
         // `Opaque<T>` has `T`'s layout.
-        unsafe {
-            &*kernel::container_of!(dw.cast::<Opaque<bindings::delayed_work>>(), CmDevice, sweep)
-        }
+        unsafe { &*kernel::container_of!(dw.cast::<Opaque<bindings::delayed_work>>(), Self, sweep) }
     }
 
     /// The device whose `timewait` work is `dw`.
@@ -233,11 +234,7 @@ impl CmDevice {
         // SAFETY: `dw` is the `timewait` field of a live `CmDevice` (caller contract);
         // `Opaque<T>` has `T`'s layout.
         unsafe {
-            &*kernel::container_of!(
-                dw.cast::<Opaque<bindings::delayed_work>>(),
-                CmDevice,
-                timewait
-            )
+            &*kernel::container_of!(dw.cast::<Opaque<bindings::delayed_work>>(), Self, timewait)
         }
     }
 
@@ -459,7 +456,7 @@ impl CmDevice {
         // SAFETY: A non-NULL slot holds a pointer from `Arc::into_raw` in `add_one`, whose
         // reference is dropped only after the slot is cleared and an RCU grace period has
         // elapsed; we are inside the read-side critical section, so it is still held.
-        let borrowed = unsafe { ArcBorrow::<CmDevice>::from_raw(data.cast()) };
+        let borrowed = unsafe { ArcBorrow::<Self>::from_raw(data.cast()) };
         Ok(Arc::from(borrowed))
     }
 
@@ -586,17 +583,19 @@ pub(crate) fn jiffies() -> usize {
 /// is unregistered), and the borrow must not outlive the agent callback, or the receive work
 /// of a MAD that callback queued (removal flushes the CM workqueue before it unregisters the
 /// agents).
-pub(crate) unsafe fn device_of_agent<'a>(context: *mut ffi::c_void) -> ArcBorrow<'a, CmDevice> {
+pub(crate) unsafe fn device_of_agent<'a, I>(
+    context: *mut ffi::c_void,
+) -> ArcBorrow<'a, DeviceOf<I>> {
     // SAFETY: See the function's safety contract.
-    unsafe { ArcBorrow::from_raw(context.cast::<CmDevice>()) }
+    unsafe { ArcBorrow::from_raw(context.cast::<DeviceOf<I>>()) }
 }
 
 /// The addresses a device resolves (see `av.rs`).
 impl Av {
     /// The address the path record `path` describes (see [`Av::from_path`]), or `EINVAL` once
     /// the device is being removed (as cm.c, which finds no port for it then).
-    pub(crate) fn from_path_rec(
-        dev: &CmDevice,
+    pub(crate) fn from_path_rec<I>(
+        dev: &DeviceOf<I>,
         path: &bindings::sa_path_rec,
         sgid: SgidAttr<'_>,
     ) -> Result<CmBox<Self>> {
@@ -610,7 +609,7 @@ impl Av {
     }
 
     /// The sender of the received MAD `wc` (see [`Av::from_wc`]).
-    pub(crate) fn from_recv(dev: &CmDevice, port_num: u32, wc: &RecvWc) -> Result<Self> {
+    pub(crate) fn from_recv<I>(dev: &DeviceOf<I>, port_num: u32, wc: &RecvWc) -> Result<Self> {
         // SAFETY: `wc` owns a valid completion and GRH, and is lent only in `dev`'s receive
         // path (see `CmDevice::port_is_roce`).
         unsafe { Self::from_wc(dev, port_num, wc.wc(), wc.grh()) }
@@ -624,8 +623,8 @@ impl Av {
     /// # Safety
     ///
     /// `wc` and `grh` must be valid for the call, which must run in `dev`'s receive work.
-    pub(crate) unsafe fn from_wc(
-        dev: &CmDevice,
+    pub(crate) unsafe fn from_wc<I>(
+        dev: &DeviceOf<I>,
         port_num: u32,
         wc: *const bindings::ib_wc,
         grh: *const bindings::ib_grh,
@@ -672,8 +671,8 @@ impl Av {
     /// # Safety
     ///
     /// `path` must be valid; `sgid_attr` NULL or a live attribute of `dev`'s device.
-    pub(crate) unsafe fn from_path(
-        dev: &CmDevice,
+    pub(crate) unsafe fn from_path<I>(
+        dev: &DeviceOf<I>,
         path: *mut bindings::sa_path_rec,
         sgid_attr: *const bindings::ib_gid_attr,
     ) -> Result<CmBox<Self>> {

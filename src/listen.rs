@@ -8,39 +8,49 @@
 //! `&mut ListenTable`, which only exists inside the owning device's lock, so each
 //! share-and-increment and decrement-and-erase is atomic with respect to lookups.
 
-use crate::{
-    bindings,
-    cm_id::CmId,
-    logic::service_id::{on_collision, AssignAllocator, Collision, ServiceId, ServiceIdError},
+use crate::logic::service_id::{
+    on_collision, AssignAllocator, Collision, ServiceId, ServiceIdError,
 };
 use kernel::{
     alloc::{flags::GFP_ATOMIC, KVec},
     error::{
-        code::{EBUSY, EINVAL, ENODEV, ENOSPC},
-        Error, Result,
+        code::{EBUSY, EINVAL, ENOSPC},
+        Error,
     },
     rbtree::{self, RBTree, RBTreeNode, RBTreeNodeReservation},
     sync::Arc,
 };
 
+/// What the table needs of a listening id (`CmId` in `cm_id.rs`, which holds the device that
+/// holds this table: the table is generic so that it does not name the id's type).
+pub(crate) trait Listener {
+    /// The address of the caller's current handler.
+    fn handler_addr(&self) -> Option<usize>;
+    /// Whether the caller's `context` is NULL.
+    fn context_is_null(&self) -> bool;
+    /// Pins the listener for one handler invocation; called under the device lock while the
+    /// id is in the tree.
+    fn listener_get(&self);
+}
+
 /// One listener in the tree.
-pub(crate) struct ListenEntry {
+pub(crate) struct ListenEntry<I> {
     /// The listening id; the tree holds its own reference.
-    pub(crate) id: Arc<CmId>,
+    pub(crate) id: Arc<I>,
     /// How many callers hold this listener (`listen_sharecount` in cm.c). Always >= 1 while
     /// the entry is in the tree.
     pub(crate) share_count: u32,
 }
 
 /// A tree node ready to be inserted without allocating (allocate before taking the lock).
-pub(crate) type ListenReservation = RBTreeNodeReservation<ServiceId, ListenEntry>;
+pub(crate) type ListenReservation<I> = RBTreeNodeReservation<ServiceId, ListenEntry<I>>;
 
 /// What an insert attempt did.
-pub(crate) enum Inserted {
+pub(crate) enum Inserted<I> {
     /// The new id is now the listener for its service ID.
     New(ServiceId),
     /// An existing listener was shared; its share count went up by one.
-    Shared(Arc<CmId>),
+    Shared(Arc<I>),
 }
 
 /// Why an insert attempt failed.
@@ -63,23 +73,23 @@ pub(crate) fn listen_errno(e: InsertError) -> Error {
 }
 
 /// What dropping one share did.
-pub(crate) enum Released {
+pub(crate) enum Released<I> {
     /// Other holders remain; the listener stays in the tree.
     StillShared,
     /// That was the last share: the node is out of the tree and the caller frees it outside
     /// the lock.
-    Removed(RBTreeNode<ServiceId, ListenEntry>),
+    Removed(RBTreeNode<ServiceId, ListenEntry<I>>),
     /// `id` is not the listener for `sid` (already fully destroyed: a double destroy).
     NotListening,
 }
 
 /// The listeners of one device and its service-ID allocator.
-pub(crate) struct ListenTable {
-    tree: RBTree<ServiceId, ListenEntry>,
+pub(crate) struct ListenTable<I> {
+    tree: RBTree<ServiceId, ListenEntry<I>>,
     assign: AssignAllocator,
 }
 
-impl ListenTable {
+impl<I> ListenTable<I> {
     /// An empty table whose allocator starts at `IB_CM_ASSIGN_SERVICE_ID`.
     pub(crate) fn new() -> Self {
         Self {
@@ -92,7 +102,9 @@ impl ListenTable {
     pub(crate) fn len(&self) -> usize {
         self.tree.iter().count()
     }
+}
 
+impl<I: Listener> ListenTable<I> {
     /// Resolves `IB_CM_ASSIGN_SERVICE_ID` (or keeps a fixed ID), then inserts `new` or shares
     /// an existing listener.
     ///
@@ -102,12 +114,12 @@ impl ListenTable {
     /// lock.
     pub(crate) fn insert(
         &mut self,
-        new: &Arc<CmId>,
+        new: &Arc<I>,
         requested: ServiceId,
         assign: bool,
         handler: Option<usize>,
-        reservation: ListenReservation,
-    ) -> core::result::Result<Inserted, (InsertError, ListenReservation)> {
+        reservation: ListenReservation<I>,
+    ) -> core::result::Result<Inserted<I>, (InsertError, ListenReservation<I>)> {
         let sid = if assign {
             let tree = &self.tree;
             match self.assign.allocate(|s| tree.get(&s).is_some()) {
@@ -142,7 +154,7 @@ impl ListenTable {
     }
 
     /// Drops one share of the listener `id` on `sid`; the last one removes it from the tree.
-    pub(crate) fn release(&mut self, sid: ServiceId, id: &CmId) -> Released {
+    pub(crate) fn release(&mut self, sid: ServiceId, id: &I) -> Released<I> {
         let Some(entry) = self.tree.get_mut(&sid) else {
             return Released::NotListening;
         };
@@ -160,8 +172,8 @@ impl ListenTable {
     }
 
     /// Finds the listener for `sid` and pins it for one handler invocation (`cm_find_listen`).
-    /// The caller ends the pin with [`CmId::listener_put`].
-    pub(crate) fn find(&self, sid: ServiceId) -> Option<Arc<CmId>> {
+    /// The caller ends the pin (`CmId::listener_put`).
+    pub(crate) fn find(&self, sid: ServiceId) -> Option<Arc<I>> {
         let entry = self.tree.get(&sid)?;
         entry.id.listener_get();
         Some(entry.id.clone())
@@ -181,7 +193,7 @@ impl ListenTable {
 
     /// Copies the listeners (id and share count, in service-ID order) into `out`, up to its
     /// capacity, without allocating; returns how many did not fit.
-    pub(crate) fn snapshot(&self, out: &mut KVec<(Arc<CmId>, u32)>) -> usize {
+    pub(crate) fn snapshot(&self, out: &mut KVec<(Arc<I>, u32)>) -> usize {
         let mut left = 0;
         for (_, e) in self.tree.iter() {
             if out.len() < out.capacity() {
@@ -192,52 +204,5 @@ impl ListenTable {
             }
         }
         left
-    }
-}
-
-impl CmId {
-    /// Makes `self`, fresh from [`CmId::new`], listen on `requested` (or an assigned ID), or
-    /// shares an existing listener when `handler` allows it.
-    ///
-    /// Returns the listener the caller now holds a reference to: `self` or the shared one.
-    pub(crate) fn listen(
-        self: &Arc<Self>,
-        requested: ServiceId,
-        assign: bool,
-        handler: Option<usize>,
-        reservation: ListenReservation,
-    ) -> Result<Arc<CmId>> {
-        let guard = self.inner.lock();
-        if guard.destroyed || self.state() != bindings::ib_cm_state_IB_CM_IDLE {
-            return Err(EINVAL);
-        }
-        let mut dev = self.dev.inner.lock();
-        if dev.going_down {
-            return Err(ENODEV);
-        }
-        // The new id is not yet visible to sharers, so its state may be set ahead of the
-        // insert; on failure it is put back.
-        self.set_state(bindings::ib_cm_state_IB_CM_LISTEN);
-        let outcome = dev
-            .listen
-            .insert(self, requested, assign, handler, reservation);
-        match outcome {
-            Ok(Inserted::New(sid)) => {
-                self.set_service_id(sid);
-                Ok(self.clone())
-            }
-            Ok(Inserted::Shared(existing)) => {
-                self.set_state(bindings::ib_cm_state_IB_CM_IDLE);
-                Ok(existing)
-            }
-            Err((e, reservation)) => {
-                self.set_state(bindings::ib_cm_state_IB_CM_IDLE);
-                drop(dev);
-                drop(guard);
-                // Freed outside the locks.
-                drop(reservation);
-                Err(listen_errno(e))
-            }
-        }
     }
 }

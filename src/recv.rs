@@ -9,8 +9,7 @@
 
 use crate::{
     alloc::CmBox,
-    cm_id::CmId,
-    device::CmDevice,
+    cm_id::{CmDevice, CmId},
     event::Event,
     logic::{
         req_event,

@@ -12,8 +12,7 @@ use crate::{
     ah::ConnAh,
     av::Av,
     bindings,
-    cm_id::{CmId, CmIdInner, PostedMad},
-    device::CmDevice,
+    cm_id::{CmDevice, CmId, CmIdInner, PostedMad},
     error::ptr_error,
     logic::{
         trace::IdTrace,
@@ -417,7 +416,7 @@ pub(crate) fn send_for_id(
 /// The handle of a connection's first send (its REQ or REP): the connection's own, made now
 /// and kept in `conn_ah`, within the device's budget; else one for this send alone.
 fn first_conn_send(
-    dev: &crate::device::CmDevice,
+    dev: &CmDevice,
     agent: *mut bindings::ib_mad_agent,
     av: &Av,
     conn_ah: &mut ConnAh,

@@ -6,7 +6,7 @@
 //! Stands for `cm_create_timewait_info()`, the timer half of `cm_enter_timewait()`,
 //! `cm_timewait_handler()`, `cm_establish()` and `cm_establish_handler()` in cm.c. cm.c
 //! allocates a `cm_timewait_info` with its own `delayed_work` per connection; here an id in
-//! timewait is linked into its device's [`TimewaitQueue`] (24 bytes in the id: two links and a
+//! timewait is linked into its device's `TimewaitQueue` (`tw_queue.rs`) (24 bytes in the id: two links and a
 //! deadline, kept in deadline order by `logic::deadline_list`), and one `delayed_work` per
 //! device, armed for the earliest deadline, ends every due timewait. A queued id holds one
 //! reference. Destroy takes the id off the queue: a timewait whose id is gone has nothing left
@@ -15,189 +15,17 @@
 
 use crate::{
     bindings,
-    cm_id::{CmId, CmIdInner, TwNode},
-    device::{jiffies, CmDevice},
-    logic::{
-        deadline_list::{self, DeadlineList, Links},
-        timeout,
-    },
+    cm_id::{CmDevice, CmId, CmIdInner},
+    device::jiffies,
+    logic::timeout,
     wq,
 };
-use core::ptr::NonNull;
 use kernel::{
     new_work,
     prelude::*,
     sync::Arc,
     workqueue::{impl_has_work, Work},
 };
-
-/// Timeout exponents (`av.timeout`, 5 bits): one list each.
-const CLASSES: usize = 32;
-
-/// The ids of one device in timewait, by deadline; inside the device lock.
-///
-/// One list per timeout exponent: the ids of one list wait equally long and the tick count is
-/// read under the device lock, so each id goes to its list's tail (an O(1) insertion; the
-/// list's own ordered insertion stops at once) and every list stays in deadline order. The
-/// earliest deadline is the earliest of the heads of the non-empty lists, which `occupied`
-/// names (a scan of all 32 lists was most of the cost of arming timewait).
-///
-/// # Invariants
-///
-/// Every node is a `CmId` of this device whose queue reference (`Arc::into_raw`) the queue
-/// owns, so it is live while queued; it is on the list of its `timewait_class`. Bit `i` of
-/// `occupied` is set exactly when list `i` is not empty.
-pub(crate) struct TimewaitQueue {
-    lists: [DeadlineList<NonNull<CmId>>; CLASSES],
-    occupied: u32,
-}
-
-const _: () = assert!(CLASSES <= u32::BITS as usize);
-
-// SAFETY: The queue owns `Arc<CmId>` references (`CmId` is `Send + Sync`); the nodes' links are
-// only touched by the holder of the device lock the queue lives in.
-unsafe impl Send for TimewaitQueue {}
-
-/// Access to the links of the queued ids (and of one id being queued or unqueued); only made
-/// by [`TimewaitQueue`]'s methods, whose `&mut self` proves the device lock.
-struct Nodes;
-
-impl Nodes {
-    fn node(&self, n: NonNull<CmId>) -> TwNode {
-        // SAFETY: `n` is a live id of the queue's device (queued, or the caller's); its link is
-        // only touched under that device's lock, which our creator holds (`TwLink`'s invariant).
-        unsafe { *n.as_ref().timewait.0.get() }
-    }
-
-    fn with(&mut self, n: NonNull<CmId>, f: impl FnOnce(&mut TwNode)) {
-        // SAFETY: As in `node`; the mutable borrow ends before any other node is touched.
-        f(unsafe { &mut *n.as_ref().timewait.0.get() })
-    }
-}
-
-impl Links for Nodes {
-    type Node = NonNull<CmId>;
-    fn prev(&self, n: Self::Node) -> Option<Self::Node> {
-        self.node(n).prev
-    }
-    fn next(&self, n: Self::Node) -> Option<Self::Node> {
-        self.node(n).next
-    }
-    fn set(&mut self, n: Self::Node, prev: Option<Self::Node>, next: Option<Self::Node>) {
-        self.with(n, |t| {
-            t.prev = prev;
-            t.next = next;
-        })
-    }
-    fn set_prev(&mut self, n: Self::Node, prev: Option<Self::Node>) {
-        self.with(n, |t| t.prev = prev)
-    }
-    fn set_next(&mut self, n: Self::Node, next: Option<Self::Node>) {
-        self.with(n, |t| t.next = next)
-    }
-    fn deadline(&self, n: Self::Node) -> usize {
-        self.node(n).deadline
-    }
-    fn set_deadline(&mut self, n: Self::Node, at: usize) {
-        self.with(n, |t| t.deadline = at)
-    }
-}
-
-impl TimewaitQueue {
-    /// Empty.
-    pub(crate) const fn new() -> Self {
-        // INVARIANT: No list has a node, no bit is set.
-        Self {
-            lists: [const { DeadlineList::new() }; CLASSES],
-            occupied: 0,
-        }
-    }
-
-    /// The list with the earliest head, and that head.
-    fn earliest(&self) -> Option<(usize, NonNull<CmId>)> {
-        let nodes = Nodes;
-        let mut best: Option<(usize, NonNull<CmId>)> = None;
-        let mut bits = self.occupied;
-        while bits != 0 {
-            // CAST: a bit index below 32.
-            let i = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            if let Some(n) = self.lists[i].first() {
-                let sooner = best.map_or(true, |(_, b)| {
-                    deadline_list::before(nodes.deadline(n), nodes.deadline(b))
-                });
-                if sooner {
-                    best = Some((i, n));
-                }
-            }
-        }
-        best
-    }
-
-    /// Queues `id` (of this device, not queued) on list `class` until tick `at`; whether it is
-    /// now the earliest of all.
-    fn insert(&mut self, id: Arc<CmId>, class: u8, at: usize) -> bool {
-        // INVARIANT: the queue takes over the reference; its list is not empty any more.
-        // SAFETY: `Arc::into_raw` never returns NULL.
-        let n = unsafe { NonNull::new_unchecked(Arc::into_raw(id).cast_mut()) };
-        let i = usize::from(class) % CLASSES;
-        self.lists[i].insert(&mut Nodes, n, at);
-        self.occupied |= 1 << i;
-        self.earliest().is_some_and(|(_, e)| e == n)
-    }
-
-    /// Clears list `i`'s bit if it has become empty.
-    fn update_occupied(&mut self, i: usize) {
-        if self.lists[i].is_empty() {
-            // INVARIANT: the bit follows the list.
-            self.occupied &= !(1 << i);
-        }
-    }
-
-    /// Takes `id` (of this device, queued on list `class` if at all) off the queue, with the
-    /// queue's reference, if queued.
-    fn remove(&mut self, id: &CmId, class: u8) -> Option<Arc<CmId>> {
-        let n = NonNull::from(id);
-        let i = usize::from(class) % CLASSES;
-        if !self.lists[i].remove(&mut Nodes, n) {
-            return None;
-        }
-        self.update_occupied(i);
-        // SAFETY: It was queued, so the queue owned this reference (type invariant).
-        Some(unsafe { Arc::from_raw(n.as_ptr()) })
-    }
-
-    /// Takes the earliest id off if its deadline has come (or in any case if `all`).
-    fn pop_due(&mut self, now: usize, all: bool) -> Option<Arc<CmId>> {
-        let (i, _) = self.earliest()?;
-        let n = self.lists[i].pop_due(&mut Nodes, now, all)?;
-        self.update_occupied(i);
-        // SAFETY: As in `remove`.
-        Some(unsafe { Arc::from_raw(n.as_ptr()) })
-    }
-
-    /// Ticks until the earliest deadline, `None` if the queue is empty.
-    fn next_delay(&self, now: usize) -> Option<usize> {
-        let (i, _) = self.earliest()?;
-        self.lists[i].next_delay(&Nodes, now)
-    }
-
-    /// Whether no id is queued.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.occupied == 0
-    }
-}
-
-impl Drop for TimewaitQueue {
-    fn drop(&mut self) {
-        // Cannot happen: a queued id holds a reference to its device (so the device, and this
-        // queue in it, outlive it), and removal ends every queued timewait (`end_all`). Should
-        // it happen, the ids stay leaked rather than touched: their device is going away.
-        if !self.is_empty() {
-            pr_warn!("a device's timewait queue was dropped with ids queued (leaked)\n");
-        }
-    }
-}
 
 /// Queues the id for `conv(av.timeout)` ms of timewait. Called with the id lock held (`g`); takes
 /// the device lock, under which device removal's `going_down` and its final run of the queue

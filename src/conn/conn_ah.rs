@@ -88,7 +88,7 @@ pub(crate) fn conn_ah_status(id: &CmId) -> &'static str {
 /// handles were made on). An idle one (an established id, an id waiting in REP_RCVD for its
 /// RTU) is destroyed now; one with sends in flight (a REQ still queued at the agent counts) is retired, and the
 /// completions that the agents' unregistration flushes destroy it.
-pub(crate) fn retire_conn_ahs(dev: &crate::device::CmDevice) {
+pub(crate) fn retire_conn_ahs(dev: &crate::cm_id::CmDevice) {
     let mut index = 0u32;
     while let Some((id, at)) = crate::comm_id::next_of_device(index, dev) {
         retire_conn_ah(&id, &mut id.inner.lock());

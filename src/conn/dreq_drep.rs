@@ -82,7 +82,7 @@ pub(crate) fn send_drep(id: &Arc<CmId>, pd: &[u8]) -> Result {
 /// A DREQ (`cm_dreq_handler`). A DREQ for no id is answered with a DREP and counted as a
 /// duplicate (`cm_issue_drep`); one whose QPN is not the id's local QPN is dropped.
 pub(crate) fn on_dreq(
-    dev: &crate::device::CmDevice,
+    dev: &crate::cm_id::CmDevice,
     port_num: u32,
     wc: &RecvWc,
     hdr: &RecvHdr<'_>,

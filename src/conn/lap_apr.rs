@@ -16,8 +16,9 @@ use super::{
 };
 use crate::{
     av::{Av, SgidAttr},
-    bindings, comm_id,
-    device::CmDevice,
+    bindings,
+    cm_id::CmDevice,
+    comm_id,
     event::Event,
     logic::{
         input::{self, LapReceived},

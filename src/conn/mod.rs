@@ -89,7 +89,7 @@ const _: () = {
 pub(crate) struct Recv<'a> {
     /// The receiving device (`work->port` in cm.c: answers and duplicate counts go through
     /// it, also when the id belongs to another device).
-    pub(crate) dev: &'a crate::device::CmDevice,
+    pub(crate) dev: &'a crate::cm_id::CmDevice,
     /// The receiving port.
     pub(crate) port_num: u32,
     /// Its attribute (for the duplicate counter).
@@ -103,7 +103,7 @@ pub(crate) struct Recv<'a> {
 impl<'a> Recv<'a> {
     /// The MAD with header `hdr` and attribute `attr`, received on `port_num` of `dev`.
     pub(crate) fn new(
-        dev: &'a crate::device::CmDevice,
+        dev: &'a crate::cm_id::CmDevice,
         port_num: u32,
         attr: AttrId,
         hdr: &RecvHdr<'_>,
@@ -259,7 +259,7 @@ pub(crate) fn begin_call<'a, D>(
 /// `icm_staleconn_err`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn on_held(
-    dev: &crate::device::CmDevice,
+    dev: &crate::cm_id::CmDevice,
     port_num: u32,
     wc: &crate::recv_wc::RecvWc,
     hdr: &RecvHdr<'_>,

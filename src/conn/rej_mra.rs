@@ -7,9 +7,8 @@ use super::{
     trace_refused, REJ_TIMEOUT,
 };
 use crate::{
-    cm_id::{CmId, StoredPd},
+    cm_id::{CmDevice, CmId, StoredPd},
     comm_id,
-    device::CmDevice,
     logic::{
         input,
         state::{self, Input, MsgKind, Out, Refusal},

@@ -179,7 +179,7 @@ fn fill_rep_event(ev: &mut Event, rep: RepView<'_>, qp_type: u32, attr_mod: u32)
 
 /// A REP (`cm_rep_handler`).
 pub(crate) fn on_rep(
-    dev: &crate::device::CmDevice,
+    dev: &crate::cm_id::CmDevice,
     port_num: u32,
     wc: &RecvWc,
     hdr: &RecvHdr<'_>,
@@ -243,7 +243,7 @@ pub(crate) fn on_rep(
 
 /// An RTU (`cm_rtu_handler`).
 pub(crate) fn on_rtu(
-    dev: &crate::device::CmDevice,
+    dev: &crate::cm_id::CmDevice,
     port_num: u32,
     wc: &RecvWc,
     rtu: CommIdsView<'_>,

@@ -7,9 +7,8 @@ use super::{begin_call, send_msg};
 use crate::{
     av::{Av, SgidAttr},
     bindings,
-    cm_id::{CmId, Conn, Init},
+    cm_id::{CmDevice, CmId, Conn, Init},
     conn,
-    device::CmDevice,
     event::{self, Event},
     logic::{
         input,

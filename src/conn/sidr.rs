@@ -8,9 +8,8 @@ use super::{
 use crate::{
     av::{Av, SgidAttr},
     bindings,
-    cm_id::{CmId, Conn, Init},
+    cm_id::{CmDevice, CmId, Conn, Init},
     comm_id,
-    device::CmDevice,
     event::Event,
     logic::{
         input,

@@ -10,9 +10,8 @@
 use crate::{
     av::SgidAttr,
     bindings,
-    cm_id::CmId,
+    cm_id::{CmDevice, CmId},
     conn,
-    device::CmDevice,
     error::is_err_or_null,
     listen::{listen_errno, InsertError, ListenReservation},
     logic::{

@@ -5,7 +5,7 @@
 //! work, timewait and the ids' connection handles, is ordered here.
 
 use crate::{
-    bindings, comm_id, conn, device::CmDevice, entry::debugfs, error, port::CmPort, timewait, wq,
+    bindings, cm_id::CmDevice, comm_id, conn, entry::debugfs, error, port::CmPort, timewait, wq,
 };
 use kernel::{alloc::KVec, ffi, prelude::*, sync::Arc};
 

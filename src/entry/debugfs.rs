@@ -21,7 +21,7 @@
 //!
 //! All are snapshots that may be a moment stale, good enough to look at a running system.
 
-use crate::{bindings, device::CmDevice};
+use crate::{bindings, cm_id::CmDevice};
 use kernel::{alloc::KVec, prelude::*};
 
 /// Creates the `ib_cm` directory (module init); without debugfs nothing is created.

@@ -12,8 +12,7 @@
 
 use crate::{
     bindings,
-    cm_id::CmId,
-    device::CmDevice,
+    cm_id::{CmDevice, CmId},
     listen::ListenReservation,
     logic::service_id::{AssignAllocator, ServiceId, ASSIGN, ASSIGN_LAST},
 };

@@ -5,8 +5,10 @@
 //! id's protocol how its tracked MAD ended.
 
 use crate::{
-    bindings, conn,
-    device::{device_of_agent, CmDevice},
+    bindings,
+    cm_id::{CmDevice, CmId},
+    conn,
+    device::device_of_agent,
     logic::wire::{
         check_header,
         conn::{CommIdsView, Mra, Rej, RepView, ReqView},
@@ -52,7 +54,7 @@ pub(crate) unsafe extern "C" fn ibcm_rs_recv(
     recv_wc: *mut bindings::ib_mad_recv_wc,
 ) {
     // SAFETY: The agent's context is its device, alive while the agent is registered.
-    let dev = unsafe { device_of_agent(context) };
+    let dev = unsafe { device_of_agent::<CmId>(context) };
     // A MAD of a known attribute is counted received before anything is allocated for it and
     // before the rest of its header is looked at (cm.c counts by attribute alone, then
     // allocates its work): a failed allocation drops a MAD that was counted, as in cm.c.

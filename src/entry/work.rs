@@ -5,9 +5,8 @@
 
 use crate::{
     bindings,
-    cm_id::CmId,
+    cm_id::{CmDevice, CmId},
     conn,
-    device::CmDevice,
     timewait::{self, EstablishWork},
 };
 use kernel::{prelude::*, sync::Arc, workqueue::WorkItem};
