@@ -10,6 +10,17 @@
 //! needs the lock class, is a `glue.c` helper. PREEMPT_RT (a sleeping `spinlock_t`) is not
 //! supported by this backend.
 
+// Where the RCU calls are compiler barriers (below), their blocks have nothing to check.
+#![cfg_attr(
+    not(any(
+        CONFIG_DEBUG_LOCK_ALLOC,
+        CONFIG_PREEMPT_RCU,
+        CONFIG_PREEMPT_COUNT,
+        CONFIG_RCU_STRICT_GRACE_PERIOD
+    )),
+    allow(unused_unsafe)
+)]
+
 use crate::bindings;
 use kernel::{ffi, sync::lock::Backend, sync::lock::Lock};
 
@@ -72,22 +83,77 @@ unsafe impl Backend for IrqSaveSpinLockBackend {
     }
 }
 
-/// An RCU read-side critical section (`rcu_read_lock()`), ended when dropped; 6.12's kernel
-/// crate has no RCU guard. Not `Send`: the section belongs to its thread.
+// `rcu_read_lock()` and `rcu_read_unlock()` are static inlines, so bindgen gives none; 6.12's
+// kernel crate has no RCU guard. What they expand to depends on the configuration, and each
+// case is called here as directly as it can be:
+// - with lockdep's RCU map (`DEBUG_LOCK_ALLOC`) they also acquire and release that map, so the
+//   `glue.c` wrappers are called;
+// - otherwise, with preemptible RCU (Debian's kernels: `PREEMPT_DYNAMIC`), they are the
+//   exported `__rcu_read_lock()` and `__rcu_read_unlock()`, called directly;
+// - otherwise they are `preempt_disable()` and `preempt_enable()`, which without a preempt
+//   count (`PREEMPT_COUNT` off, and no `RCU_STRICT_GRACE_PERIOD` check) are compiler barriers;
+// - with a preempt count, the `glue.c` wrappers again.
+#[cfg(all(not(CONFIG_DEBUG_LOCK_ALLOC), CONFIG_PREEMPT_RCU))]
+use bindings::{__rcu_read_lock as rcu_read_lock, __rcu_read_unlock as rcu_read_unlock};
+#[cfg(any(
+    CONFIG_DEBUG_LOCK_ALLOC,
+    all(
+        not(CONFIG_PREEMPT_RCU),
+        any(CONFIG_PREEMPT_COUNT, CONFIG_RCU_STRICT_GRACE_PERIOD)
+    )
+))]
+use bindings::{
+    ibcm_glue_rcu_read_lock as rcu_read_lock, ibcm_glue_rcu_read_unlock as rcu_read_unlock,
+};
+
+#[cfg(not(any(
+    CONFIG_DEBUG_LOCK_ALLOC,
+    CONFIG_PREEMPT_RCU,
+    CONFIG_PREEMPT_COUNT,
+    CONFIG_RCU_STRICT_GRACE_PERIOD
+)))]
+mod barrier_rcu {
+    use core::sync::atomic::{compiler_fence, Ordering};
+
+    /// `rcu_read_lock()` here: `preempt_disable()` without a preempt count, `barrier()`.
+    #[inline(always)]
+    pub(super) fn rcu_read_lock() {
+        compiler_fence(Ordering::SeqCst);
+    }
+
+    /// `rcu_read_unlock()` here: `barrier()`, as [`rcu_read_lock`].
+    #[inline(always)]
+    pub(super) fn rcu_read_unlock() {
+        compiler_fence(Ordering::SeqCst);
+    }
+}
+#[cfg(not(any(
+    CONFIG_DEBUG_LOCK_ALLOC,
+    CONFIG_PREEMPT_RCU,
+    CONFIG_PREEMPT_COUNT,
+    CONFIG_RCU_STRICT_GRACE_PERIOD
+)))]
+use barrier_rcu::{rcu_read_lock, rcu_read_unlock};
+
+/// An RCU read-side critical section (`rcu_read_lock()`), ended when dropped. Not `Send`: the
+/// section belongs to its thread.
 pub(crate) struct RcuGuard(core::marker::PhantomData<*mut ()>);
 
 impl RcuGuard {
     /// Enters a read-side critical section.
+    #[inline(always)]
     pub(crate) fn new() -> Self {
-        // SAFETY: Plain RCU read lock, released by `drop` on the same thread.
-        unsafe { bindings::ibcm_glue_rcu_read_lock() };
+        // SAFETY: Plain RCU read lock, released by `drop` on the same thread. (A safe call
+        // where it is a compiler barrier.)
+        unsafe { rcu_read_lock() };
         Self(core::marker::PhantomData)
     }
 }
 
 impl Drop for RcuGuard {
+    #[inline(always)]
     fn drop(&mut self) {
         // SAFETY: Ends the section `new` began.
-        unsafe { bindings::ibcm_glue_rcu_read_unlock() };
+        unsafe { rcu_read_unlock() };
     }
 }
