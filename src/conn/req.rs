@@ -17,7 +17,7 @@ use crate::{
         state::{Input, MsgKind, Out, State},
         timeout,
         wire::{
-            conn::{Path, Req, ReqView, MSG_REQ},
+            conn::{Path, Req, ReqFields, ReqView, MSG_REQ},
             field::Bytes,
             CmMessage, RecvHdr,
         },
@@ -196,19 +196,19 @@ pub(crate) fn send_req(id: &Arc<CmId>, args: &ReqArgs<'_>) -> Result {
 }
 
 /// The passive id's parameters from a REQ (`cm_req_handler`).
-fn conn_of_req(req: &Req<'_>, tid: u64) -> Conn {
+fn conn_of_req(req: &ReqView<'_>, tid: u64) -> Conn {
     let mut conn = Conn {
         tid,
-        remote_qpn: req.local_qpn,
-        sq_psn: req.starting_psn,
-        timeout_ms: timeout::conv_ms(req.local_cm_response_timeout),
-        path_mtu: req.path_mtu,
-        pkey: req.pkey,
-        max_cm_retries: req.max_cm_retries,
-        responder_resources: req.initiator_depth,
-        initiator_depth: req.responder_resources,
-        retry_count: req.retry_count,
-        rnr_retry_count: req.rnr_retry_count,
+        remote_qpn: req.local_qpn(),
+        sq_psn: req.starting_psn(),
+        timeout_ms: timeout::conv_ms(req.local_cm_response_timeout()),
+        path_mtu: req.path_mtu(),
+        pkey: req.pkey(),
+        max_cm_retries: req.max_cm_retries(),
+        responder_resources: req.initiator_depth(),
+        initiator_depth: req.responder_resources(),
+        retry_count: req.retry_count(),
+        rnr_retry_count: req.rnr_retry_count(),
         ..Conn::default()
     };
     conn.set_qp_type(req_event::qp_type(req));
@@ -259,7 +259,8 @@ pub(crate) fn on_req(
         return trace::no_listener(view.local_comm_id());
     };
     let listener = ListenerPin(listener);
-    let req = &view.decode();
+    // Read in place from here on, each field where it is used.
+    let req = &view;
     let Ok(wc_av) = Av::from_recv(dev, port_num, wc) else {
         return;
     };
@@ -291,7 +292,7 @@ pub(crate) fn on_req(
             let ari = dev.port_gid0(port_num, wc).map(|g| path::gid_bytes(&g));
             let rej = req_event::rej_of_req(
                 0,
-                req.local_comm_id,
+                req.local_comm_id(),
                 REJ_INVALID_GID,
                 ari.as_ref().map_or(&[][..], |a| &a[..]),
                 &[],
@@ -313,7 +314,7 @@ pub(crate) fn on_req(
             Err(_) => {
                 let ari = path::gids(&ev.paths()[0]).0;
                 let rej =
-                    req_event::rej_of_req(0, req.local_comm_id, REJ_INVALID_ALT_GID, &ari, &[]);
+                    req_event::rej_of_req(0, req.local_comm_id(), REJ_INVALID_ALT_GID, &ari, &[]);
                 // cm.c sends this one from the id, on the primary path's address it has just
                 // built (`cm_alloc_msg`), not back along the REQ's packet as the INVALID_GID
                 // REJ above; without a handle nothing is sent, as there.
@@ -341,7 +342,7 @@ pub(crate) fn on_req(
         context: listener.0.context(),
         state: State::ReqRcvd,
         service_id: sid,
-        remote_id: req.local_comm_id,
+        remote_id: req.local_comm_id(),
         av: Some(av),
         alt_av,
         conn: conn_of_req(req, hdr.tid()),
@@ -367,7 +368,7 @@ pub(crate) fn on_req(
         id.destroy_with(-(bindings::ENOMEM as i32));
         conn::on_held(dev, port_num, wc, hdr, MsgKind::Req, held, &holder, || {});
         // As on the early path (cm.c traces every failed `cm_match_req`).
-        return trace::no_listener(req.local_comm_id);
+        return trace::no_listener(req.local_comm_id());
     }
 
     let params = req_event::req_params(req, hdr.attr_mod());

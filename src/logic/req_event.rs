@@ -7,7 +7,7 @@
 //! of the SIDR_REP sent for an unknown service in cm.c. The kernel side copies these values
 //! into the C structs.
 
-use super::wire::conn::{is_opa_gid, Path, Rej, Req, MSG_REQ, REJ_ARI};
+use super::wire::conn::{is_opa_gid, Path, Rej, ReqFields, MSG_REQ, REJ_ARI};
 use super::wire::field::Bytes;
 use super::wire::sidr::{SidrRep, SIDR_REP_INFO};
 
@@ -76,15 +76,9 @@ pub(crate) struct RecvPort {
 /// `IB_LID_PERMISSIVE`.
 const LID_PERMISSIVE: u16 = 0xFFFF;
 
-/// `cm_process_routed_req()` (IB only): a path that is not subnet-local takes a permissive
-/// local LID (and the SL with it) from the work completion's source, and a permissive remote
-/// LID from its path bits.
-pub(crate) fn process_routed(req: &mut Req<'_>, port: &RecvPort) {
-    route_path(&mut req.primary, port);
-    route_path(&mut req.alternate, port);
-}
-
-/// [`process_routed`] for one path.
+/// `cm_process_routed_req()` (IB only) for one path: a path that is not subnet-local takes a
+/// permissive local LID (and the SL with it) from the work completion's source, and a
+/// permissive remote LID from its path bits.
 fn route_path(p: &mut Path, port: &RecvPort) {
     if p.subnet_local {
         return;
@@ -101,12 +95,16 @@ fn route_path(p: &mut Path, port: &RecvPort) {
 
 /// The passive id's datapath DLID (`av.dlid_datapath`, InfiniBand): the REQ's primary local
 /// LID as `cm_req_handler` reads it, after `cm_process_routed_req()` (IB only).
-pub(crate) fn datapath_dlid(req: &Req<'_>, port: &RecvPort) -> u16 {
-    let mut p = req.primary;
+pub(crate) fn datapath_dlid(req: &impl ReqFields, port: &RecvPort) -> u16 {
+    routed(req.primary(), port).local_lid
+}
+
+/// `p` after `cm_process_routed_req()`, which only InfiniBand applies.
+fn routed(mut p: Path, port: &RecvPort) -> Path {
     if !port.roce {
         route_path(&mut p, port);
     }
-    p.local_lid
+    p
 }
 
 /// `opa_get_lid_from_gid()`: the low 32 bits of the interface ID.
@@ -114,8 +112,8 @@ fn opa_lid(gid: &[u8; 16]) -> u32 {
     u32::from_be_bytes([gid[12], gid[13], gid[14], gid[15]])
 }
 
-fn path_from(req: &Req<'_>, p: &Path, opa: bool) -> PathRecord {
-    record_of(p, req.pkey, req.path_mtu, req.service_id, opa)
+fn path_from(req: &impl ReqFields, p: &Path, opa: bool) -> PathRecord {
+    record_of(p, req.pkey(), req.path_mtu(), req.service_id(), opa)
 }
 
 /// The path record of a LAP's alternate path (`cm_path_set_rec_type()` and
@@ -160,23 +158,16 @@ fn record_of(p: &Path, pkey: u16, mtu: u8, service_id: u64, opa: bool) -> PathRe
 /// OPA records when the port uses OPA addressing and the primary local GID is an OPA GID (the
 /// alternate takes the primary's type), LIDs then from the GIDs; otherwise the primary's
 /// `dlid` is the work completion's source LID.
-pub(crate) fn req_paths(req: &Req<'_>, port: &RecvPort) -> (PathRecord, Option<PathRecord>) {
-    let mut routed;
-    let req = if port.roce {
-        req
-    } else {
-        routed = req.clone();
-        process_routed(&mut routed, port);
-        &routed
-    };
-    let opa = !port.roce && port.opa && is_opa_gid(&req.primary.local_gid);
-    let mut primary = path_from(req, &req.primary, opa);
+pub(crate) fn req_paths(req: &impl ReqFields, port: &RecvPort) -> (PathRecord, Option<PathRecord>) {
+    let first = routed(req.primary(), port);
+    let opa = !port.roce && port.opa && is_opa_gid(&first.local_gid);
+    let mut primary = path_from(req, &first, opa);
     if !opa {
         primary.dlid = port.wc_slid;
     }
     let alternate = req
-        .has_alt_path()
-        .then(|| path_from(req, &req.alternate, opa));
+        .alternate()
+        .map(|alt| path_from(req, &routed(alt, port), opa));
     (primary, alternate)
 }
 
@@ -208,8 +199,8 @@ pub(crate) const QPT_XRC_TGT: u32 = 10;
 
 /// `cm_req_get_qp_type()`: transport 0 is RC, 1 UC, 3 with extended type 1 XRC target, and
 /// anything else gives 0, as in C.
-pub(crate) fn qp_type(req: &Req<'_>) -> u32 {
-    match (req.transport_service_type, req.extended_transport_type) {
+pub(crate) fn qp_type(req: &impl ReqFields) -> u32 {
+    match (req.transport_service_type(), req.extended_transport_type()) {
         (0, _) => QPT_RC,
         (1, _) => QPT_UC,
         (3, 1) => QPT_XRC_TGT,
@@ -254,22 +245,22 @@ pub(crate) struct ReqParams {
 }
 
 /// The event fields of a REQ received with MAD header `attr_mod`.
-pub(crate) fn req_params(req: &Req<'_>, attr_mod: u32) -> ReqParams {
+pub(crate) fn req_params(req: &impl ReqFields, attr_mod: u32) -> ReqParams {
     ReqParams {
-        remote_ca_guid: req.local_ca_guid,
-        remote_qkey: req.local_qkey,
-        remote_qpn: req.local_qpn,
+        remote_ca_guid: req.local_ca_guid(),
+        remote_qkey: req.local_qkey(),
+        remote_qpn: req.local_qpn(),
         qp_type: qp_type(req),
-        starting_psn: req.starting_psn,
-        responder_resources: req.initiator_depth,
-        initiator_depth: req.responder_resources,
-        local_cm_response_timeout: req.remote_cm_response_timeout,
-        flow_control: req.end_to_end_flow_control,
-        remote_cm_response_timeout: req.local_cm_response_timeout,
-        retry_count: req.retry_count,
-        rnr_retry_count: req.rnr_retry_count,
-        srq: req.srq,
-        ece_vendor_id: req.vendor_id,
+        starting_psn: req.starting_psn(),
+        responder_resources: req.initiator_depth(),
+        initiator_depth: req.responder_resources(),
+        local_cm_response_timeout: req.remote_cm_response_timeout(),
+        flow_control: req.end_to_end_flow_control(),
+        remote_cm_response_timeout: req.local_cm_response_timeout(),
+        retry_count: req.retry_count(),
+        rnr_retry_count: req.rnr_retry_count(),
+        srq: req.srq(),
+        ece_vendor_id: req.vendor_id(),
         ece_attr_mod: attr_mod,
     }
 }

@@ -198,35 +198,7 @@ impl<'a> Req<'a> {
 
     /// Every field but the alternate path, which reads as all zeros (no alternate path).
     fn decode_but_alternate(p: &[u8], private_data: Bytes<'a, REQ_PRIVATE_DATA>) -> Self {
-        Self {
-            local_comm_id: field::u32_at(p, 0),
-            vendor_id: narrow(get(p, 5, 0, 24)),
-            service_id: field::u64_at(p, 8),
-            local_ca_guid: field::u64_at(p, 16),
-            local_qkey: field::u32_at(p, 28),
-            local_qpn: narrow(get(p, 32, 0, 24)),
-            responder_resources: field::u8_at(p, 35),
-            local_eecn: narrow(get(p, 36, 0, 24)),
-            initiator_depth: field::u8_at(p, 39),
-            remote_eecn: narrow(get(p, 40, 0, 24)),
-            remote_cm_response_timeout: narrow(get(p, 43, 0, 5)),
-            transport_service_type: narrow(get(p, 43, 5, 2)),
-            end_to_end_flow_control: get(p, 43, 7, 1) != 0,
-            starting_psn: narrow(get(p, 44, 0, 24)),
-            local_cm_response_timeout: narrow(get(p, 47, 0, 5)),
-            retry_count: narrow(get(p, 47, 5, 3)),
-            pkey: field::u16_at(p, 48),
-            path_mtu: narrow(get(p, 50, 0, 4)),
-            rdc_exists: get(p, 50, 4, 1) != 0,
-            rnr_retry_count: narrow(get(p, 50, 5, 3)),
-            max_cm_retries: narrow(get(p, 51, 0, 4)),
-            srq: get(p, 51, 4, 1) != 0,
-            extended_transport_type: narrow(get(p, 51, 5, 3)),
-            primary: Path::decode_req(p, 52),
-            alternate: Path::default(),
-            sap_supported: get(p, 139, 5, 1) != 0,
-            private_data,
-        }
+        Self::from_view(&ReqView(p), Path::default(), private_data)
     }
 
     /// Encodes into a zeroed payload.
@@ -609,37 +581,153 @@ impl CommIdsView<'_> {
     }
 }
 
-/// A received REQ's keys read in place (Table 106): the duplicate and stale checks and the
-/// listener lookup need only these, so a REQ that makes no connection (a retransmission, a
-/// stale one, one for no listener) is never decoded whole.
+/// A received REQ read in place (Table 106). The duplicate and stale checks and the listener
+/// lookup read only its keys, so a REQ that makes no connection (a retransmission, a stale one,
+/// one for no listener) is never decoded whole; a REQ that finds a listener is read field by
+/// field where the passive side uses it ([`ReqFields`]), never copied into a [`Req`].
 #[derive(Clone, Copy)]
 pub(crate) struct ReqView<'a>(pub(crate) &'a [u8]);
 
-impl<'a> ReqView<'a> {
-    /// 0.
-    pub(crate) fn local_comm_id(&self) -> u32 {
-        field::u32_at(self.0, 0)
-    }
-    /// 8, 64 bits.
-    pub(crate) fn service_id(&self) -> u64 {
-        field::u64_at(self.0, 8)
-    }
-    /// 16, 64 bits.
-    pub(crate) fn local_ca_guid(&self) -> u64 {
-        field::u64_at(self.0, 16)
-    }
-    /// 32, 24 bits.
-    pub(crate) fn local_qpn(&self) -> u32 {
-        field::u32_at(self.0, 32) >> 8
-    }
-    /// The whole REQ, for one that found a listener; an alternate path the REQ does not carry
-    /// ([`Req::has_alt_path`]) is not decoded and reads as all zeros, as cm.c ignores it.
-    pub(crate) fn decode(&self) -> Req<'a> {
-        let mut req = Req::decode_but_alternate(self.0, Bytes::at(self.0, 140));
-        let alt_local_gid = field::array(self.0, 100);
-        if field::u16_at(self.0, 96) != 0 || is_opa_gid(&alt_local_gid) {
-            req.alternate = Path::decode_req(self.0, 96);
+/// The scalar fields of a REQ: name, type, and how to read it from the payload `p`.
+macro_rules! req_fields {
+    (@table $m:ident $($arg:tt)*) => {
+        $m! { $($arg)*
+            local_comm_id: u32 = |p| field::u32_at(p, 0);
+            vendor_id: u32 = |p| narrow(get(p, 5, 0, 24));
+            service_id: u64 = |p| field::u64_at(p, 8);
+            local_ca_guid: u64 = |p| field::u64_at(p, 16);
+            local_qkey: u32 = |p| field::u32_at(p, 28);
+            local_qpn: u32 = |p| narrow(get(p, 32, 0, 24));
+            responder_resources: u8 = |p| field::u8_at(p, 35);
+            local_eecn: u32 = |p| narrow(get(p, 36, 0, 24));
+            initiator_depth: u8 = |p| field::u8_at(p, 39);
+            remote_eecn: u32 = |p| narrow(get(p, 40, 0, 24));
+            remote_cm_response_timeout: u8 = |p| narrow(get(p, 43, 0, 5));
+            transport_service_type: u8 = |p| narrow(get(p, 43, 5, 2));
+            end_to_end_flow_control: bool = |p| get(p, 43, 7, 1) != 0;
+            starting_psn: u32 = |p| narrow(get(p, 44, 0, 24));
+            local_cm_response_timeout: u8 = |p| narrow(get(p, 47, 0, 5));
+            retry_count: u8 = |p| narrow(get(p, 47, 5, 3));
+            pkey: u16 = |p| field::u16_at(p, 48);
+            path_mtu: u8 = |p| narrow(get(p, 50, 0, 4));
+            rdc_exists: bool = |p| get(p, 50, 4, 1) != 0;
+            rnr_retry_count: u8 = |p| narrow(get(p, 50, 5, 3));
+            max_cm_retries: u8 = |p| narrow(get(p, 51, 0, 4));
+            srq: bool = |p| get(p, 51, 4, 1) != 0;
+            extended_transport_type: u8 = |p| narrow(get(p, 51, 5, 3));
+            sap_supported: bool = |p| get(p, 139, 5, 1) != 0;
         }
-        req
-    }
+    };
+    (impls) => { req_fields!(@table req_fields_impls); };
 }
+
+macro_rules! req_fields_impls {
+    ($($name:ident: $t:ty = $read:expr;)*) => {
+        impl ReqFields for Req<'_> {
+            fn primary(&self) -> Path {
+                self.primary
+            }
+            fn alternate(&self) -> Option<Path> {
+                self.has_alt_path().then_some(self.alternate)
+            }
+            $(
+                #[inline]
+                fn $name(&self) -> $t {
+                    self.$name
+                }
+            )*
+        }
+
+        impl ReqFields for ReqView<'_> {
+            fn primary(&self) -> Path {
+                Path::decode_req(self.0, 52)
+            }
+            fn alternate(&self) -> Option<Path> {
+                // As `Req::has_alt_path`, from the two fields it reads.
+                let present = field::u16_at(self.0, 96) != 0
+                    || is_opa_gid(&field::array(self.0, 100));
+                present.then(|| Path::decode_req(self.0, 96))
+            }
+            $(
+                #[inline]
+                fn $name(&self) -> $t {
+                    let read: fn(&[u8]) -> $t = $read;
+                    read(self.0)
+                }
+            )*
+        }
+
+        impl<'a> Req<'a> {
+            /// The REQ in `v`, with `alternate` as its alternate path and `private_data`.
+            fn from_view(v: &ReqView<'_>, alternate: Path, private_data: Bytes<'a, REQ_PRIVATE_DATA>) -> Self {
+                Self {
+                    $($name: v.$name(),)*
+                    primary: v.primary(),
+                    alternate,
+                    private_data,
+                }
+            }
+        }
+    };
+}
+
+/// The fields of a REQ, from a decoded [`Req`] or read in place from a [`ReqView`]: what the
+/// passive side's logic (`logic::req_event`) takes, so the host tests can give it a `Req` and
+/// the kernel a received payload. One table below gives the offsets, both implementations and
+/// `Req::from_view` (the trait's declarations list the same fields).
+pub(crate) trait ReqFields {
+    /// The primary path (52..95).
+    fn primary(&self) -> Path;
+    /// The alternate path (96..139) if the REQ carries one ([`Req::has_alt_path`]).
+    fn alternate(&self) -> Option<Path>;
+    /// `local_comm_id` (0, 32 bits).
+    fn local_comm_id(&self) -> u32;
+    /// `vendor_id` (5, 24 bits).
+    fn vendor_id(&self) -> u32;
+    /// `service_id` (8, 64 bits).
+    fn service_id(&self) -> u64;
+    /// `local_ca_guid` (16, 64 bits).
+    fn local_ca_guid(&self) -> u64;
+    /// `local_qkey` (28, 32 bits).
+    fn local_qkey(&self) -> u32;
+    /// `local_qpn` (32, 24 bits).
+    fn local_qpn(&self) -> u32;
+    /// `responder_resources` (35, 8 bits).
+    fn responder_resources(&self) -> u8;
+    /// `local_eecn` (36, 24 bits).
+    fn local_eecn(&self) -> u32;
+    /// `initiator_depth` (39, 8 bits).
+    fn initiator_depth(&self) -> u8;
+    /// `remote_eecn` (40, 24 bits).
+    fn remote_eecn(&self) -> u32;
+    /// `remote_cm_response_timeout` (43, 5 bits).
+    fn remote_cm_response_timeout(&self) -> u8;
+    /// `transport_service_type` (43 bit 5, 2 bits).
+    fn transport_service_type(&self) -> u8;
+    /// `end_to_end_flow_control` (43 bit 7, 1 bit).
+    fn end_to_end_flow_control(&self) -> bool;
+    /// `starting_psn` (44, 24 bits).
+    fn starting_psn(&self) -> u32;
+    /// `local_cm_response_timeout` (47, 5 bits).
+    fn local_cm_response_timeout(&self) -> u8;
+    /// `retry_count` (47 bit 5, 3 bits).
+    fn retry_count(&self) -> u8;
+    /// `pkey` (48, 16 bits).
+    fn pkey(&self) -> u16;
+    /// `path_mtu` (50, 4 bits).
+    fn path_mtu(&self) -> u8;
+    /// `rdc_exists` (50 bit 4, 1 bit).
+    fn rdc_exists(&self) -> bool;
+    /// `rnr_retry_count` (50 bit 5, 3 bits).
+    fn rnr_retry_count(&self) -> u8;
+    /// `max_cm_retries` (51, 4 bits).
+    fn max_cm_retries(&self) -> u8;
+    /// `srq` (51 bit 4, 1 bit).
+    fn srq(&self) -> bool;
+    /// `extended_transport_type` (51 bit 5, 3 bits).
+    fn extended_transport_type(&self) -> u8;
+    /// `sap_supported` (139 bit 5, 1 bit).
+    fn sap_supported(&self) -> bool;
+}
+
+req_fields!(impls);
