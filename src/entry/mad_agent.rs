@@ -122,9 +122,8 @@ fn wire_error(e: WireError) -> &'static kernel::str::CStr {
 
 /// Dispatches one received MAD of attribute `attr`, whose header the receive callback checked
 /// (`cm_work_handler`). The header was checked once, by the receive callback; the REQ, REP,
-/// RTU, DREQ and DREP go to their handlers as views that read each field where it is used
-/// (a REQ is decoded whole only once it found a listener), the other messages decoded
-/// straight into the handler's argument.
+/// RTU, DREQ and DREP go to their handlers as views that read each field where it is used,
+/// the other messages decoded straight into the handler's argument.
 fn process(dev: &Arc<CmDevice>, port_num: u32, attr: AttrId, wc: &RecvWc) {
     let mad = wc.mad();
     let (hdr, p) = (RecvHdr::of(mad), payload(mad));
