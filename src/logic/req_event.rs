@@ -354,8 +354,40 @@ pub(crate) fn sidr_rep<'a>(r: &SidrReply<'a>) -> SidrRep<'a> {
     rep
 }
 
+/// Receiving ports for the tests (here and in `tests/host`).
+#[cfg(test)]
+pub(crate) mod test_ports {
+    use super::RecvPort;
+
+    /// A RoCE port.
+    pub(crate) const ROCE: RecvPort = RecvPort {
+        roce: true,
+        opa: false,
+        wc_slid: 0,
+        wc_sl: 0,
+        wc_dlid_path_bits: 0,
+    };
+    /// An InfiniBand port.
+    pub(crate) const IB: RecvPort = RecvPort {
+        roce: false,
+        opa: false,
+        wc_slid: 0x1234,
+        wc_sl: 0x1B,
+        wc_dlid_path_bits: 5,
+    };
+    /// A port with OPA addressing.
+    pub(crate) const OPA: RecvPort = RecvPort {
+        roce: false,
+        opa: true,
+        wc_slid: 0x99,
+        wc_sl: 2,
+        wc_dlid_path_bits: 1,
+    };
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_ports::{IB, ROCE};
     use super::*;
     use crate::logic::wire::conn::Req;
 
@@ -379,21 +411,6 @@ mod tests {
         // The decoded REQ borrows its private data from the payload: kept for the test.
         Req::decode(Box::leak(Box::new(p)))
     }
-
-    const ROCE: RecvPort = RecvPort {
-        roce: true,
-        opa: false,
-        wc_slid: 0,
-        wc_sl: 0,
-        wc_dlid_path_bits: 0,
-    };
-    const IB: RecvPort = RecvPort {
-        roce: false,
-        opa: false,
-        wc_slid: 0x1234,
-        wc_sl: 0x1B,
-        wc_dlid_path_bits: 5,
-    };
 
     #[test]
     fn primary_path_swaps_gids_and_decrements_life_time() {

@@ -6,7 +6,10 @@
 //! against, are in `golden.rs`.
 
 use crate::golden::defined_mask;
-use crate::logic::req_event::{datapath_dlid, qp_type, req_params, req_paths, RecvPort};
+use crate::logic::req_event::{
+    datapath_dlid, qp_type, req_params, req_paths,
+    test_ports::{IB, OPA, ROCE},
+};
 use crate::logic::wire::{
     check_header, conn::*, decode_mad, encode_mad, encode_zeroed_mad, lap::*,
     payload as payload_of, sidr::*, AttrId, CmMessage, MadHeader, RecvHdr, WireError, MAD_HDR_LEN,
@@ -712,25 +715,3 @@ fn views_read_what_the_decoders_read() {
         assert_eq!(qp_type(&q), qp_type(&req));
     }
 }
-
-const ROCE: RecvPort = RecvPort {
-    roce: true,
-    opa: false,
-    wc_slid: 0,
-    wc_sl: 0,
-    wc_dlid_path_bits: 0,
-};
-const IB: RecvPort = RecvPort {
-    roce: false,
-    opa: false,
-    wc_slid: 0x1234,
-    wc_sl: 5,
-    wc_dlid_path_bits: 3,
-};
-const OPA: RecvPort = RecvPort {
-    roce: false,
-    opa: true,
-    wc_slid: 0x99,
-    wc_sl: 2,
-    wc_dlid_path_bits: 1,
-};
