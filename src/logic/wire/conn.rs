@@ -191,14 +191,7 @@ impl<'a> Req<'a> {
     /// The REQ of payload `p` with `private_data` as its private data (the white-box tests
     /// build REQs from a payload on their stack and data that outlives it).
     pub(crate) fn decode_with(p: &[u8], private_data: Bytes<'a, REQ_PRIVATE_DATA>) -> Self {
-        let mut req = Self::decode_but_alternate(p, private_data);
-        req.alternate = Path::decode_req(p, 96);
-        req
-    }
-
-    /// Every field but the alternate path, which reads as all zeros (no alternate path).
-    fn decode_but_alternate(p: &[u8], private_data: Bytes<'a, REQ_PRIVATE_DATA>) -> Self {
-        Self::from_view(&ReqView(p), Path::default(), private_data)
+        Self::from_view(&ReqView(p), Path::decode_req(p, 96), private_data)
     }
 
     /// Encodes into a zeroed payload.
@@ -235,8 +228,13 @@ impl<'a> Req<'a> {
     /// Whether the REQ carries an alternate path (cm.c: alternate local LID non-zero, or an OPA
     /// GID, which RoCE never uses; see `cm_req_has_alt_path`).
     pub(crate) fn has_alt_path(&self) -> bool {
-        self.alternate.local_lid != 0 || is_opa_gid(&self.alternate.local_gid)
+        carries_alt_path(self.alternate.local_lid, &self.alternate.local_gid)
     }
+}
+
+/// [`Req::has_alt_path`] from the alternate path's local LID and GID, the two fields it reads.
+fn carries_alt_path(local_lid: u16, local_gid: &[u8; 16]) -> bool {
+    local_lid != 0 || is_opa_gid(local_gid)
 }
 
 /// An OPA GID: the 0xFF prefix of `OPA_MAKE_ID` in the high bytes of the interface ID.
@@ -588,39 +586,8 @@ impl CommIdsView<'_> {
 #[derive(Clone, Copy)]
 pub(crate) struct ReqView<'a>(pub(crate) &'a [u8]);
 
-/// The scalar fields of a REQ: name, type, and how to read it from the payload `p`.
-macro_rules! req_fields {
-    (@table $m:ident $($arg:tt)*) => {
-        $m! { $($arg)*
-            local_comm_id: u32 = |p| field::u32_at(p, 0);
-            vendor_id: u32 = |p| narrow(get(p, 5, 0, 24));
-            service_id: u64 = |p| field::u64_at(p, 8);
-            local_ca_guid: u64 = |p| field::u64_at(p, 16);
-            local_qkey: u32 = |p| field::u32_at(p, 28);
-            local_qpn: u32 = |p| narrow(get(p, 32, 0, 24));
-            responder_resources: u8 = |p| field::u8_at(p, 35);
-            local_eecn: u32 = |p| narrow(get(p, 36, 0, 24));
-            initiator_depth: u8 = |p| field::u8_at(p, 39);
-            remote_eecn: u32 = |p| narrow(get(p, 40, 0, 24));
-            remote_cm_response_timeout: u8 = |p| narrow(get(p, 43, 0, 5));
-            transport_service_type: u8 = |p| narrow(get(p, 43, 5, 2));
-            end_to_end_flow_control: bool = |p| get(p, 43, 7, 1) != 0;
-            starting_psn: u32 = |p| narrow(get(p, 44, 0, 24));
-            local_cm_response_timeout: u8 = |p| narrow(get(p, 47, 0, 5));
-            retry_count: u8 = |p| narrow(get(p, 47, 5, 3));
-            pkey: u16 = |p| field::u16_at(p, 48);
-            path_mtu: u8 = |p| narrow(get(p, 50, 0, 4));
-            rdc_exists: bool = |p| get(p, 50, 4, 1) != 0;
-            rnr_retry_count: u8 = |p| narrow(get(p, 50, 5, 3));
-            max_cm_retries: u8 = |p| narrow(get(p, 51, 0, 4));
-            srq: bool = |p| get(p, 51, 4, 1) != 0;
-            extended_transport_type: u8 = |p| narrow(get(p, 51, 5, 3));
-            sap_supported: bool = |p| get(p, 139, 5, 1) != 0;
-        }
-    };
-    (impls) => { req_fields!(@table req_fields_impls); };
-}
-
+/// The implementations of [`ReqFields`] and `Req::from_view`, from the table of a REQ's scalar
+/// fields at the end of this file: name, type, and how to read it from the payload `p`.
 macro_rules! req_fields_impls {
     ($($name:ident: $t:ty = $read:expr;)*) => {
         impl ReqFields for Req<'_> {
@@ -643,10 +610,8 @@ macro_rules! req_fields_impls {
                 Path::decode_req(self.0, 52)
             }
             fn alternate(&self) -> Option<Path> {
-                // As `Req::has_alt_path`, from the two fields it reads.
-                let present = field::u16_at(self.0, 96) != 0
-                    || is_opa_gid(&field::array(self.0, 100));
-                present.then(|| Path::decode_req(self.0, 96))
+                carries_alt_path(field::u16_at(self.0, 96), &field::array(self.0, 100))
+                    .then(|| Path::decode_req(self.0, 96))
             }
             $(
                 #[inline]
@@ -659,7 +624,11 @@ macro_rules! req_fields_impls {
 
         impl<'a> Req<'a> {
             /// The REQ in `v`, with `alternate` as its alternate path and `private_data`.
-            fn from_view(v: &ReqView<'_>, alternate: Path, private_data: Bytes<'a, REQ_PRIVATE_DATA>) -> Self {
+            fn from_view(
+                v: &ReqView<'_>,
+                alternate: Path,
+                private_data: Bytes<'a, REQ_PRIVATE_DATA>,
+            ) -> Self {
                 Self {
                     $($name: v.$name(),)*
                     primary: v.primary(),
@@ -673,8 +642,8 @@ macro_rules! req_fields_impls {
 
 /// The fields of a REQ, from a decoded [`Req`] or read in place from a [`ReqView`]: what the
 /// passive side's logic (`logic::req_event`) takes, so the host tests can give it a `Req` and
-/// the kernel a received payload. One table below gives the offsets, both implementations and
-/// `Req::from_view` (the trait's declarations list the same fields).
+/// the kernel a received payload. One table (`req_fields_impls!` below) gives the offsets, both
+/// implementations and `Req::from_view`; the declarations here list the same fields.
 pub(crate) trait ReqFields {
     /// The primary path (52..95).
     fn primary(&self) -> Path;
@@ -730,4 +699,29 @@ pub(crate) trait ReqFields {
     fn sap_supported(&self) -> bool;
 }
 
-req_fields!(impls);
+req_fields_impls! {
+    local_comm_id: u32 = |p| field::u32_at(p, 0);
+    vendor_id: u32 = |p| narrow(get(p, 5, 0, 24));
+    service_id: u64 = |p| field::u64_at(p, 8);
+    local_ca_guid: u64 = |p| field::u64_at(p, 16);
+    local_qkey: u32 = |p| field::u32_at(p, 28);
+    local_qpn: u32 = |p| narrow(get(p, 32, 0, 24));
+    responder_resources: u8 = |p| field::u8_at(p, 35);
+    local_eecn: u32 = |p| narrow(get(p, 36, 0, 24));
+    initiator_depth: u8 = |p| field::u8_at(p, 39);
+    remote_eecn: u32 = |p| narrow(get(p, 40, 0, 24));
+    remote_cm_response_timeout: u8 = |p| narrow(get(p, 43, 0, 5));
+    transport_service_type: u8 = |p| narrow(get(p, 43, 5, 2));
+    end_to_end_flow_control: bool = |p| get(p, 43, 7, 1) != 0;
+    starting_psn: u32 = |p| narrow(get(p, 44, 0, 24));
+    local_cm_response_timeout: u8 = |p| narrow(get(p, 47, 0, 5));
+    retry_count: u8 = |p| narrow(get(p, 47, 5, 3));
+    pkey: u16 = |p| field::u16_at(p, 48);
+    path_mtu: u8 = |p| narrow(get(p, 50, 0, 4));
+    rdc_exists: bool = |p| get(p, 50, 4, 1) != 0;
+    rnr_retry_count: u8 = |p| narrow(get(p, 50, 5, 3));
+    max_cm_retries: u8 = |p| narrow(get(p, 51, 0, 4));
+    srq: bool = |p| get(p, 51, 4, 1) != 0;
+    extended_transport_type: u8 = |p| narrow(get(p, 51, 5, 3));
+    sap_supported: bool = |p| get(p, 139, 5, 1) != 0;
+}
