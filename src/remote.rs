@@ -145,6 +145,7 @@ enum Tree {
 }
 
 /// Where a walk down one tree ended.
+#[derive(Clone, Copy)]
 enum Walk {
     /// At the entry filed under the key.
     Found(*mut ConnEntry),
@@ -213,6 +214,17 @@ unsafe fn walk(root: *mut kb::rb_root, tree: Tree, key: (u64, u32)) -> Walk {
 pub(crate) struct ConnTables {
     reqs: kb::rb_root,
     qps: kb::rb_root,
+    /// Bumped by every change of either tree, so a [`Vacancy`] can tell it is still exact.
+    gen: u64,
+}
+
+/// Where a REQ's keys belong in both trees, as [`ConnTables::holder`] found them free: the
+/// insert that follows under a later lock section links there without walking again, if the
+/// tables have not changed since (their generation).
+pub(crate) struct Vacancy {
+    gen: u64,
+    req: Walk,
+    qp: Walk,
 }
 
 // SAFETY: The tables own their entries (plain data and an `Arc<CmId>`, which is `Send`); the
@@ -226,6 +238,19 @@ impl ConnTables {
         Self {
             reqs: kb::rb_root::default(),
             qps: kb::rb_root::default(),
+            gen: 0,
+        }
+    }
+
+    /// Walks both trees down to `key` and `qp`.
+    fn walks(&mut self, key: &ReqKey, qp: &QpKey) -> (Walk, Walk) {
+        let (reqs, qps) = (addr_of_mut!(self.reqs), addr_of_mut!(self.qps));
+        // SAFETY: Our trees (type invariant), unchanged while `&mut self` is held.
+        unsafe {
+            (
+                walk(reqs, Tree::Req, (key.ca_guid, key.comm_id)),
+                walk(qps, Tree::Qp, (qp.ca_guid, qp.qpn)),
+            )
         }
     }
 
@@ -251,47 +276,57 @@ impl ConnTables {
     }
 
     /// The id holding `key` or, if none, `qp`, and which (the REQ key first, as
-    /// [`ConnTables::insert`] checks them).
-    pub(crate) fn holder(&self, key: &ReqKey, qp: &QpKey) -> Option<Taken> {
-        if let Some(id) = self.get_req(key) {
-            return Some(Taken::Req(id));
+    /// [`ConnTables::insert`] checks them); if neither is held, where they belong, for the
+    /// insert that follows.
+    pub(crate) fn holder(
+        &mut self,
+        key: &ReqKey,
+        qp: &QpKey,
+    ) -> core::result::Result<Vacancy, Taken> {
+        match self.walks(key, qp) {
+            (Walk::Found(e), _) => Err(Taken::Req(Self::id_of(e))),
+            (_, Walk::Found(e)) => Err(Taken::Qp(Self::id_of(e))),
+            (req, qp) => Ok(Vacancy {
+                gen: self.gen,
+                req,
+                qp,
+            }),
         }
-        self.find(Tree::Qp, (qp.ca_guid, qp.qpn))
-            .map(|e| Taken::Qp(e.id.clone()))
+    }
+
+    /// A new reference to the id of `e`, an entry a walk just found.
+    fn id_of(e: *mut ConnEntry) -> Arc<CmId> {
+        // SAFETY: A live entry of ours (the caller found it under the tables' lock, which it
+        // still holds), only read (its id reference cloned).
+        unsafe { (*e).id.clone() }
     }
 
     /// Files `id` under `key` and `qp` (which share the CA GUID), in both trees, unless either
     /// key is taken: then the reservation is handed back, to be freed outside the lock, with
     /// the id holding the key (the REQ key is checked first: a duplicate request before a
     /// stale connection, as `cm_insert_remote_id` comes before `cm_insert_remote_qpn`).
+    /// `hint`, from a [`ConnTables::holder`] for the same keys, saves the walks if the tables
+    /// have not changed since.
     pub(crate) fn insert(
         &mut self,
         key: ReqKey,
         qp: QpKey,
         id: &Arc<CmId>,
         reservation: ConnReservation,
+        hint: Option<Vacancy>,
     ) -> core::result::Result<(), (ConnReservation, Taken)> {
         debug_assert_eq!(key.ca_guid, qp.ca_guid);
         let (reqs, qps) = (addr_of_mut!(self.reqs), addr_of_mut!(self.qps));
-        // SAFETY: Our trees (type invariant), unchanged while `&mut self` is held.
-        let walks = unsafe {
-            (
-                walk(reqs, Tree::Req, (key.ca_guid, key.comm_id)),
-                walk(qps, Tree::Qp, (qp.ca_guid, qp.qpn)),
-            )
+        // A vacancy of an unchanged generation is exact: no link of either tree moved since
+        // it was found, so its places are the walks' results.
+        let walks = match hint {
+            Some(v) if v.gen == self.gen => (v.req, v.qp),
+            _ => self.walks(&key, &qp),
         };
         let (rp, rl, qparent, ql) = match walks {
             (Walk::Vacant(rp, rl), Walk::Vacant(qparent, ql)) => (rp, rl, qparent, ql),
-            (Walk::Found(e), _) => {
-                // SAFETY: A live entry of ours, only read (its id reference cloned).
-                let holder = unsafe { (*e).id.clone() };
-                return Err((reservation, Taken::Req(holder)));
-            }
-            (_, Walk::Found(e)) => {
-                // SAFETY: As above.
-                let holder = unsafe { (*e).id.clone() };
-                return Err((reservation, Taken::Qp(holder)));
-            }
+            (Walk::Found(e), _) => return Err((reservation, Taken::Req(Self::id_of(e)))),
+            (_, Walk::Found(e)) => return Err((reservation, Taken::Qp(Self::id_of(e)))),
         };
         let e = CmBox::into_raw(CmBox::write(
             reservation.0,
@@ -314,6 +349,7 @@ impl ConnTables {
             kb::rb_link_node(addr_of_mut!((*e).qp_link), qparent, ql);
             kb::rb_insert_color(addr_of_mut!((*e).qp_link), qps);
         }
+        self.gen = self.gen.wrapping_add(1);
         Ok(())
     }
 
@@ -323,6 +359,7 @@ impl ConnTables {
     ///
     /// `e` must be an entry of these tables.
     unsafe fn unlink(&mut self, e: *mut ConnEntry) -> CmBox<ConnEntry> {
+        self.gen = self.gen.wrapping_add(1);
         // SAFETY: `e` is linked into both trees (caller, type invariant); erasing keeps each
         // tree valid.
         // INVARIANT: The entry leaves both trees and is returned to be freed.

@@ -133,7 +133,7 @@ fn insert_remote(
     crate::remote::tables()
         .lock()
         .conns
-        .insert(key, qp, id, res)?;
+        .insert(key, qp, id, res, None)?;
     g.remote = Some(RemoteKey::req(key, qp));
     Ok(())
 }

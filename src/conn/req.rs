@@ -28,7 +28,10 @@ use crate::{
     remote::{self, ConnReservation, QpKey, RemoteKey, ReqKey},
     send, trace,
 };
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    prelude::*,
+    sync::{Arc, ArcBorrow},
+};
 
 /// `IB_LID_PERMISSIVE`.
 const LID_PERMISSIVE: u16 = 0xFFFF;
@@ -223,12 +226,13 @@ pub(crate) const REJ_INVALID_ALT_GID: u16 = 18;
 /// REQ in (`cm_req_handler`): the duplicate and stale checks, the listener match, and the
 /// passive id handed to the listener's handler.
 pub(crate) fn on_req(
-    dev: &Arc<CmDevice>,
+    owner: ArcBorrow<'_, CmDevice>,
     port_num: u32,
     wc: &RecvWc,
     hdr: &RecvHdr<'_>,
     view: ReqView<'_>,
 ) {
+    let dev: &CmDevice = &owner;
     let sid = ServiceId::new(view.service_id());
     let key = ReqKey {
         ca_guid: view.local_ca_guid(),
@@ -241,11 +245,14 @@ pub(crate) fn on_req(
     let found = remote::tables().lock().conns.holder(&key, &qp);
     // cm.c traces every REQ that makes no new connection (a retransmission, a stale
     // connection, no listener) as `icm_no_listener_err`, after its answer.
-    if let Some(taken) = found {
-        let (held, holder) = taken.held();
-        conn::on_held(dev, port_num, wc, hdr, MsgKind::Req, held, &holder, || {});
-        return trace::no_listener(view.local_comm_id());
-    }
+    let vacancy = match found {
+        Ok(v) => v,
+        Err(taken) => {
+            let (held, holder) = taken.held();
+            conn::on_held(dev, port_num, wc, hdr, MsgKind::Req, held, &holder, || {});
+            return trace::no_listener(view.local_comm_id());
+        }
+    };
     let listener = dev.inner.lock().listen.find(sid);
     let Some(listener) = listener else {
         issue_rej(
@@ -349,7 +356,7 @@ pub(crate) fn on_req(
         remote: Some(RemoteKey::req(key, qp)),
         delivering: true,
     };
-    let Ok(id) = CmId::build(dev.clone(), init) else {
+    let Ok(id) = CmId::build(owner.into(), init) else {
         return;
     };
     drop(wc_av);
@@ -359,7 +366,7 @@ pub(crate) fn on_req(
     let refused = remote::tables()
         .lock()
         .conns
-        .insert(key, qp, &id, reservation)
+        .insert(key, qp, &id, reservation, Some(vacancy))
         .err();
     // A refused reservation is freed when this function returns; no lock is held then.
     if let Some((_, taken)) = refused {

@@ -26,7 +26,10 @@ use crate::{
     recv_wc::RecvWc,
     remote::{self, RemoteKey, RemoteReservation, SidrKey, Unlinked},
 };
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    prelude::*,
+    sync::{Arc, ArcBorrow},
+};
 
 /// A SIDR_REP with `status` for the request `id` holds (destroy's REJECT).
 pub(crate) fn sidr_rep_of(id: &CmId, status: u8) -> SidrRep<'static> {
@@ -126,12 +129,13 @@ pub(crate) fn on_sidr_rep(wc: &RecvWc, rep: &SidrRep<'_>) {
 /// SIDR_REQ in (`cm_sidr_req_handler`): the duplicate check, the listener match, and the
 /// passive id handed to the listener's handler.
 pub(crate) fn on_sidr_req(
-    dev: &Arc<CmDevice>,
+    owner: ArcBorrow<'_, CmDevice>,
     port_num: u32,
     wc: &RecvWc,
     hdr: &RecvHdr<'_>,
     sidr: &SidrReq<'_>,
 ) {
+    let dev: &CmDevice = &owner;
     let sid = ServiceId::new(sidr.service_id);
     let slid = wc.slid();
     let key = SidrKey {
@@ -181,7 +185,7 @@ pub(crate) fn on_sidr_req(
         remote: Some(RemoteKey::Sidr(key)),
         delivering: true,
     };
-    let Ok(id) = CmId::build(dev.clone(), init) else {
+    let Ok(id) = CmId::build(owner.into(), init) else {
         return;
     };
     let refused = remote::tables().lock().sidrs.insert(key, &id, reservation);

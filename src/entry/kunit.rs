@@ -369,10 +369,86 @@ extern "C" fn send_after_removal_gets_einval(_test: *mut bindings::kunit) {
     expect!(destroy(&id));
 }
 
-/// Memory one listener costs: the `Arc<CmId>` allocation plus its tree node, each rounded up to
-/// its kmalloc bucket. Printed for the comparison with C's `cm_id_private` (measured with
-/// `ksize()` by the conformance suite); the bound keeps the tree node from growing into a
-/// second copy of the id.
+/// The REQ/QP tables' insert with a [`crate::remote::Vacancy`] from an earlier lookup: it links
+/// at the places found when the tables have not changed since, and walks again when they have
+/// (an entry added or removed between the two), so the trees hold every entry under its keys
+/// either way, and a key taken in between is still refused.
+extern "C" fn conn_tables_vacancy_hint(_test: *mut bindings::kunit) {
+    use crate::remote::{ConnReservation, ConnTables, QpKey, ReqKey, Taken};
+    let dev = require!(fake_device());
+    let ids: [Arc<CmId>; 4] = [
+        require!(new_id(&dev, Some(handler_a))),
+        require!(new_id(&dev, Some(handler_a))),
+        require!(new_id(&dev, Some(handler_a))),
+        require!(new_id(&dev, Some(handler_a))),
+    ];
+    const GUID: u64 = 0x0002_c903_0000_1234;
+    let keys = |i: u32| {
+        (
+            ReqKey {
+                ca_guid: GUID,
+                comm_id: 0x100 + i,
+            },
+            QpKey {
+                ca_guid: GUID,
+                qpn: 0x40 + i,
+            },
+        )
+    };
+    let holder_is = |t: &mut ConnTables, i: u32, want: &CmId| {
+        let (k, q) = keys(i);
+        matches!(t.holder(&k, &q), Err(Taken::Req(h)) if core::ptr::eq(&*h, want))
+    };
+    let mut t = ConnTables::new();
+    let insert = |t: &mut ConnTables, i: u32, id: &Arc<CmId>, hint| {
+        let (k, q) = keys(i);
+        let res = ConnReservation::new(GFP_KERNEL).map_err(|_| ())?;
+        t.insert(k, q, id, res, hint).map_err(|_| ())
+    };
+    // A hint taken, then the tables change (entry 1 added): entry 0 still lands right.
+    let (k0, q0) = keys(0);
+    let stale = t.holder(&k0, &q0).ok();
+    expect!(stale.is_some());
+    expect!(insert(&mut t, 1, &ids[1], None).is_ok());
+    expect!(insert(&mut t, 0, &ids[0], stale).is_ok());
+    // A fresh hint is used as it is.
+    let (k2, q2) = keys(2);
+    let fresh = t.holder(&k2, &q2).ok();
+    expect!(fresh.is_some());
+    expect!(insert(&mut t, 2, &ids[2], fresh).is_ok());
+    // A key taken after the hint was given is refused, not linked twice.
+    let (k3, q3) = keys(3);
+    let late = t.holder(&k3, &q3).ok();
+    expect!(insert(&mut t, 3, &ids[3], None).is_ok());
+    expect!(insert(&mut t, 3, &ids[0], late).is_err());
+    for (i, id) in ids.iter().enumerate() {
+        // CAST: 0..4.
+        expect!(holder_is(&mut t, i as u32, id));
+    }
+    // A QP key alone is found too (the stale-connection check).
+    let other = ReqKey {
+        ca_guid: GUID,
+        comm_id: 0x999,
+    };
+    expect!(matches!(t.holder(&other, &keys(2).1), Err(Taken::Qp(h)) if Arc::ptr_eq(&h, &ids[2])));
+    for (i, id) in ids.iter().enumerate() {
+        // CAST: 0..4.
+        let (k, q) = keys(i as u32);
+        expect!(t.remove(&k, &q, id).is_some());
+    }
+    // Removal changed the tables: a hint from before it is not trusted.
+    let before = t.holder(&k0, &q0).ok();
+    expect!(insert(&mut t, 1, &ids[1], None).is_ok());
+    expect!(insert(&mut t, 0, &ids[0], before).is_ok());
+    expect!(holder_is(&mut t, 0, &ids[0]) && holder_is(&mut t, 1, &ids[1]));
+    expect!(t.remove(&k0, &q0, &ids[0]).is_some());
+    let (k1, q1) = keys(1);
+    expect!(t.remove(&k1, &q1, &ids[1]).is_some());
+    for id in &ids {
+        destroy(id);
+    }
+}
+
 // --- the receive path, with real MADs between the two local rxe devices ---
 //
 // The test build registers these cases too; they run at insmod in the single-guest check run,
@@ -1106,8 +1182,9 @@ const fn suite(name: &[u8], cases: *mut bindings::kunit_case) -> bindings::kunit
 
 // KUnit writes run status into the cases and the suite, hence `static mut`; nothing in Rust
 // touches them after initialisation.
-static mut CASES: [bindings::kunit_case; 18] = [
+static mut CASES: [bindings::kunit_case; 19] = [
     case(c"tree_share_and_release", tree_share_and_release),
+    case(c"conn_tables_vacancy_hint", conn_tables_vacancy_hint),
     case(c"listen_never_shares", listen_never_shares),
     case(c"assign_allocator", assign_allocator),
     case(c"destroy_waits_for_handlers", destroy_waits_for_handlers),

@@ -22,7 +22,7 @@ use crate::{
     send::Completed,
     wq,
 };
-use kernel::{c_str, ffi, sync::Arc};
+use kernel::{c_str, ffi, sync::ArcBorrow};
 
 /// The receive work function (`cm_work_handler`).
 ///
@@ -37,8 +37,9 @@ pub(crate) unsafe extern "C" fn ibcm_rs_recv_work(work: *mut bindings::work_stru
     // SAFETY: The context the receive callback got with the MAD, whose agent stays registered
     // and whose device stays alive until removal has flushed the CM workqueue, which runs this
     // work first; the borrow ends with the work.
-    let dev: Arc<CmDevice> = unsafe { device_of_agent(wc.context()) }.into();
-    process(&dev, wc.port_num, wc.attr(), &wc);
+    // The borrow, not a new reference: the REQ handler takes one only for an id it makes.
+    let dev: ArcBorrow<'_, CmDevice> = unsafe { device_of_agent(wc.context()) };
+    process(dev, wc.port_num, wc.attr(), &wc);
 }
 
 /// The MAD agent's receive callback (`cm_recv_handler`): count, then queue or drop.
@@ -124,12 +125,14 @@ fn wire_error(e: WireError) -> &'static kernel::str::CStr {
 /// (`cm_work_handler`). The header was checked once, by the receive callback; the REQ, REP,
 /// RTU, DREQ and DREP go to their handlers as views that read each field where it is used,
 /// the other messages decoded straight into the handler's argument.
-fn process(dev: &Arc<CmDevice>, port_num: u32, attr: AttrId, wc: &RecvWc) {
+fn process(dev: ArcBorrow<'_, CmDevice>, port_num: u32, attr: AttrId, wc: &RecvWc) {
     let mad = wc.mad();
     let (hdr, p) = (RecvHdr::of(mad), payload(mad));
+    let owner = dev;
+    let dev: &CmDevice = &owner;
     match attr {
-        AttrId::Req => conn::req::on_req(dev, port_num, wc, &hdr, ReqView(p)),
-        AttrId::SidrReq => conn::sidr::on_sidr_req(dev, port_num, wc, &hdr, &SidrReq::decode(p)),
+        AttrId::Req => conn::req::on_req(owner, port_num, wc, &hdr, ReqView(p)),
+        AttrId::SidrReq => conn::sidr::on_sidr_req(owner, port_num, wc, &hdr, &SidrReq::decode(p)),
         AttrId::Rep => conn::rep_rtu::on_rep(dev, port_num, wc, &hdr, RepView(p)),
         AttrId::Rtu => conn::rep_rtu::on_rtu(dev, port_num, wc, CommIdsView(p)),
         AttrId::Dreq => conn::dreq_drep::on_dreq(dev, port_num, wc, &hdr, CommIdsView(p)),
