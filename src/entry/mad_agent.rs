@@ -61,7 +61,8 @@ pub(crate) unsafe extern "C" fn ibcm_rs_recv(
     // allocates its work): a failed allocation drops a MAD that was counted, as in cm.c.
     // SAFETY: The MAD layer hands the completion over to its receive handler; it is only read.
     let known = unsafe { RecvWork::peek_attr(recv_wc) }.and_then(AttrId::from_wire);
-    if let (Some(port), Some(attr)) = (dev.port(port_num), known) {
+    let port = dev.port(port_num);
+    if let (Some(port), Some(attr)) = (port, known) {
         port.count(Counter::RxMsgs, attr.counter_index(), 1);
     }
     // SAFETY: The MAD layer hands the completion over to its receive handler, with the agent's
@@ -69,7 +70,7 @@ pub(crate) unsafe extern "C" fn ibcm_rs_recv(
     let Ok(wc) = (unsafe { RecvWork::new(recv_wc, context, port_num) }) else {
         return;
     };
-    let Some(port) = dev.port(port_num) else {
+    let Some(port) = port else {
         return;
     };
     // The header is checked once, here: the work gets the attribute, the handlers read the

@@ -4149,11 +4149,18 @@ static void ib_delayed_mad_passes_later(struct kunit *test)
  * `IBCM-DUPM:` line per pair, and tests/qemu/parse.py compares the rs boot's lines with the C
  * boot's (dup_matrix_matches_c): cm.c is the oracle, nothing here hard-codes its answers.
  *
- * Timing: the path's packet lifetime 19 and CM response timeouts 20 give every message
- * 2 * conv(19) + conv(20) ms (8.6 s) before its first retransmission, and a timewait of
- * conv(20) ms (4.3 s): no timer of either CM fires within a pair, so the only traffic after the
- * release is what the copy caused.
+ * Timing: a pair takes about 5 s under TCG with KASAN (each dm_settle() reads 88 sysfs
+ * files), up to 15 s when the host is loaded. The path's packet lifetime DM_LIFE and CM
+ * response and MRA service timeouts DM_CRT give every message 2 * conv(21) + conv(22) ms
+ * (32.8 s) before its first retransmission (the passive side's conv(22) = 16.4 s, an MRA's
+ * conv(22) + conv(22)), a SIDR_REQ 30 s, and a timewait of conv(22) ms (16.4 s): no timer of
+ * either CM fires within a pair, so the only traffic after the release is what the copy
+ * caused. (With lifetime 19 and timeouts 20 the 4.3 s timewait and passive DREQ wait fired
+ * in some pairs on one boot and not on the other.)
  */
+#define DM_LIFE 21
+#define DM_CRT 22
+
 enum dm_step {
 	DM_END,
 	DM_REQ,		/* the active side sends the REQ; REQ_RECEIVED */
@@ -4442,23 +4449,23 @@ static bool dm_step(struct kunit *test, enum dm_step step, struct sa_path_rec *p
 			struct ib_cm_sidr_req_param sreq = {
 				.path = path, .sgid_attr = sgid,
 				.service_id = cpu_to_be64(CONN_SID),
-				.timeout_ms = 8000, .max_cm_retries = 1,
+				.timeout_ms = 30000, .max_cm_retries = 1,
 			};
 
 			KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_req(a, &sreq), 0);
 			return wait_event_is(test, &passive, IB_CM_SIDR_REQ_RECEIVED, 5000);
 		}
-		req_param(&req, path, sgid, 20, 5);
+		req_param(&req, path, sgid, DM_CRT, 5);
 		KUNIT_ASSERT_EQ(test, ib_send_cm_req(a, &req), 0);
 		return wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000);
 	case DM_MRA_REQ:
-		KUNIT_ASSERT_EQ(test, ib_send_cm_mra(passive.id, 20, NULL, 0), 0);
+		KUNIT_ASSERT_EQ(test, ib_send_cm_mra(passive.id, DM_CRT, NULL, 0), 0);
 		return wait_event_is(test, &active, IB_CM_MRA_RECEIVED, 5000);
 	case DM_REP:
 		KUNIT_ASSERT_EQ(test, ib_send_cm_rep(passive.id, &rep), 0);
 		return wait_event_is(test, &active, IB_CM_REP_RECEIVED, 5000);
 	case DM_MRA_REP:
-		KUNIT_ASSERT_EQ(test, ib_send_cm_mra(active.id, 20, NULL, 0), 0);
+		KUNIT_ASSERT_EQ(test, ib_send_cm_mra(active.id, DM_CRT, NULL, 0), 0);
 		return wait_event_is(test, &passive, IB_CM_MRA_RECEIVED, 5000);
 	case DM_RTU:
 		KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(active.id, NULL, 0), 0);
@@ -4518,7 +4525,7 @@ static void ib_dup_matrix(struct kunit *test)
 	KUNIT_ASSERT_GE(test, msg, 0);
 	line = kunit_kzalloc(test, 1024, GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, line);
-	KUNIT_ASSERT_EQ(test, make_ib_path(c->d1, c->d0, &path, &sgid, 19, 0), 0);
+	KUNIT_ASSERT_EQ(test, make_ib_path(c->d1, c->d0, &path, &sgid, DM_LIFE, 0), 0);
 	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, put_gid_attr_action, (void *)sgid), 0);
 	ib_rule(test, "keep attr=%s from=%d", p->attr, p->from);
 	for (i = 0; i < ARRAY_SIZE(p->steps) && p->steps[i] != DM_END; i++)
