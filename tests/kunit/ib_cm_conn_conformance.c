@@ -294,24 +294,39 @@ static bool wait_event_is(struct kunit *test, struct side *s, int event, unsigne
  * A CM counter of port 1 of `dev` (/sys/class/infiniband/<dev>/ports/1/<group>/<name>, which
  * both CMs provide), or a negative errno.
  */
-static long read_port_counter(const char *dev, const char *group, const char *name)
+static struct file *open_port_counter(const char *dev, const char *group, const char *name)
 {
-	char path[128], buf[32] = {};
-	struct file *f;
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/%s/%s", dev, group, name);
+	return filp_open(path, O_RDONLY, 0);
+}
+
+/* The value of an open counter file: a read at offset 0 runs the attribute's show() again. */
+static long read_counter_file(struct file *f)
+{
+	char buf[32] = {};
 	loff_t pos = 0;
 	ssize_t n;
 	long v;
 
-	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/%s/%s", dev, group, name);
-	f = filp_open(path, O_RDONLY, 0);
-	if (IS_ERR(f))
-		return PTR_ERR(f);
 	n = kernel_read(f, buf, sizeof(buf) - 1, &pos);
-	filp_close(f, NULL);
 	if (n <= 0)
 		return n < 0 ? n : -EIO;
 	if (kstrtol(strim(buf), 10, &v))
 		return -EINVAL;
+	return v;
+}
+
+static long read_port_counter(const char *dev, const char *group, const char *name)
+{
+	struct file *f = open_port_counter(dev, group, name);
+	long v;
+
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	v = read_counter_file(f);
+	filp_close(f, NULL);
 	return v;
 }
 
@@ -4149,8 +4164,8 @@ static void ib_delayed_mad_passes_later(struct kunit *test)
  * `IBCM-DUPM:` line per pair, and tests/qemu/parse.py compares the rs boot's lines with the C
  * boot's (dup_matrix_matches_c): cm.c is the oracle, nothing here hard-codes its answers.
  *
- * Timing: a pair takes about 5 s under TCG with KASAN (each dm_settle() reads 88 sysfs
- * files), up to 15 s when the host is loaded. The path's packet lifetime DM_LIFE and CM
+ * Timing: a pair takes a few seconds under TCG with KASAN (it reads 88 sysfs counters a dozen
+ * times), up to 15 s when the host is loaded. The path's packet lifetime DM_LIFE and CM
  * response and MRA service timeouts DM_CRT give every message 2 * conv(21) + conv(22) ms
  * (32.8 s) before its first retransmission (the passive side's conv(22) = 16.4 s, an MRA's
  * conv(22) + conv(22)), a SIDR_REQ 30 s, and a timewait of conv(22) ms (16.4 s): no timer of
@@ -4317,6 +4332,43 @@ struct dm_counts {
 	long v[2][ARRAY_SIZE(dm_groups)][ARRAY_SIZE(dm_msgs)];
 };
 
+/*
+ * The counter files of both ports, open for the pair's duration: the path walk of an open is
+ * most of a read's cost under KASAN and lockdep, and a pair reads every counter a dozen times.
+ */
+static struct file *dm_files[2][ARRAY_SIZE(dm_groups)][ARRAY_SIZE(dm_msgs)];
+
+static void dm_close_files(void *unused)
+{
+	struct file **f = &dm_files[0][0][0];
+	int i;
+
+	for (i = 0; i < sizeof(dm_files) / sizeof(*f); i++) {
+		if (f[i])
+			filp_close(f[i], NULL);
+		f[i] = NULL;
+	}
+}
+
+static int dm_open_files(void)
+{
+	int d, g, m;
+
+	for (d = 0; d < 2; d++)
+		for (g = 0; g < ARRAY_SIZE(dm_groups); g++)
+			for (m = 0; m < ARRAY_SIZE(dm_msgs); m++) {
+				struct file *f = open_port_counter(d ? dev1 : dev0, dm_groups[g],
+								   dm_msgs[m]);
+
+				if (IS_ERR(f)) {
+					dm_close_files(NULL);
+					return PTR_ERR(f);
+				}
+				dm_files[d][g][m] = f;
+			}
+	return 0;
+}
+
 static void dm_read(struct dm_counts *c)
 {
 	int d, g, m;
@@ -4324,7 +4376,7 @@ static void dm_read(struct dm_counts *c)
 	for (d = 0; d < 2; d++)
 		for (g = 0; g < ARRAY_SIZE(dm_groups); g++)
 			for (m = 0; m < ARRAY_SIZE(dm_msgs); m++)
-				c->v[d][g][m] = ib_counter(d ? dev1 : dev0, dm_groups[g], dm_msgs[m]);
+				c->v[d][g][m] = read_counter_file(dm_files[d][g][m]);
 }
 
 /*
@@ -4527,6 +4579,8 @@ static void ib_dup_matrix(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, line);
 	KUNIT_ASSERT_EQ(test, make_ib_path(c->d1, c->d0, &path, &sgid, DM_LIFE, 0), 0);
 	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, put_gid_attr_action, (void *)sgid), 0);
+	KUNIT_ASSERT_EQ(test, dm_open_files(), 0);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, dm_close_files, NULL), 0);
 	ib_rule(test, "keep attr=%s from=%d", p->attr, p->from);
 	for (i = 0; i < ARRAY_SIZE(p->steps) && p->steps[i] != DM_END; i++)
 		KUNIT_ASSERT_TRUE_MSG(test, dm_step(test, p->steps[i], &path, sgid),
