@@ -4164,8 +4164,8 @@ static void ib_delayed_mad_passes_later(struct kunit *test)
  * `IBCM-DUPM:` line per pair, and tests/qemu/parse.py compares the rs boot's lines with the C
  * boot's (dup_matrix_matches_c): cm.c is the oracle, nothing here hard-codes its answers.
  *
- * Timing: a pair takes a few seconds under TCG with KASAN (it reads 88 sysfs counters a dozen
- * times), up to 15 s when the host is loaded. The path's packet lifetime DM_LIFE and CM
+ * Timing: a pair takes about a second under TCG with KASAN, up to 15 s when the host is
+ * loaded (the bounds of its waits). The path's packet lifetime DM_LIFE and CM
  * response and MRA service timeouts DM_CRT give every message 2 * conv(21) + conv(22) ms
  * (32.8 s) before its first retransmission (the passive side's conv(22) = 16.4 s, an MRA's
  * conv(22) + conv(22)), a SIDR_REQ 30 s, and a timewait of conv(22) ms (16.4 s): no timer of
@@ -4340,14 +4340,15 @@ static struct file *dm_files[2][ARRAY_SIZE(dm_groups)][ARRAY_SIZE(dm_msgs)];
 
 static void dm_close_files(void *unused)
 {
-	struct file **f = &dm_files[0][0][0];
-	int i;
+	int d, g, m;
 
-	for (i = 0; i < sizeof(dm_files) / sizeof(*f); i++) {
-		if (f[i])
-			filp_close(f[i], NULL);
-		f[i] = NULL;
-	}
+	for (d = 0; d < 2; d++)
+		for (g = 0; g < ARRAY_SIZE(dm_groups); g++)
+			for (m = 0; m < ARRAY_SIZE(dm_msgs); m++) {
+				if (dm_files[d][g][m])
+					filp_close(dm_files[d][g][m], NULL);
+				dm_files[d][g][m] = NULL;
+			}
 }
 
 static int dm_open_files(void)
