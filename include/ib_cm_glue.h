@@ -36,6 +36,7 @@ enum ibcm_counter_group {
 	IBCM_RX_MSGS = 2,
 	IBCM_RX_DUPLICATES = 3,
 	IBCM_RX_DROPPED = 4,
+	IBCM_TX_TIMEOUTS = 5,
 };
 
 /*
@@ -135,10 +136,12 @@ void ibcm_glue_path_set_type(struct sa_path_rec *path, struct rdma_ah_attr *attr
 void ibcm_glue_path_set_lids(struct sa_path_rec *path, u32 dlid, u32 slid);
 
 void ibcm_glue_warn_malformed(struct ib_device *device, u32 port_num, const char *what);
+void ibcm_glue_warn_destroy_wait(u32 local_id, const char *old_state, size_t old_len,
+				 const char *state, size_t state_len, u64 service_id,
+				 const void *handler, u32 users, u64 waited_ms);
 
 /* --- glue.c: local communication IDs (src/comm_id.rs) --- */
-void ibcm_glue_comm_init(void);
-u32 ibcm_glue_comm_operand(void);
+u32 ibcm_glue_comm_init(void);
 int ibcm_glue_comm_alloc(u32 *index);
 void ibcm_glue_comm_publish(u32 index, void *entry);
 void *ibcm_glue_comm_load(u32 index);
@@ -220,10 +223,12 @@ void ibcm_glue_seq_ids_header(struct seq_file *m);
 void ibcm_glue_seq_id(struct seq_file *m, u32 local_id, u32 remote_id, const char *state,
 		      size_t state_len, u64 service_id, const char *conn_ah, size_t conn_ah_len);
 void ibcm_glue_seq_conn_ahs(struct seq_file *m, u32 held, u32 limit, u64 over_budget, u64 failed);
+void ibcm_glue_seq_stats(struct seq_file *m, u64 slow_destroys);
 /* Rust: the files' contents. */
 void ibcm_rs_debugfs_listeners(struct seq_file *m, void *cm_dev);
 void ibcm_rs_debugfs_ids(struct seq_file *m, void *cm_dev);
 void ibcm_rs_debugfs_conn_ahs(struct seq_file *m, void *cm_dev);
+void ibcm_rs_debugfs_stats(struct seq_file *m, void *cm_dev);
 
 /* --- glue.c: per-port counters in sysfs --- */
 int ibcm_glue_register_counters(struct ib_device *device, u32 port_num);

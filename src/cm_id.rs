@@ -632,6 +632,29 @@ impl CmId {
         self.users.load()
     }
 
+    /// The rate-limited report of a destroy still waiting after `waited_ms`.
+    pub(crate) fn warn_destroy_wait(&self, old_state: State, waited_ms: u64) {
+        let (old, now) = (old_state.name(), self.cm_state().name());
+        let handler = self
+            .handler()
+            .map_or(core::ptr::null(), |h| h as *const kernel::ffi::c_void);
+        // SAFETY: The strings are valid for their lengths; the rest are plain values (the
+        // handler is only printed, as a symbol).
+        unsafe {
+            bindings::ibcm_glue_warn_destroy_wait(
+                self.local_id(),
+                old.as_ptr().cast(),
+                old.len(),
+                now.as_ptr().cast(),
+                now.len(),
+                self.service_id().get(),
+                handler,
+                self.users(),
+                waited_ms,
+            )
+        };
+    }
+
     /// Whether the last share of this id has been destroyed.
     #[cfg_attr(not(ibcm_kunit), allow(dead_code))]
     pub(crate) fn is_destroyed(&self) -> bool {

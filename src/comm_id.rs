@@ -22,8 +22,8 @@ use kernel::{sync::Arc, sync::ArcBorrow};
 
 /// Chooses the random operand (module init).
 pub(crate) fn init() {
-    // SAFETY: Plain initialisation of glue.c's statics.
-    unsafe { bindings::ibcm_glue_comm_init() }
+    // SAFETY: A random number; no other effect.
+    crate::comm_index::set_operand(unsafe { bindings::ibcm_glue_comm_init() });
 }
 
 /// Waits until every deferred table reference is dropped (module exit).

@@ -4,7 +4,17 @@
 //! The table itself (publishing an id, the RCU lookups, the release) is `comm_id.rs`.
 
 use crate::bindings;
+use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;
+
+/// The random operand a comm ID's index is XORed with on the wire, chosen once at module load
+/// ([`set_operand`]), before any id exists; a plain load on the receive path.
+static OPERAND: AtomicU32 = AtomicU32::new(0);
+
+/// Sets the wire operand (module init, before any comm ID is reserved).
+pub(crate) fn set_operand(operand: u32) {
+    OPERAND.store(operand, Ordering::Relaxed);
+}
 
 /// A reserved local comm ID (the xarray index; the wire value is [`CommId::wire`]).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -26,14 +36,12 @@ impl CommId {
 
     /// The comm ID as the wire and `ib_cm_id.local_id` carry it (host order).
     pub(crate) fn wire(self) -> u32 {
-        // SAFETY: Reads a value fixed at module init.
-        self.0 ^ unsafe { bindings::ibcm_glue_comm_operand() }
+        self.0 ^ OPERAND.load(Ordering::Relaxed)
     }
 
     /// The index of a wire comm ID.
     pub(crate) fn from_wire(wire: u32) -> CommId {
-        // SAFETY: As in `wire`.
-        CommId(wire ^ unsafe { bindings::ibcm_glue_comm_operand() })
+        CommId(wire ^ OPERAND.load(Ordering::Relaxed))
     }
 
     /// Frees a reserved index that was never published (a failed construction).

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * debugfs: /sys/kernel/debug/ib_cm/<device>/{listeners,ids,conn_ahs} (src/debugfs.rs writes the
- * lines). The in-tree CM has nothing like it. debugfs_remove() waits for readers, so a
- * device's files never outlive its state.
+ * debugfs: /sys/kernel/debug/ib_cm/<device>/{listeners,ids,conn_ahs,stats}
+ * (src/entry/debugfs.rs writes the lines). The in-tree CM has nothing like it.
+ * debugfs_remove() waits for readers, so a device's files never outlive its state.
  */
 #include <linux/debugfs.h>
 #include <linux/err.h>
@@ -34,6 +34,13 @@ static int ibcm_conn_ahs_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(ibcm_conn_ahs);
 
+static int ibcm_stats_show(struct seq_file *m, void *unused)
+{
+	ibcm_rs_debugfs_stats(m, m->private);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ibcm_stats);
+
 void ibcm_glue_debugfs_init(void)
 {
 	struct dentry *d = debugfs_create_dir("ib_cm", NULL);
@@ -59,6 +66,7 @@ struct dentry *ibcm_glue_debugfs_add_device(struct ib_device *device, void *cm_d
 	debugfs_create_file("listeners", 0400, dir, cm_dev, &ibcm_listeners_fops);
 	debugfs_create_file("ids", 0400, dir, cm_dev, &ibcm_ids_fops);
 	debugfs_create_file("conn_ahs", 0400, dir, cm_dev, &ibcm_conn_ahs_fops);
+	debugfs_create_file("stats", 0400, dir, cm_dev, &ibcm_stats_fops);
 	return dir;
 }
 
@@ -89,6 +97,11 @@ void ibcm_glue_seq_id(struct seq_file *m, u32 local_id, u32 remote_id, const cha
 {
 	seq_printf(m, "0x%08x 0x%08x %-13.*s 0x%016llx %.*s\n", local_id, remote_id,
 		   (int)state_len, state, service_id, (int)conn_ah_len, conn_ah);
+}
+
+void ibcm_glue_seq_stats(struct seq_file *m, u64 slow_destroys)
+{
+	seq_printf(m, "destroy_waits_over_budget %llu\n", slow_destroys);
 }
 
 void ibcm_glue_seq_conn_ahs(struct seq_file *m, u32 held, u32 limit, u64 over_budget, u64 failed)

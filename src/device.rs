@@ -26,7 +26,7 @@ use crate::{
     tw_queue::TimewaitQueue,
     use_count, wq,
 };
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use kernel::{
     alloc::KVec,
     error::code::ENODEV,
@@ -72,6 +72,9 @@ pub(crate) struct DeviceOf<I> {
     debugfs: AtomicPtr<bindings::dentry>,
     /// The connection address handles its ids hold (`ah.rs`).
     conn_ahs: AhBudget,
+    /// Destroys of its ids that waited for callbacks longer than the id's budget
+    /// (`logic::timeout::destroy_wait_ms`).
+    slow_destroys: AtomicU64,
 }
 
 /// The mutable part of [`DeviceOf`].
@@ -209,6 +212,7 @@ impl<I> DeviceOf<I> {
                 }),
                 debugfs: AtomicPtr::new(core::ptr::null_mut()),
                 conn_ahs,
+                slow_destroys: AtomicU64::new(0),
             }),
             GFP_KERNEL,
         )
@@ -236,6 +240,16 @@ impl<I> DeviceOf<I> {
         unsafe {
             &*kernel::container_of!(dw.cast::<Opaque<bindings::delayed_work>>(), Self, timewait)
         }
+    }
+
+    /// Counts a destroy of one of its ids that waited longer than the id's budget.
+    pub(crate) fn count_slow_destroy(&self) {
+        self.slow_destroys.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Destroys of its ids that waited longer than the id's budget.
+    pub(crate) fn slow_destroys(&self) -> u64 {
+        self.slow_destroys.load(Ordering::Relaxed)
     }
 
     /// The budget of its ids' connection address handles.

@@ -434,20 +434,27 @@ void ibcm_glue_warn_malformed(struct ib_device *device, u32 port_num, const char
 	dev_warn_ratelimited(&device->dev, "ib_cm: port %u: dropped MAD: %s\n", port_num, what);
 }
 
+/*
+ * A destroy still waiting for an id's callbacks past its budget (src/conn/destroy.rs). Rate
+ * limited (6.19's "destroy CM ID timeout" message is too): a stuck ULP must not flood the log.
+ */
+void ibcm_glue_warn_destroy_wait(u32 local_id, const char *old_state, size_t old_len,
+				 const char *state, size_t state_len, u64 service_id,
+				 const void *handler, u32 users, u64 waited_ms)
+{
+	pr_warn_ratelimited("ib_cm: destroy of id 0x%08x (state %.*s -> %.*s, service ID 0x%016llx, handler %ps) still waiting for %u use(s) after %llu ms\n",
+			    local_id, (int)old_len, old_state, (int)state_len, state, service_id,
+			    handler, users, waited_ms);
+}
+
 /* --- local communication IDs (src/comm_id.rs): cm.c's local_id_table --- */
 
 static DEFINE_XARRAY_ALLOC(ibcm_local_ids);
 static u32 ibcm_local_id_next;
-static u32 ibcm_random_id_operand;
 
-void ibcm_glue_comm_init(void)
+u32 ibcm_glue_comm_init(void)
 {
-	ibcm_random_id_operand = get_random_u32();
-}
-
-u32 ibcm_glue_comm_operand(void)
-{
-	return ibcm_random_id_operand;
+	return get_random_u32();
 }
 
 int ibcm_glue_comm_alloc(u32 *index)
@@ -630,7 +637,7 @@ bool ibcm_glue_flush_capable(const struct ib_device *device)
 }
 
 
-/* --- per-port counters in sysfs, exactly cm.c's four groups (spec 8) --- */
+/* --- per-port counters in sysfs: cm.c's four groups (spec 8), then two of ours --- */
 
 /*
  * Exported by ib_core (sysfs.c) but declared only in its private core_priv.h, which cm.c
@@ -689,17 +696,34 @@ static struct ibcm_counter_attribute ibcm_malformed_attr =
 	IBCM_COUNTER(malformed, IBCM_RX_DROPPED, 0);
 static struct attribute *ibcm_rx_dropped_list[] = { &ibcm_malformed_attr.attr.attr, NULL };
 
+/*
+ * Ours, beyond cm.c: the messages the CM waits an answer for (REQ, REP, DREQ, SIDR_REQ, LAP)
+ * whose retries ran out (IB_WC_RESP_TIMEOUT_ERR): the id gets its *_ERROR event if it still
+ * waits in the state it sent the message in.
+ */
+static struct ibcm_counter_attribute ibcm_tx_timeouts_attrs[] = {
+	IBCM_COUNTER(req, IBCM_TX_TIMEOUTS, 0), IBCM_COUNTER(rep, IBCM_TX_TIMEOUTS, 3),
+	IBCM_COUNTER(dreq, IBCM_TX_TIMEOUTS, 5), IBCM_COUNTER(sidr_req, IBCM_TX_TIMEOUTS, 7),
+	IBCM_COUNTER(lap, IBCM_TX_TIMEOUTS, 9),
+};
+static struct attribute *ibcm_tx_timeouts_list[] = {
+	&ibcm_tx_timeouts_attrs[0].attr.attr, &ibcm_tx_timeouts_attrs[1].attr.attr,
+	&ibcm_tx_timeouts_attrs[2].attr.attr, &ibcm_tx_timeouts_attrs[3].attr.attr,
+	&ibcm_tx_timeouts_attrs[4].attr.attr, NULL,
+};
+
 static const struct attribute_group ibcm_counter_groups[] = {
 	{ .name = "cm_tx_msgs", .attrs = ibcm_tx_msgs_list },
 	{ .name = "cm_tx_retries", .attrs = ibcm_tx_retries_list },
 	{ .name = "cm_rx_msgs", .attrs = ibcm_rx_msgs_list },
 	{ .name = "cm_rx_duplicates", .attrs = ibcm_rx_duplicates_list },
 	{ .name = "cm_rx_dropped", .attrs = ibcm_rx_dropped_list },
+	{ .name = "cm_tx_timeouts", .attrs = ibcm_tx_timeouts_list },
 };
 
 static const struct attribute_group *ibcm_counter_group_list[] = {
 	&ibcm_counter_groups[0], &ibcm_counter_groups[1], &ibcm_counter_groups[2],
-	&ibcm_counter_groups[3], &ibcm_counter_groups[4], NULL,
+	&ibcm_counter_groups[3], &ibcm_counter_groups[4], &ibcm_counter_groups[5], NULL,
 };
 
 int ibcm_glue_register_counters(struct ib_device *device, u32 port_num)

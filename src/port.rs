@@ -19,6 +19,8 @@ pub(crate) enum Counter {
     RxMsgs = 2,
     /// `cm_rx_duplicates`.
     RxDuplicates = 3,
+    /// Ours: `cm_tx_timeouts`, tracked messages whose retries ran out (sysfs group 5).
+    TxTimeouts = 4,
 }
 
 /// One CM-capable port.
@@ -30,7 +32,7 @@ pub(crate) enum Counter {
 pub(crate) struct CmPort {
     port_num: u32,
     agent: AtomicPtr<bindings::ib_mad_agent>,
-    counters: [[AtomicU64; ATTR_COUNT]; 4],
+    counters: [[AtomicU64; ATTR_COUNT]; 5],
     malformed: AtomicU64,
 }
 
@@ -40,7 +42,7 @@ impl CmPort {
         Self {
             port_num,
             agent: AtomicPtr::new(core::ptr::null_mut()),
-            counters: [const { [const { AtomicU64::new(0) }; ATTR_COUNT] }; 4],
+            counters: [const { [const { AtomicU64::new(0) }; ATTR_COUNT] }; 5],
             malformed: AtomicU64::new(0),
         }
     }
@@ -61,7 +63,7 @@ impl CmPort {
 
     /// Adds `n` to counter `group` of attribute `index` (`attr_id - 0x10`).
     pub(crate) fn count(&self, group: Counter, index: usize, n: u64) {
-        // CAST: the discriminant of a fieldless enum, 0..=3.
+        // CAST: the discriminant of a fieldless enum, 0..=4.
         if let Some(c) = self.counters.get(group as usize).and_then(|g| g.get(index)) {
             c.fetch_add(n, Ordering::Relaxed);
         }
@@ -72,15 +74,21 @@ impl CmPort {
         self.malformed.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Reads a counter; `group` 4 is our `cm_rx_dropped` group.
+    /// Reads counter `index` of sysfs group `group` (`enum ibcm_counter_group`): 0 to 3 are
+    /// cm.c's, 4 is our `cm_rx_dropped`, 5 our `cm_tx_timeouts` ([`Counter::TxTimeouts`]).
     pub(crate) fn read(&self, group: usize, index: usize) -> u64 {
-        if group == 4 {
-            return if index == 0 {
-                self.malformed.load(Ordering::Relaxed)
-            } else {
-                0
-            };
-        }
+        let group = match group {
+            4 => {
+                return if index == 0 {
+                    self.malformed.load(Ordering::Relaxed)
+                } else {
+                    0
+                };
+            }
+            // CAST: the discriminant of a fieldless enum.
+            5 => Counter::TxTimeouts as usize,
+            g => g,
+        };
         self.counters
             .get(group)
             .and_then(|g| g.get(index))

@@ -510,6 +510,10 @@ impl Completed {
             }
             port.count(Counter::TxMsgs, attr.counter_index(), 1 + retries);
             port.count(Counter::TxRetries, attr.counter_index(), retries);
+            // Ours, beyond cm.c: a message whose retries ran out without an answer.
+            if status == bindings::ib_wc_status_IB_WC_RESP_TIMEOUT_ERR {
+                port.count(Counter::TxTimeouts, attr.counter_index(), 1);
+            }
         }
         let id = if owner.is_null() {
             None

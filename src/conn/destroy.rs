@@ -12,6 +12,7 @@ use crate::{
         input::{self, Leave},
         req_event::SIDR_REJECT,
         state::{own_rej_reason, Out, State},
+        timeout::destroy_wait_ms,
         wire::{
             conn::{CommIdsAndData, Dreq},
             field::Bytes,
@@ -21,10 +22,7 @@ use crate::{
     remote::Unlinked,
     timewait, trace,
 };
-use kernel::{prelude::*, sync::Arc};
-
-/// How long `ib_destroy_cm_id()` waits between diagnostics (`CM_DESTROY_ID_WAIT_TIMEOUT`).
-const DESTROY_WAIT_MS: u32 = 10_000;
+use kernel::sync::Arc;
 
 impl CmId {
     /// `cm_destroy_id(id, err)` for one handle reference of `self`.
@@ -32,14 +30,17 @@ impl CmId {
     /// A shared listener loses one share and returns at once. Otherwise the id says its
     /// farewell as its state requires (the state machine's destroy actions: REJ, DREQ, DREP,
     /// SIDR_REP REJECT, cancel), leaves every table, and then waits, without a lock held,
-    /// until every use in flight has ended, printing a diagnostic every 10 s as cm.c does.
+    /// until every use in flight has ended. A wait longer than the id's budget
+    /// (`logic::timeout::destroy_wait_ms`: its retries x timeout x 5/4, as 6.19 has it in place
+    /// of cm.c's fixed 10 s) is counted on the device and reported, rate limited, with the id's
+    /// comm ID, states, service ID and handler, again after each further budget.
     ///
     /// A second destroy of the same handle is a caller bug, as in cm.c; it is not detected.
     pub(crate) fn destroy_with(self: &Arc<Self>, err: i32) {
         if self.state() == bindings::ib_cm_state_IB_CM_LISTEN && self.release_share() {
             return;
         }
-        let old_state = self.state();
+        let old_state = self.cm_state();
         let farewell = destroy_actions(self, err);
         if let Some(class) = farewell.timewait_class {
             timewait::leave(self, class);
@@ -48,17 +49,13 @@ impl CmId {
             comm.release(self, farewell.published);
         }
         self.put_user();
-        let mut waited = 0u32;
-        while !self.wait_unused_ms(DESTROY_WAIT_MS) {
-            waited += DESTROY_WAIT_MS / 1000;
-            pr_warn!(
-                "destroy of id {:#010x} (state {} -> {}) still waiting for {} use(s) after {}s\n",
-                self.local_id(),
-                old_state,
-                self.state(),
-                self.users(),
-                waited
-            );
+        let mut waited_ms = 0u64;
+        while !self.wait_unused_ms(farewell.wait_ms) {
+            if waited_ms == 0 {
+                self.dev.count_slow_destroy();
+            }
+            waited_ms = waited_ms.saturating_add(u64::from(farewell.wait_ms));
+            self.warn_destroy_wait(old_state, waited_ms);
         }
         // The addresses hold sgid attribute references of the device's GID table: release
         // them now, as cm.c's `cm_destroy_av()` does, not when the last memory reference
@@ -102,6 +99,8 @@ struct Farewell {
     timewait_class: Option<u8>,
     /// The comm-ID table held the id.
     published: bool,
+    /// How long to wait for the id's callbacks before reporting the wait.
+    wait_ms: u32,
 }
 
 /// `cm_destroy_id()`'s per-state part: the farewell `logic::input::destroy` names, then IDLE,
@@ -178,6 +177,7 @@ fn destroy_actions(id: &Arc<CmId>, err: i32) -> Farewell {
     let timewait_class =
         core::mem::replace(&mut g.timewait_armed, false).then_some(g.timewait_class);
     let published = core::mem::replace(&mut g.published, false);
+    let wait_ms = destroy_wait_ms(g.conn.max_cm_retries, g.conn.timeout_ms);
     let leftover = g.events.take();
     drop(g);
     drop(leftover);
@@ -185,5 +185,6 @@ fn destroy_actions(id: &Arc<CmId>, err: i32) -> Farewell {
     Farewell {
         timewait_class,
         published,
+        wait_ms,
     }
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-//! Introspection: `/sys/kernel/debug/ib_cm/<device>/listeners`, `.../ids` and `.../conn_ahs`.
+//! Introspection: `/sys/kernel/debug/ib_cm/<device>/listeners`, `.../ids`, `.../conn_ahs` and
+//! `.../stats`.
 //!
 //! cm.c has nothing like it. The files are C (`src/debugfs.c`); their contents come from here.
 //! Neither file holds a lock across its output, so reading them never stalls the receive
@@ -18,6 +19,10 @@
 //! - `conn_ahs` shows the device's budget of connection address handles (`ah.rs`): how many
 //!   its ids hold, the limit (`conn_ahs_per_device`), and how many REQs and REPs went on a
 //!   handle of their own because the budget was spent or the handle could not be created.
+//!
+//! - `stats` shows counters cm.c does not keep: `destroy_waits_over_budget`, the destroys of
+//!   the device's ids that waited for callbacks longer than the id's retry budget (see
+//!   `logic::timeout::destroy_wait_ms`; each also logged, rate limited).
 //!
 //! All are snapshots that may be a moment stale, good enough to look at a running system.
 
@@ -152,4 +157,20 @@ pub(crate) unsafe extern "C" fn ibcm_rs_debugfs_conn_ahs(
     let s = dev.conn_ahs().stats();
     // SAFETY: `m` is live for the call; the values are plain.
     unsafe { bindings::ibcm_glue_seq_conn_ahs(m, s.held, s.limit, s.over_budget, s.failed) };
+}
+
+/// The `stats` file.
+///
+/// # Safety
+///
+/// As [`ibcm_rs_debugfs_listeners`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ibcm_rs_debugfs_stats(
+    m: *mut bindings::seq_file,
+    dev: *mut kernel::ffi::c_void,
+) {
+    // SAFETY: As in `ibcm_rs_debugfs_listeners`.
+    let dev = unsafe { &*dev.cast::<CmDevice>() };
+    // SAFETY: `m` is live for the call; the value is plain.
+    unsafe { bindings::ibcm_glue_seq_stats(m, dev.slow_destroys()) };
 }

@@ -200,6 +200,46 @@ extern "C" fn destroy_waits_for_handlers(_test: *mut bindings::kunit) {
     expect!(dev.inner.lock().listen.find(ServiceId::new(SID)).is_none());
 }
 
+/// Holds a use of `id` for `ms` on the system workqueue (what a handler call in flight does);
+/// without a worker the use is given back at once.
+fn hold_use_for(id: &Arc<CmId>, ms: u32) -> bool {
+    id.add_user();
+    let worker = id.clone();
+    let spawned = kernel::workqueue::system().try_spawn(GFP_KERNEL, move || {
+        // SAFETY: Plain sleep in process context.
+        unsafe { bindings::msleep(ms) };
+        worker.put_user();
+    });
+    if spawned.is_err() {
+        id.put_user();
+        return false;
+    }
+    true
+}
+
+/// A destroy that waits for callbacks longer than the id's budget (retries x timeout x 5/4:
+/// 1 x 1000 ms here, 1250 ms) is counted on the device (and logged); one that waits less is
+/// not.
+extern "C" fn destroy_wait_reports_over_budget(_test: *mut bindings::kunit) {
+    let dev = require!(fake_device());
+    let before = dev.slow_destroys();
+    let quick = require!(new_id(&dev, Some(handler_a)));
+    let slow = require!(new_id(&dev, Some(handler_a)));
+    for id in [&quick, &slow] {
+        let mut g = id.inner.lock();
+        g.conn.max_cm_retries = 1;
+        g.conn.timeout_ms = 1000;
+    }
+    expect!(hold_use_for(&quick, 300));
+    expect!(destroy(&quick));
+    expect!(quick.users() == 0);
+    expect!(dev.slow_destroys() == before);
+    expect!(hold_use_for(&slow, 1600));
+    expect!(destroy(&slow));
+    expect!(slow.users() == 0);
+    expect!(dev.slow_destroys() == before + 1);
+}
+
 // --- a timewait expiry racing a destroy ---
 
 /// Iterations of [`timewait_expiry_races_destroy`] whose destroy has returned (an id's context
@@ -1182,12 +1222,16 @@ const fn suite(name: &[u8], cases: *mut bindings::kunit_case) -> bindings::kunit
 
 // KUnit writes run status into the cases and the suite, hence `static mut`; nothing in Rust
 // touches them after initialisation.
-static mut CASES: [bindings::kunit_case; 19] = [
+static mut CASES: [bindings::kunit_case; 20] = [
     case(c"tree_share_and_release", tree_share_and_release),
     case(c"conn_tables_vacancy_hint", conn_tables_vacancy_hint),
     case(c"listen_never_shares", listen_never_shares),
     case(c"assign_allocator", assign_allocator),
     case(c"destroy_waits_for_handlers", destroy_waits_for_handlers),
+    case(
+        c"destroy_wait_reports_over_budget",
+        destroy_wait_reports_over_budget,
+    ),
     case(
         c"timewait_expiry_races_destroy",
         timewait_expiry_races_destroy,

@@ -5,6 +5,26 @@
 //! `ib_send_cm_req()`, `cm_req_handler()`, `cm_mra_handler()` and `cm_enter_timewait()` derive
 //! from them in cm.c. IBTA times are 5-bit exponents: 4.096 us x 2^t.
 
+/// The wait after which a destroy still waiting for an id's callbacks is reported, for an id
+/// with no retry budget of its own (it never sent a tracked MAD: a listener, an idle id).
+pub(crate) const DESTROY_WAIT_FLOOR_MS: u32 = 1000;
+
+/// The longest wait before a destroy still waiting is reported: a passive id's retries and
+/// timeout come from the peer's REQ, which could otherwise put the report off for 43 hours.
+pub(crate) const DESTROY_WAIT_CAP_MS: u32 = 300_000;
+
+/// How long `ib_destroy_cm_id()` waits for an id's callbacks before it reports the wait, and
+/// then again between reports: the id's retry budget plus a quarter, `retries x timeout x 5/4`
+/// (the rule 6.19 put in place of cm.c's fixed 10 s), but at least [`DESTROY_WAIT_FLOOR_MS`]
+/// (6.19's rule gives 0 for an id that never sent, and so a report at every wakeup) and at
+/// most [`DESTROY_WAIT_CAP_MS`].
+pub(crate) fn destroy_wait_ms(retries: u8, timeout_ms: u32) -> u32 {
+    let budget = u64::from(retries) * u64::from(timeout_ms) * 5 / 4;
+    u32::try_from(budget)
+        .unwrap_or(u32::MAX)
+        .clamp(DESTROY_WAIT_FLOOR_MS, DESTROY_WAIT_CAP_MS)
+}
+
 /// Milliseconds of an IBTA time exponent, as cm.c approximates it: `2^max(t - 8, 0)`.
 pub(crate) fn conv_ms(t: u8) -> u32 {
     // A 5-bit field on the wire; larger values only come from callers. Cap the shift so the

@@ -515,6 +515,24 @@ fn timeouts_are_cm_c_s() {
 }
 
 #[test]
+fn destroy_waits_the_ids_budget() {
+    // 6.19's rule: retries x timeout x 5/4. rdma_cm's defaults (15 retries, response timeout
+    // 20, on rxe's path life 16 -> 4608 ms per try) give 86.4 s.
+    let floor = timeout::DESTROY_WAIT_FLOOR_MS;
+    assert_eq!(timeout::destroy_wait_ms(15, 4608), 86_400);
+    assert_eq!(timeout::destroy_wait_ms(2, 40), floor);
+    assert_eq!(timeout::destroy_wait_ms(8, 400), 4000);
+    // An id that never sent has no budget: the floor, not 0 (a report at every wakeup).
+    assert_eq!(timeout::destroy_wait_ms(0, 0), floor);
+    assert_eq!(timeout::destroy_wait_ms(15, 0), floor);
+    // A peer's REQ sets a passive id's budget: the report comes after 5 minutes at most, and
+    // the largest inputs saturate instead of wrapping.
+    let cap = timeout::DESTROY_WAIT_CAP_MS;
+    assert_eq!(timeout::destroy_wait_ms(15, 240_000), 4_500_000.min(cap));
+    assert_eq!(timeout::destroy_wait_ms(u8::MAX, u32::MAX), cap);
+}
+
+#[test]
 fn qp_attr_masks_are_cm_c_s() {
     use qp_attr::mask::*;
     let f = |state, qp_type| Facts {

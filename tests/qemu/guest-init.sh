@@ -321,6 +321,8 @@ fi
 # KUnit's filter picks the module's suites: the deterministic one while tracing, then the
 # timing-dependent races.
 KF=/sys/module/kunit/parameters/filter_glob
+tx_timeouts() { grep -H . /sys/class/infiniband/rxe[01]/ports/1/cm_tx_timeouts/* 2>/dev/null; }
+tx_timeouts >/tmp/cnt-conf-before
 printf '%s' 'ib_cm_conn_conformance.*' >$KF
 klog "IBCM-KTAP-BEGIN conn-conformance-$CM"
 ins /lib/modules/test/ib_cm_conn_conformance.ko cm=$CM dev0=rxe0 dev1=rxe1 ||
@@ -341,6 +343,21 @@ ins /lib/modules/test/ib_cm_conn_conformance.ko cm=$CM dev0=rxe0 dev1=rxe1 ||
 	e2e "not ok conn_races_load_$CM # insmod failed"
 klog "IBCM-KTAP-END conn-races-$CM"
 rmmod ib_cm_conn_conformance 2>/dev/null
+# Ours, beyond cm.c: the conformance suite's req_times_out, rep_times_out, dreq_times_out and
+# sidr_req_times_out each let a message's retries run out, which the sender's port counts in
+# cm_tx_timeouts (the races add more of some).
+if [ "$CM" = rs ]; then
+	tx_timeouts >/tmp/cnt-conf-after
+	e2e "$(awk -F: -v cm="$CM" 'NR == FNR { b[$1] = $2; next }
+		$1 ~ /\/cm_tx_timeouts\// { n = split($1, p, "/"); d[p[n]] += $2 - b[$1]; seen = 1 }
+		END {
+			r = sprintf("req %d, rep %d, dreq %d, sidr_req %d", d["req"], d["rep"], d["dreq"], d["sidr_req"])
+			if (seen && d["req"] >= 1 && d["rep"] >= 1 && d["dreq"] >= 1 && d["sidr_req"] >= 1)
+				print "ok tx_timeouts_counted_" cm " # " r
+			else
+				print "not ok tx_timeouts_counted_" cm " # want at least 1 each" (seen ? "" : ", no cm_tx_timeouts group") ": " r
+		}' /tmp/cnt-conf-before /tmp/cnt-conf-after)"
+fi
 # Ours only: failures forced through the test build's switches (the C CM has none).
 if [ "$CM" = rs ]; then
 	printf '%s' 'ib_cm_conn_rs_only.*' >$KF
@@ -621,6 +638,15 @@ if [ "$CM" = rs ]; then
 		e2e "not ok cmtime_conn_ah_creation_fails_$CM # cannot write $F"
 	fi
 	echo 0 >$F
+	# The counters cm.c does not keep: each device's debugfs stats file, with the destroys
+	# that waited past their id's budget (the white-box suite checks the counting).
+	st=$(cat /sys/kernel/debug/ib_cm/rxe0/stats /sys/kernel/debug/ib_cm/rxe1/stats 2>&1)
+	n=$(echo "$st" | awk '$1 == "destroy_waits_over_budget" && $2 ~ /^[0-9]+$/ { c++ } END { print c + 0 }')
+	if [ "$n" = 2 ]; then
+		e2e "ok debugfs_stats_$CM # $(echo $st)"
+	else
+		e2e "not ok debugfs_stats_$CM # want destroy_waits_over_budget of rxe0 and rxe1: $(echo $st)"
+	fi
 fi
 
 # --- 6. perftest over RDMA CM ---
