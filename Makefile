@@ -6,8 +6,9 @@
 #   make host-test  only the host cargo tests      make qemu-test  only the QEMU layer
 #   make clippy     module build with CLIPPY=1     make clean
 #   make fuzz       long run of the wire-codec fuzz driver (IBCM_FUZZ_ITERS, default 20M)
-#   make bench      REQ flood and connection (cmtime) benchmarks, ours vs the in-tree C ib_cm
+#   make bench      REQ flood, connection (cmtime) and storm benchmarks, ours vs the in-tree C ib_cm
 #   make bench-conn the connection benchmark only (release kernel); ICOUNT=1: low-noise
+#   make bench-storm the connection storm benchmark only (release kernel); SHAPES=m1:PxC,mm:PxC
 #                   mode (one CPU, QEMU -icount: every figure counts guest instructions);
 #                   TBPROF=1: plus an instruction profile by function (QEMU plugin)
 #   make install    (root) ib_cm.ko into /lib/modules/<release>/updates/ + depmod (INSTALL_MOD_PATH=)
@@ -39,7 +40,7 @@ KDIR = $(shell $(TOP)/scripts/kernel.sh kdir $(VARIANT))
 MODULES_PREREQ := kernel
 endif
 
-.PHONY: all modules deps kernel clippy clean check host-test qemu-test run bench bench-conn fuzz \
+.PHONY: all modules deps kernel clippy clean check host-test qemu-test run bench bench-conn bench-storm fuzz \
 	install uninstall install-test dkms-check kernel-deb kernel-deb-check deb deb-check
 
 all: modules
@@ -81,6 +82,11 @@ fuzz: deps
 bench: deps
 	@IBCM_PROF=$(PROF) $(TOP)/tests/bench/req_flood.sh $${ROUNDS:-2} $${N:-2000}
 	@IBCM_PROF=$(PROF) IBCM_PERF=$(PERF) IBCM_ICOUNT=$(ICOUNT) IBCM_TBPROF=$(TBPROF) $(TOP)/tests/bench/conn_bench.sh $${BOOTS:-2} $${CONNS:-100} $${CONN_ROUNDS:-4}
+	@$(TOP)/tests/bench/storm.sh $${STORM_BOOTS:-1} $${SHAPES:-m1:8x50,mm:8x50,m1:16x100,mm:16x100}
+
+# Only the connection storm benchmark (many cmtime clients at once, ours vs C).
+bench-storm: deps
+	@$(TOP)/tests/bench/storm.sh $${BOOTS:-1} $${SHAPES:-m1:8x50,mm:8x50,m1:16x100,mm:16x100}
 
 # Only the connection benchmark (cmtime through rdma_cm, ours vs C).
 bench-conn: deps

@@ -39,6 +39,7 @@ for arg in $(cat /proc/cmdline); do
 	ibcm.tbprof=*) TBPROF=${arg#ibcm.tbprof=} ;;
 	ibcm.bench_n=*) BENCH_N=${arg#ibcm.bench_n=} ;;
 	ibcm.bench_rounds=*) BENCH_ROUNDS=${arg#ibcm.bench_rounds=} ;;
+	ibcm.storm=*) STORM=${arg#ibcm.storm=} ;;
 	esac
 done
 
@@ -107,8 +108,9 @@ ping -c 1 -W 2 -I veth1 10.0.0.1 >/dev/null 2>&1
 # --- the CM under test; the rs test build runs its white-box KUnit suite at insmod ---
 klog "IBCM-KTAP-BEGIN load-$CM"
 cmdir=$CM
-# The benchmark measures the production build (no KUnit suites compiled in).
+# The benchmarks measure the production build (no KUnit suites compiled in).
 [ "$MODE" = connbench ] && [ "$CM" = rs ] && cmdir=rs-prod
+[ "$MODE" = storm ] && [ "$CM" = rs ] && cmdir=rs-prod
 if ! ins /lib/modules/$cmdir/ib_cm.ko; then
 	klog "IBCM-KTAP-END load-$CM"
 	fatal load_ib_cm "insmod ib_cm ($CM) failed"
@@ -125,6 +127,11 @@ fi
 # --- `make bench`: the connection benchmark (tests/qemu/guest-connbench.sh), then done ---
 if [ "$MODE" = connbench ]; then
 	. /connbench.sh
+	finish
+fi
+# --- `make bench-storm`: connection storms (tests/qemu/guest-storm.sh), then done ---
+if [ "$MODE" = storm ]; then
+	. /storm.sh
 	finish
 fi
 

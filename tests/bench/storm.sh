@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Connection storm benchmark: ours vs the in-tree C ib_cm, same image, same run.
+#
+# One guest per boot (release kernel, 2 vCPUs, 2 GiB), two rxe devices, rdma_cm on top, and
+# unmodified cmtime (all of a client's connections at once) in the shapes of
+# tests/qemu/guest-storm.sh: many-to-one (P clients of one server) and many-to-many (P pairs,
+# half each way), each connection with its QP. Boots alternate C / ours BOOTS times; for each
+# shape and CM the medians over boots of: the time until the last client's last connection
+# was ESTABLISHED (and the connections per second that makes), failed clients and the error
+# lines they printed, REQ and REP retransmissions, messages whose retries ran out (ours
+# only: the C CM has no such counter), hung-task messages, and the peak of used memory and
+# of the slab while the shape ran. A benchmark, not a test: nothing here passes or fails.
+#
+#   tests/bench/storm.sh [BOOTS] [SHAPES]
+# SHAPES: comma-separated KIND:PxC (default: STORM_SHAPES below).
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+source "$top/scripts/lib.sh"
+boots=${1:-1}
+# What a 2-vCPU TCG guest holds (Documentation/performance.rst, "Connection storms"): rxe
+# gives a device 16384 CQs and librdmacm makes two per connection end, so at most 8192
+# connection ends per device; the defaults stay well below, at 1600 connections.
+shapes=${2:-m1:8x50,mm:8x50,m1:16x100,mm:16x100}
+out=$("$top/tests/build.sh" release) || die "build failed"
+res=$top/out/bench
+mkdir -p "$res"
+: >"$res/storm-raw.txt"
+for b in $(seq 1 "$boots"); do
+	for cm in c rs; do
+		log "storm bench: boot $b, $cm CM ($shapes)"
+		KAPPEND="ibcm.storm=$shapes" "$top/tests/qemu/run.sh" "$out/bzImage" "$out/initramfs.cpio.gz" \
+			"$cm" storm "$res/storm-$cm-$b.log" 3600 ||
+			log "storm bench: warning: boot $b ($cm) did not finish cleanly"
+		sed -n "s/.*IBCM-STORM: \(.*\)/boot=$b \1/p" "$res/storm-$cm-$b.log" >>"$res/storm-raw.txt"
+		grep -h 'IBCM-STORM-NOTE' "$res/storm-$cm-$b.log" | sed 's/.*IBCM-STORM-NOTE: /storm bench: note: /' >&2
+	done
+done
+python3 - "$res/storm-raw.txt" <<'PY' | tee "$res/storm-results.txt"
+import statistics, sys
+rows = [dict(f.split("=", 1) for f in l.split()) for l in open(sys.argv[1]) if "shape=" in l]
+shapes = list(dict.fromkeys(r["shape"] for r in rows))
+def med(cm, shape, key):
+    v = [r[key] for r in rows if r["cm"] == cm and r["shape"] == shape]
+    v = [float(x) for x in v if x not in ("", "na")]
+    return statistics.median(v) if v else None
+def fmt(x, unit=""):
+    return "n/a" if x is None else f"{x:.0f}{unit}"
+print("connection storms, rdma_cm + cmtime over two rxe devices, medians over boots")
+for s in shapes:
+    n = next(int(r["conns"]) for r in rows if r["shape"] == s)
+    print(f"{s} ({n} connections):")
+    last = {}
+    for cm, name in (("c", "C"), ("rs", "ib_cm-rs")):
+        if med(cm, s, "last_client_ms") is None:
+            print(f"  {name}: no result")
+            continue
+        t = med(cm, s, "estab_ms")
+        last[cm] = t
+        rate = n / (t / 1000) if t else None
+        print(f"  {name}: last ESTABLISHED after {fmt(t, ' ms')} ({fmt(rate)} conn/s), "
+              f"all clients done {fmt(med(cm, s, 'last_client_ms'), ' ms')}, "
+              f"failed clients {fmt(med(cm, s, 'failed_clients'))}, error lines {fmt(med(cm, s, 'error_lines'))}, "
+              f"REQ retries {fmt(med(cm, s, 'req_retries'))} (of {fmt(med(cm, s, 'reqs_sent'))} REQs sent), "
+              f"REP retries {fmt(med(cm, s, 'rep_retries'))}, retries run out {fmt(med(cm, s, 'timeouts'))}, "
+              f"hung-task messages {fmt(med(cm, s, 'hung'))}, "
+              f"peak memory +{fmt(med(cm, s, 'mem_peak_kb'), ' kB')} (slab +{fmt(med(cm, s, 'slab_peak_kb'), ' kB')})")
+    if last.get("c") and last.get("rs"):
+        print(f"  connection rate ours / C: {last['c'] / last['rs']:.2f}")
+PY

@@ -1,0 +1,127 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Guest side of `make bench-storm` (sourced by /init with ibcm.mode=storm, after the CM is
+# loaded on rxe0/rxe1): connection storms through rdma_cm, with unmodified cmtime (rdma-core),
+# which opens all of its -c connections at once (every id resolves, then every id connects,
+# then every id disconnects; each connection with its QP and CQs).
+#
+# Shapes (ibcm.storm=SHAPE,SHAPE,...; SHAPE is KIND:PxC):
+#   m1:PxC  many-to-one: one cmtime server on 10.0.0.1 (rxe0); P client processes bound to
+#           10.0.0.2 (rxe1), started together, each opening C connections.
+#   mm:PxC  many-to-many: P pairs (server and client) started together, half with the server
+#           on rxe0 and half on rxe1, so that both devices send REQs and answer them (REPs,
+#           RTUs) at the same moment, each pair with C connections.
+# For each shape one IBCM-STORM line: the time from the storm's start until the last connection
+# was ESTABLISHED (from cmtime's step timings) and until the last client was done, the clients that
+# failed and the errors they printed, the CM's REQ and REP retransmissions and (ours) the
+# messages whose retries ran out (per-port sysfs counters, both devices), hung-task messages
+# (threshold lowered to 10 s), and the peak of the kernel's slab and of used memory while the
+# shape ran. tests/bench/storm.sh compares the CMs.
+SHAPES=$(echo "${STORM:-m1:4x25,mm:4x25}" | tr , ' ')
+for m in iw_cm rdma_cm rdma_ucm; do ins /lib/modules/base/$m.ko || fatal storm_modules "insmod $m"; done
+echo 10 >/proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
+echo 1000 >/proc/sys/kernel/hung_task_warnings 2>/dev/null
+ulimit -n 65536 2>/dev/null
+
+ms() { read -r up _ </proc/uptime; echo "$up" | awk '{ printf "%d", $1 * 1000 }'; }
+# The CM's counters of both devices: cm_tx_msgs, cm_tx_retries and (ours) cm_tx_timeouts.
+cnt() { grep -H . /sys/class/infiniband/rxe[01]/ports/1/cm_tx_*/* 2>/dev/null; }
+# Sum of the deltas of the files matching $3 between snapshots $1 and $2.
+delta() {
+	awk -F: -v pat="$3" 'NR == FNR { b[$1] = $2; next } $1 ~ pat { s += $2 - b[$1]; seen = 1 }
+		END { if (seen) print s + 0; else print "na" }' "$1" "$2"
+}
+# Used memory and slab in kB, sampled every 200 ms into $1 until $1.stop exists.
+sampler() {
+	while [ ! -e "$1.stop" ]; do
+		awk '/^MemTotal:/ { t = $2 } /^MemAvailable:/ { a = $2 } /^Slab:/ { s = $2 }
+			END { print t - a, s }' /proc/meminfo >>"$1"
+		sleep 0.2
+	done
+}
+port=20000
+for shape in $SHAPES; do
+	kind=${shape%%:*}
+	pc=${shape#*:}
+	P=${pc%x*}
+	C=${pc#*x}
+	rm -f /tmp/st-* /tmp/mem /tmp/mem.stop
+	cnt >/tmp/st-cnt0
+	klog "IBCM-STORM-MARK: $shape"
+	sampler /tmp/mem &
+	samp=$!
+	srvs=""
+	i=0
+	while [ $i -lt "$P" ]; do
+		if [ "$kind" = m1 ]; then
+			[ $i = 0 ] || break
+			cmtime -b 10.0.0.1 -p $port >/tmp/st-srv-$i.log 2>&1 &
+		else
+			if [ $((i % 2)) = 0 ]; then s=10.0.0.1; else s=10.0.0.2; fi
+			cmtime -b $s -p $((port + i)) >/tmp/st-srv-$i.log 2>&1 &
+		fi
+		srvs="$srvs $!"
+		i=$((i + 1))
+	done
+	# Every server listens before the storm starts (rdma_listen went through the CM).
+	want=$(echo $srvs | wc -w)
+	n=0
+	while [ $n -lt 150 ]; do
+		[ "$(rdma resource show cm_id 2>/dev/null | grep -c 'state LISTEN')" -ge "$want" ] && break
+		sleep 0.2
+		n=$((n + 1))
+	done
+	t0=$(ms)
+	i=0
+	clis=""
+	while [ $i -lt "$P" ]; do
+		if [ "$kind" = m1 ]; then
+			s=10.0.0.1 b=10.0.0.2 p=$port
+		elif [ $((i % 2)) = 0 ]; then
+			s=10.0.0.1 b=10.0.0.2 p=$((port + i))
+		else
+			s=10.0.0.2 b=10.0.0.1 p=$((port + i))
+		fi
+		(
+			ms >/tmp/st-start-$i
+			timeout 600 cmtime -s $s -b $b -p $p -c "$C" >/tmp/st-cli-$i.log 2>&1
+			echo "$? $(ms)" >/tmp/st-end-$i
+		) &
+		clis="$clis $!"
+		i=$((i + 1))
+	done
+	wait $clis
+	t1=$(ms)
+	touch /tmp/mem.stop
+	wait $samp
+	kill $srvs 2>/dev/null
+	wait $srvs 2>/dev/null
+	cnt >/tmp/st-cnt1
+	# Per client: exit status; when its last connection was ESTABLISHED, from the storm's
+	# start: its own start plus cmtime's steps up to connect (each step's total runs from its
+	# first id's start to its last id's end, and the steps run one after the other); when it
+	# ended (disconnects and destroys included).
+	failed=0 errs=0 estab=0 last=0
+	i=0
+	while [ $i -lt "$P" ]; do
+		read -r rc end </tmp/st-end-$i
+		read -r start </tmp/st-start-$i
+		[ "$rc" = 0 ] || failed=$((failed + 1))
+		e=$(grep -c -i -E 'error|fail|reject|unreach|timeout' /tmp/st-cli-$i.log)
+		errs=$((errs + e))
+		c=$(awk -F: '{ n = $1; sub(/ +$/, "", n); split($2, v, " ") }
+			n ~ /^(create id|resolve addr|resolve route|create qp|connect)$/ { t += v[1]; seen++ }
+			END { if (seen == 5) printf "%d", t }' /tmp/st-cli-$i.log)
+		[ -n "$c" ] && [ $((start - t0 + c)) -gt "$estab" ] && estab=$((start - t0 + c))
+		[ -n "$end" ] && [ $((end - t0)) -gt "$last" ] && last=$((end - t0))
+		i=$((i + 1))
+	done
+	[ $failed = 0 ] || klog "IBCM-STORM-NOTE: $CM $shape first failed client: $(grep -l . /tmp/st-cli-* | head -1 | xargs tail -3 | tr '\n' ' ')"
+	hung=$(dmesg | sed -n "/IBCM-STORM-MARK: $shape\$/,\$p" | grep -c -E 'blocked for more than|soft lockup|self-detected stall|rcu_preempt detected|hard LOCKUP')
+	peak=$(awk 'NR == 1 { u0 = $1; s0 = $2 } { if ($1 > u) u = $1; if ($2 > s) s = $2 }
+		END { printf "%d %d", u - u0, s - s0 }' /tmp/mem)
+	klog "IBCM-STORM: cm=$CM shape=$shape conns=$((P * C)) wall_ms=$((t1 - t0)) last_client_ms=$last estab_ms=$estab failed_clients=$failed error_lines=$errs req_retries=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_retries/req$') rep_retries=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_retries/rep$') reqs_sent=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_msgs/req$') timeouts=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_timeouts/') hung=$hung mem_peak_kb=${peak% *} slab_peak_kb=${peak#* }"
+	port=$((port + 1000))
+	# The connections' timewaits (and the ids in them) end before the next shape.
+	sleep 5
+done
