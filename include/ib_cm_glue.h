@@ -101,6 +101,20 @@ struct ib_ah *ibcm_glue_ah_from_wc(struct ib_mad_agent *agent, const struct ib_w
 void ibcm_glue_destroy_ah(struct ib_ah *ah);
 int ibcm_glue_conn_ahs_per_device(void);
 bool ibcm_glue_fail_conn_ahs(void); /* test builds only */
+
+/*
+ * The administrator's retry policy and bounds (module parameters; src/tunables.rs reads them,
+ * Documentation/install.rst documents them). The defaults are cm.c's behaviour.
+ */
+struct ibcm_tunables {
+	bool mra_wait_once;
+	int retry_backoff_after; /* -1: no backoff */
+	u8 cm_response_timeout_floor;
+	u8 cm_response_timeout_cap;
+	u8 cm_retries_floor;
+	u8 cm_retries_cap;
+};
+void ibcm_glue_tunables(struct ibcm_tunables *t);
 bool ibcm_glue_fail_send_mads(void); /* test builds only */
 
 /*

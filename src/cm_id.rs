@@ -28,6 +28,7 @@ use crate::{
         remote::RemoteKey,
         service_id::ServiceId,
         state::{Lap, State},
+        timeout,
     },
     tw_queue::{Queued, TwLink},
     use_count::UseCount,
@@ -155,6 +156,8 @@ pub(crate) struct CmIdInner {
     msg: *mut bindings::ib_mad_send_buf,
     /// The state the tracked MAD was sent in (cm.c's `msg->context[1]`).
     msg_state: State,
+    /// How the tracked MAD is retried beyond the MAD layer's own retries.
+    msg_retry: MsgRetry,
     /// The primary address.
     pub(crate) av: Option<CmBox<Av>>,
     /// The alternate address.
@@ -225,23 +228,39 @@ unsafe impl Sync for CmId {}
 // from any thread.
 unsafe impl Send for CmIdInner {}
 
+/// What the CM itself does about the tracked MAD's retries, under the administrator's retry
+/// policy (`timeout::RetryPolicy`): with the defaults, nothing (the MAD layer makes every
+/// retry).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct MsgRetry {
+    /// The message's own timeout, which the CM's retries double (an MRA replaces it unless the
+    /// policy applies MRAs once).
+    pub(crate) base_ms: u32,
+    /// Retries left for the CM to make by posting the MAD again once the MAD layer's ran out.
+    pub(crate) reposts: u8,
+    /// Doublings of `base_ms` the next such retry waits.
+    pub(crate) step: u8,
+    /// The MAD was cancelled: whatever its completion says, it is not sent again.
+    pub(crate) cancelled: bool,
+}
+
 /// A MAD just posted for an id, under the id's lock, whose completion therefore has not run
-/// yet: what [`CmIdInner::track`] may record.
+/// yet: what [`CmIdInner::track`] may record, with what the CM retries of it itself.
 ///
 /// # Invariants
 ///
 /// The buffer was posted for the id whose lock the holder of this value holds, and that lock
 /// has not been dropped since.
-pub(crate) struct PostedMad(*mut bindings::ib_mad_send_buf);
+pub(crate) struct PostedMad(*mut bindings::ib_mad_send_buf, MsgRetry);
 
 impl PostedMad {
     /// # Safety
     ///
     /// `buf` was just posted for an id whose lock the caller holds, and the value is consumed
     /// before that lock is dropped.
-    pub(crate) unsafe fn new(buf: *mut bindings::ib_mad_send_buf) -> Self {
+    pub(crate) unsafe fn new(buf: *mut bindings::ib_mad_send_buf, retry: MsgRetry) -> Self {
         // INVARIANT: the caller's contract.
-        Self(buf)
+        Self(buf, retry)
     }
 }
 
@@ -252,6 +271,25 @@ impl CmIdInner {
         // under this lock before the buffer is freed, has not run.
         self.msg = mad.0;
         self.msg_state = state;
+        self.msg_retry = mad.1;
+    }
+
+    /// Whether `buf`, whose wait for an answer ran out, is the tracked MAD, sent in `state`
+    /// (the id's state now), and has a retry left for the CM to make: if so, takes that retry
+    /// and returns how long it waits. The caller posts the buffer again under this lock.
+    pub(crate) fn take_repost(
+        &mut self,
+        buf: *mut bindings::ib_mad_send_buf,
+        state: State,
+    ) -> Option<u32> {
+        let r = &mut self.msg_retry;
+        if buf.is_null() || self.msg != buf || self.msg_state != state || r.cancelled {
+            return None;
+        }
+        r.reposts = r.reposts.checked_sub(1)?;
+        let wait = timeout::backoff_wait_ms(r.base_ms, r.step);
+        r.step = r.step.saturating_add(1);
+        Some(wait)
     }
 
     /// The completion of `buf`: if it is the tracked MAD, forgets it and returns the state it
@@ -271,8 +309,9 @@ impl CmIdInner {
     }
 
     /// Cancels the tracked MAD, if any (`ib_cancel_mad`): its completion reports a flush.
-    pub(crate) fn cancel_tracked(&self) {
+    pub(crate) fn cancel_tracked(&mut self) {
         if !self.msg.is_null() {
+            self.msg_retry.cancelled = true;
             // SAFETY: A live posted buffer (type invariant); `ib_cancel_mad()` is
             // `ib_modify_mad(buf, 0)`, which cannot fail for a buffer the agent holds.
             unsafe { bindings::ib_modify_mad(self.msg, 0) };
@@ -280,13 +319,35 @@ impl CmIdInner {
     }
 
     /// Gives the tracked MAD a new timeout (`ib_modify_mad`, after an MRA); `EINVAL` without
-    /// one.
-    pub(crate) fn modify_tracked(&self, timeout_ms: u32) -> Result {
+    /// one. With `once`, the new timeout stretches only the wait in progress and the MAD
+    /// layer's later retries wait the MAD's own timeout again; without, it applies to every
+    /// remaining retry (cm.c). Either way the CM's own retries start over from the shortest
+    /// wait: the peer said it is alive.
+    pub(crate) fn modify_tracked(&mut self, timeout_ms: u32, once: bool) -> Result {
         if self.msg.is_null() {
             return Err(EINVAL);
         }
+        // SAFETY: A live posted buffer (type invariant): its `timeout_ms` is the one it was
+        // posted or last re-armed with.
+        let own = unsafe { (*self.msg).timeout_ms };
         // SAFETY: A live posted buffer (type invariant).
-        kernel::error::to_result(unsafe { bindings::ib_modify_mad(self.msg, timeout_ms) })
+        kernel::error::to_result(unsafe { bindings::ib_modify_mad(self.msg, timeout_ms) })?;
+        if once {
+            // `ib_modify_mad()` armed the wait in progress with `timeout_ms` and left it in the
+            // buffer's `timeout_ms`, which the MAD layer reads only when it retransmits
+            // (`retry_send()`, at the end of that wait): putting the MAD's own timeout back
+            // makes the later retries wait that again. The MAD layer may read the field under
+            // its agent lock at any time, so the store is a single aligned volatile write;
+            // either value is one the MAD was given.
+            // SAFETY: A live posted buffer (type invariant); `timeout_ms` is an aligned `int`.
+            unsafe {
+                core::ptr::write_volatile(core::ptr::addr_of_mut!((*self.msg).timeout_ms), own)
+            };
+        } else {
+            self.msg_retry.base_ms = timeout_ms;
+        }
+        self.msg_retry.step = 0;
+        Ok(())
     }
 }
 
@@ -380,6 +441,7 @@ impl CmId {
                         events: EventQueue::default(),
                         msg: core::ptr::null_mut(),
                         msg_state: State::Idle,
+                        msg_retry: MsgRetry::default(),
                         av: init.av,
                         alt_av: init.alt_av,
                         conn: init.conn,

@@ -331,6 +331,60 @@ int ibcm_glue_conn_ahs_per_device(void)
 	return READ_ONCE(conn_ahs_per_device);
 }
 
+/*
+ * The retry policy and the bounds on what callers pass (src/tunables.rs). Each range parameter
+ * refuses a value outside its range with -EINVAL; every value is read afresh by each send.
+ */
+static int ibcm_param_set_range(const char *val, const struct kernel_param *kp, int min,
+				int max)
+{
+	int n;
+	int ret = kstrtoint(val, 0, &n);
+
+	if (ret)
+		return ret;
+	if (n < min || n > max)
+		return -EINVAL;
+	WRITE_ONCE(*(int *)kp->arg, n);
+	return 0;
+}
+
+#define IBCM_RANGE_PARAM(name, def, min, max, desc)					\
+	static int name = def;								\
+	static int ibcm_param_set_##name(const char *val, const struct kernel_param *kp) \
+	{										\
+		return ibcm_param_set_range(val, kp, min, max);				\
+	}										\
+	static const struct kernel_param_ops ibcm_param_ops_##name = {			\
+		.set = ibcm_param_set_##name,						\
+		.get = param_get_int,							\
+	};										\
+	module_param_cb(name, &ibcm_param_ops_##name, &name, 0644);			\
+	MODULE_PARM_DESC(name, desc)
+
+static bool mra_wait_once;
+module_param(mra_wait_once, bool, 0644);
+MODULE_PARM_DESC(mra_wait_once,
+		 "An MRA stretches only the wait it interrupts, not every remaining retry (default N: as the in-tree CM)");
+IBCM_RANGE_PARAM(retry_backoff_after, -1, -1, 15,
+		 "Retries at a message's own timeout before each further one waits twice as long (-1: never, as the in-tree CM)");
+IBCM_RANGE_PARAM(cm_response_timeout_floor, 0, 0, 31,
+		 "Least CM response timeout exponent callers get (0: no floor)");
+IBCM_RANGE_PARAM(cm_response_timeout_cap, 31, 0, 31,
+		 "Greatest CM response timeout exponent callers get (31: no cap)");
+IBCM_RANGE_PARAM(cm_retries_floor, 0, 0, 15, "Least CM retry count callers get (0: no floor)");
+IBCM_RANGE_PARAM(cm_retries_cap, 15, 0, 15, "Greatest CM retry count callers get (15: no cap)");
+
+void ibcm_glue_tunables(struct ibcm_tunables *t)
+{
+	t->mra_wait_once = READ_ONCE(mra_wait_once);
+	t->retry_backoff_after = READ_ONCE(retry_backoff_after);
+	t->cm_response_timeout_floor = READ_ONCE(cm_response_timeout_floor);
+	t->cm_response_timeout_cap = READ_ONCE(cm_response_timeout_cap);
+	t->cm_retries_floor = READ_ONCE(cm_retries_floor);
+	t->cm_retries_cap = READ_ONCE(cm_retries_cap);
+}
+
 
 int ibcm_glue_reply_ah_key(struct ib_mad_agent *agent, const struct ib_wc *wc,
 			   const struct ib_grh *grh, struct ibcm_reply_ah_key *key)

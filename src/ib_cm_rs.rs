@@ -35,6 +35,7 @@ mod send;
 mod slot;
 mod timewait;
 mod trace;
+mod tunables;
 mod tw_queue;
 mod use_count;
 mod wq;

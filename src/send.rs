@@ -12,7 +12,7 @@ use crate::{
     ah::ConnAh,
     av::Av,
     bindings,
-    cm_id::{CmDevice, CmId, CmIdInner, PostedMad},
+    cm_id::{CmDevice, CmId, CmIdInner, MsgRetry, PostedMad},
     error::ptr_error,
     logic::{
         trace::IdTrace,
@@ -21,6 +21,7 @@ use crate::{
     port::Counter,
     recv_wc::RecvWc,
     reply_ah::ReplyAh,
+    tunables,
 };
 use core::mem::ManuallyDrop;
 use kernel::{ffi, prelude::*, sync::Arc};
@@ -325,7 +326,20 @@ pub(crate) fn send_for_id(
     trace: Option<IdTrace>,
     on_conn: bool,
 ) -> Result<(PostedMad, u64)> {
-    let retries = g.conn.max_cm_retries;
+    // The MAD layer makes the retries at the message's own timeout; under a backoff policy the
+    // CM makes the rest itself (`Completed::repost`).
+    let policy = if timeout_ms == 0 {
+        Default::default()
+    } else {
+        tunables::retry_policy()
+    };
+    let retry = MsgRetry {
+        base_ms: timeout_ms,
+        reposts: policy.reposts(g.conn.max_cm_retries),
+        step: 1,
+        cancelled: false,
+    };
+    let retries = policy.linear_retries(g.conn.max_cm_retries);
     let av = g.av.as_deref().ok_or(EINVAL)?;
     let dev = &*id.dev;
     // Once removal began, cm.c's `cm_alloc_msg` finds the port's MAD agent gone: `-EINVAL`.
@@ -410,7 +424,7 @@ pub(crate) fn send_for_id(
     }
     // SAFETY: Posted just above, under the id lock (`g` proves it is held), which the caller
     // keeps until it records or drops the value.
-    Ok((unsafe { PostedMad::new(buf) }, tid))
+    Ok((unsafe { PostedMad::new(buf, retry) }, tid))
 }
 
 /// The handle of a connection's first send (its REQ or REP): the connection's own, made now
@@ -459,14 +473,18 @@ fn create_ah(
 
 /// A completed send, taken back from the MAD layer (the first half of `cm_send_handler`):
 /// counted, with the id reference the buffer carried; dropping it frees the buffer and its
-/// address handle.
+/// address handle, unless [`Completed::repost`] gave it back to the MAD layer.
 ///
 /// # Invariants
 ///
-/// `buf` is a buffer posted by [`send`] whose send has completed: it is ours, its address
-/// handle or connection-handle tag is still in `context[0]`, and it is freed once, by `drop`.
-pub(crate) struct Completed {
+/// `buf` is a buffer posted by [`send`] or [`send_for_id`] through an agent of `dev` on port
+/// `port_num` whose send has completed: it is ours, its address handle or connection-handle
+/// tag is still in `context[0]`, and it is freed once, by `drop`, or posted again, once.
+pub(crate) struct Completed<'a> {
     buf: *mut bindings::ib_mad_send_buf,
+    dev: &'a CmDevice,
+    port_num: u32,
+    attr: Option<AttrId>,
     /// The id the buffer held a reference to (`context[1]`), taken back.
     pub(crate) id: Option<Arc<CmId>>,
     /// The send used the id's connection address handle.
@@ -475,15 +493,16 @@ pub(crate) struct Completed {
     pub(crate) status: bindings::ib_wc_status,
 }
 
-impl Completed {
+impl<'a> Completed<'a> {
     /// Takes a completed send back and counts the message and its retries on its port.
     ///
     /// # Safety
     ///
-    /// `send_wc` is the MAD layer's completion of a buffer posted by [`send`] through an agent
-    /// of `dev`, passed to the agent's send handler; this is called once for it.
+    /// `send_wc` is the MAD layer's completion of a buffer posted by [`send`] or
+    /// [`send_for_id`] through an agent of `dev` on `port_num`, passed to the agent's send
+    /// handler; this is called once for it.
     pub(crate) unsafe fn take(
-        dev: &CmDevice,
+        dev: &'a CmDevice,
         port_num: u32,
         send_wc: *mut bindings::ib_mad_send_wc,
     ) -> Self {
@@ -510,10 +529,6 @@ impl Completed {
             }
             port.count(Counter::TxMsgs, attr.counter_index(), 1 + retries);
             port.count(Counter::TxRetries, attr.counter_index(), retries);
-            // Ours, beyond cm.c: a message whose retries ran out without an answer.
-            if status == bindings::ib_wc_status_IB_WC_RESP_TIMEOUT_ERR {
-                port.count(Counter::TxTimeouts, attr.counter_index(), 1);
-            }
         }
         let id = if owner.is_null() {
             None
@@ -524,6 +539,9 @@ impl Completed {
         // INVARIANT: the completed buffer, freed only by `drop`.
         Self {
             buf,
+            dev,
+            port_num,
+            attr,
             id,
             on_conn_ah: ctx == conn_ah_tag(),
             status,
@@ -534,10 +552,55 @@ impl Completed {
     pub(crate) fn buf(&self) -> *mut bindings::ib_mad_send_buf {
         self.buf
     }
+
+    /// Sends the MAD of `id` once more, waiting `wait_ms` for an answer and not retrying: a
+    /// retry the CM makes itself once the MAD layer's ran out (`RetryPolicy::reposts`). The
+    /// buffer goes back to the MAD layer with its address handle and a reference to `id`, and
+    /// counts as a retry; if the device is going away or the post fails, it comes back.
+    /// `_g` is `id`'s locked state: the post happens under the lock, as the first one did,
+    /// so the tracked MAD the id records stays the one in flight.
+    pub(crate) fn repost(
+        mut self,
+        id: &Arc<CmId>,
+        _g: &mut CmIdInner,
+        wait_ms: u32,
+    ) -> core::result::Result<(), Self> {
+        let Some(_gate) = self.dev.enter_send() else {
+            return Err(self);
+        };
+        let owner = Arc::into_raw(id.clone());
+        // SAFETY: The send completed, so the buffer is ours (type invariants); its MAD, address
+        // handle and `context[0]` are unchanged, and `ib_post_send_mad()` sets up everything
+        // else afresh.
+        let ret = unsafe {
+            (*self.buf).context[1] = owner.cast_mut().cast();
+            (*self.buf).timeout_ms = i32::try_from(wait_ms).unwrap_or(i32::MAX);
+            (*self.buf).retries = 0;
+            bindings::ib_post_send_mad(self.buf, core::ptr::null_mut())
+        };
+        if ret != 0 {
+            // SAFETY: Not posted: the reference moved in above is still ours.
+            drop(unsafe { Arc::from_raw(owner) });
+            return Err(self);
+        }
+        if let (Some(port), Some(attr)) = (self.dev.port(self.port_num), self.attr) {
+            port.count(Counter::TxRetries, attr.counter_index(), 1);
+        }
+        self.id = None;
+        // INVARIANT: posted again; its next completion takes it back.
+        core::mem::forget(self);
+        Ok(())
+    }
 }
 
-impl Drop for Completed {
+impl Drop for Completed<'_> {
     fn drop(&mut self) {
+        // Ours, beyond cm.c: a message whose retries ran out without an answer.
+        if self.status == bindings::ib_wc_status_IB_WC_RESP_TIMEOUT_ERR {
+            if let (Some(port), Some(attr)) = (self.dev.port(self.port_num), self.attr) {
+                port.count(Counter::TxTimeouts, attr.counter_index(), 1);
+            }
+        }
         // SAFETY: The send is complete; the buffer and its handle are ours to release, once
         // (type invariants).
         unsafe {

@@ -2,7 +2,8 @@
 //! A connection end's address handle (see `ah::ConnAh`) and what a send
 //! completion does to the id (`cm_send_handler()` / `cm_process_send_error()` in cm.c): the
 //! id forgets its tracked MAD and gives back its use of the handle, and a tracked MAD that
-//! failed delivers the `*_ERROR` event of the state it was sent in.
+//! failed delivers the `*_ERROR` event of the state it was sent in. Under a backoff retry
+//! policy a tracked MAD whose wait ran out goes out again first, while it has retries left.
 
 use super::{deliver_or_put, leave, queue_event};
 use crate::{
@@ -15,23 +16,37 @@ use crate::{
         state::{self, Out, State},
     },
     remote::Unlinked,
+    send::Completed,
     trace,
 };
 use kernel::sync::Arc;
 
-/// The completion of `buf`: if it is `id`'s tracked MAD, the id forgets it and the state it
-/// was sent in is returned (`cm_process_send_error`'s check).
-pub(crate) fn untrack(
-    id: &CmId,
-    buf: *mut bindings::ib_mad_send_buf,
-    on_conn_ah: bool,
-) -> Option<State> {
+/// The completion `done` of a send of `id`. If it is the tracked MAD, its wait ran out, and
+/// the retry policy left the CM retries of its own, it goes out again (`None`: nothing is
+/// left to do). Otherwise the id gives back the send's use of its connection handle and, if
+/// it was the tracked MAD, forgets it: returned are the completion, to be freed once the lock
+/// is dropped, and the state the tracked MAD was sent in (`cm_process_send_error`'s check).
+pub(crate) fn untrack<'a>(
+    id: &Arc<CmId>,
+    mut done: Completed<'a>,
+) -> Option<(Completed<'a>, Option<State>)> {
     let mut g = id.inner.lock();
-    if on_conn_ah && ah_in_flight(g.ah_sends) != 0 {
+    if done.status == bindings::ib_wc_status_IB_WC_RESP_TIMEOUT_ERR && !g.destroyed {
+        if let Some(wait) = g.take_repost(done.buf(), id.cm_state()) {
+            match done.repost(id, &mut g, wait) {
+                Ok(()) => return None,
+                // The device is going away or the post failed: the timeout stands.
+                Err(back) => done = back,
+            }
+        }
+    }
+    if done.on_conn_ah && ah_in_flight(g.ah_sends) != 0 {
         g.ah_sends -= 1;
     }
     end_conn_ah(id, &mut g);
-    g.untrack(buf)
+    let sent_in = g.untrack(done.buf());
+    drop(g);
+    Some((done, sent_in))
 }
 
 /// The sends in flight on the connection handle, from `CmIdInner::ah_sends`.

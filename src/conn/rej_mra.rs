@@ -21,7 +21,7 @@ use crate::{
     },
     recv_wc::RecvWc,
     remote::{ReqKey, Unlinked},
-    trace,
+    trace, tunables,
 };
 use kernel::{prelude::*, sync::Arc};
 
@@ -163,9 +163,11 @@ pub(crate) fn on_mra(dev: &CmDevice, port_num: u32, wc: &RecvWc, mra: &Mra<'_>) 
     if !g.destroyed {
         match input::mra_received(id.cm_state(), id.lap(), kind) {
             Ok(m) => {
-                // The tracked MAD waits longer; one already gone changes nothing.
+                // The tracked MAD waits longer (for the wait in progress only, under the
+                // `mra_wait_once` policy); one already gone changes nothing.
                 let av_timeout = g.av.as_ref().map_or(0, |av| av.timeout);
-                if g.modify_tracked(timeout::mra_wait_ms(t, av_timeout))
+                let once = tunables::retry_policy().mra_once;
+                if g.modify_tracked(timeout::mra_wait_ms(t, av_timeout), once)
                     .is_ok()
                 {
                     g.retag_tracked(m.next);

@@ -26,7 +26,7 @@ use crate::{
     recv::{bth_pkey, hand_over, issue_rej, respond, ListenerPin},
     recv_wc::RecvWc,
     remote::{self, ConnReservation, QpKey, RemoteKey, ReqKey},
-    send, trace,
+    send, trace, tunables,
 };
 use kernel::{
     prelude::*,
@@ -127,6 +127,11 @@ pub(crate) fn send_req(id: &Arc<CmId>, args: &ReqArgs<'_>) -> Result {
         return Err(EINVAL);
     };
     let xrc = qpt == bindings::ib_qp_type_IB_QPT_XRC_INI;
+    // The administrator's bounds apply to what the caller asks (the REQ carries the result).
+    let bounds = tunables::bounds();
+    let remote_cm_response_timeout = bounds.timeout(param.remote_cm_response_timeout);
+    let local_cm_response_timeout = bounds.timeout(param.local_cm_response_timeout);
+    let max_cm_retries = bounds.retries(param.max_cm_retries);
     let mut msg = CmMessage::Req(Req {
         local_comm_id: 0,
         vendor_id: param.ece.vendor_id & 0x00FF_FFFF,
@@ -138,7 +143,7 @@ pub(crate) fn send_req(id: &Arc<CmId>, args: &ReqArgs<'_>) -> Result {
         local_eecn: 0,
         initiator_depth: param.initiator_depth,
         remote_eecn: 0,
-        remote_cm_response_timeout: param.remote_cm_response_timeout & 0x1F,
+        remote_cm_response_timeout: remote_cm_response_timeout & 0x1F,
         transport_service_type: if qpt == bindings::ib_qp_type_IB_QPT_UC {
             1
         } else if xrc {
@@ -148,13 +153,13 @@ pub(crate) fn send_req(id: &Arc<CmId>, args: &ReqArgs<'_>) -> Result {
         },
         end_to_end_flow_control: param.flow_control != 0,
         starting_psn: param.starting_psn & 0x00FF_FFFF,
-        local_cm_response_timeout: param.local_cm_response_timeout & 0x1F,
+        local_cm_response_timeout: local_cm_response_timeout & 0x1F,
         retry_count: if xrc { 0 } else { param.retry_count & 7 },
         pkey: u16::from_be(pri.pkey),
         path_mtu: pri.mtu & 0xF,
         rdc_exists: false,
         rnr_retry_count: if xrc { 0 } else { param.rnr_retry_count & 7 },
-        max_cm_retries: param.max_cm_retries & 0xF,
+        max_cm_retries: max_cm_retries & 0xF,
         srq: !xrc && param.srq != 0,
         extended_transport_type: if xrc { 1 } else { 0 },
         primary: req_path(pri, args.primary_inbound, ack_delay),
@@ -166,14 +171,14 @@ pub(crate) fn send_req(id: &Arc<CmId>, args: &ReqArgs<'_>) -> Result {
         private_data: Bytes::new(pd),
     });
     let sid = ServiceId::from_be(param.service_id);
-    let wait = timeout::req_wait_ms(pri.packet_life_time, param.remote_cm_response_timeout);
+    let wait = timeout::req_wait_ms(pri.packet_life_time, remote_cm_response_timeout);
     let (mut g, ()) = begin_call(id, Input::SendReq, |s, _| input::send_req(s))?;
     // The id takes the request's addresses and parameters before the send, which needs them
     // (they stay if it fails, as cm.c's do); the replaced addresses go after the lock.
     let old = (g.av.replace(av), core::mem::replace(&mut g.alt_av, alt_av));
     id.set_service_id(sid);
     g.conn.timeout_ms = wait;
-    g.conn.max_cm_retries = param.max_cm_retries;
+    g.conn.max_cm_retries = max_cm_retries;
     g.conn.initiator_depth = param.initiator_depth;
     g.conn.responder_resources = param.responder_resources;
     g.conn.retry_count = param.retry_count;
@@ -200,14 +205,16 @@ pub(crate) fn send_req(id: &Arc<CmId>, args: &ReqArgs<'_>) -> Result {
 
 /// The passive id's parameters from a REQ (`cm_req_handler`).
 fn conn_of_req(req: &ReqView<'_>, tid: u64) -> Conn {
+    // The administrator's bounds apply to the waits and retries the peer asks of us too.
+    let bounds = tunables::bounds();
     let mut conn = Conn {
         tid,
         remote_qpn: req.local_qpn(),
         sq_psn: req.starting_psn(),
-        timeout_ms: timeout::conv_ms(req.local_cm_response_timeout()),
+        timeout_ms: timeout::conv_ms(bounds.timeout(req.local_cm_response_timeout())),
         path_mtu: req.path_mtu(),
         pkey: req.pkey(),
-        max_cm_retries: req.max_cm_retries(),
+        max_cm_retries: bounds.retries(req.max_cm_retries()),
         responder_resources: req.initiator_depth(),
         initiator_depth: req.responder_resources(),
         retry_count: req.retry_count(),

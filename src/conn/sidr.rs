@@ -25,6 +25,7 @@ use crate::{
     recv::{bth_pkey, count_duplicate, hand_over, respond, ListenerPin},
     recv_wc::RecvWc,
     remote::{self, RemoteKey, RemoteReservation, SidrKey, Unlinked},
+    tunables,
 };
 use kernel::{
     prelude::*,
@@ -76,14 +77,15 @@ pub(crate) fn send_sidr_req(
         private_data: Bytes::new(pd),
     });
     let sid = ServiceId::from_be(param.service_id);
-    let timeout_ms = u32::try_from(param.timeout_ms).unwrap_or(0);
+    let bounds = tunables::bounds();
+    let timeout_ms = bounds.timeout_ms(u32::try_from(param.timeout_ms).unwrap_or(0));
     let (mut g, ()) = begin_call(id, Input::SendSidrReq, |s, _| input::send_sidr_req(s))?;
     // The id takes the request's address and parameters before the send, which needs them
     // (they stay if it fails, as cm.c's do).
     let old = g.av.replace(av);
     id.set_service_id(sid);
     g.conn.timeout_ms = timeout_ms;
-    g.conn.max_cm_retries = param.max_cm_retries;
+    g.conn.max_cm_retries = bounds.retries(param.max_cm_retries);
     let sent = send_msg(id, &mut g, Out::SidrReq, &mut msg, 0, State::SidrReqSent);
     if sent.is_ok() {
         id.set_state(State::SidrReqSent.raw());

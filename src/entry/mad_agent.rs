@@ -164,15 +164,16 @@ pub(crate) unsafe extern "C" fn ibcm_rs_send_done(
     let dev = unsafe { device_of_agent(context) };
     // SAFETY: The MAD layer's completion of one of our buffers, handed to us once.
     let mut done = unsafe { Completed::take(&dev, port_num, send_wc) };
-    let id = done.id.take();
+    let Some(id) = done.id.take() else {
+        return;
+    };
     let status = done.status;
     // The id forgets the buffer (if it is its tracked one) before the buffer is freed, and
-    // gives back its use of the connection handle (the last one destroys it).
-    let failed_in = id
-        .as_ref()
-        .and_then(|id| conn::untrack(id, done.buf(), done.on_conn_ah));
+    // gives back its use of the connection handle (the last one destroys it); or the buffer
+    // goes out again, a retry of the CM's own.
+    let Some((done, failed_in)) = conn::untrack(&id, done) else {
+        return;
+    };
     drop(done);
-    if let Some(id) = id {
-        conn::send_done(&id, failed_in, status);
-    }
+    conn::send_done(&id, failed_in, status);
 }

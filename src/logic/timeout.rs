@@ -79,3 +79,113 @@ pub(crate) fn av_timeout(packet_life_time: u8) -> u8 {
 pub(crate) fn life_from_ack(local_ack_timeout: u8) -> u8 {
     local_ack_timeout.saturating_sub(1)
 }
+
+/// The retry policy an administrator may choose (module parameters `mra_wait_once` and
+/// `retry_backoff_after`). The default is cm.c's: an MRA's wait applies to every remaining
+/// retry, and every retry waits the message's own timeout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RetryPolicy {
+    /// An MRA stretches only the wait it interrupts; later retries wait the message's own
+    /// timeout again.
+    pub(crate) mra_once: bool,
+    /// After this many retries at the message's own timeout, each further retry waits twice
+    /// as long as the one before (capped at [`BACKOFF_MAX_MS`]); `None`: never.
+    pub(crate) backoff_after: Option<u8>,
+}
+
+/// The longest single wait exponential backoff makes (5 minutes), unless the message's own
+/// timeout is longer already.
+pub(crate) const BACKOFF_MAX_MS: u32 = 300_000;
+
+impl RetryPolicy {
+    /// How many of a message's `max_retries` retries the MAD layer makes by itself, at the
+    /// message's own timeout; the CM makes the rest ([`Self::reposts`]).
+    pub(crate) fn linear_retries(&self, max_retries: u8) -> u8 {
+        match self.backoff_after {
+            Some(n) => n.min(max_retries),
+            None => max_retries,
+        }
+    }
+
+    /// The retries the CM makes itself, each by posting the message again once the MAD
+    /// layer's own ran out: the part of `max_retries` beyond [`Self::linear_retries`].
+    pub(crate) fn reposts(&self, max_retries: u8) -> u8 {
+        max_retries - self.linear_retries(max_retries)
+    }
+}
+
+/// The wait of the `step`th retry the CM makes itself (the first is step 1): the base
+/// timeout doubled `step` times, at most [`BACKOFF_MAX_MS`] (or the base, if longer).
+pub(crate) fn backoff_wait_ms(base_ms: u32, step: u8) -> u32 {
+    let doubled = u64::from(base_ms) << u32::from(step).min(32);
+    let cap = u64::from(BACKOFF_MAX_MS.max(base_ms));
+    u32::try_from(doubled.min(cap)).unwrap_or(u32::MAX)
+}
+
+/// Bounds an administrator may put on the CM response timeouts and retry counts that
+/// callers pass (module parameters `cm_response_timeout_floor`/`_cap` and
+/// `cm_retries_floor`/`_cap`). The default, no bounds, keeps every value as given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Bounds {
+    /// Least CM response timeout exponent (0: none).
+    pub(crate) timeout_floor: u8,
+    /// Greatest CM response timeout exponent (31: none).
+    pub(crate) timeout_cap: u8,
+    /// Least retry count (0: none).
+    pub(crate) retries_floor: u8,
+    /// Greatest retry count (15: none).
+    pub(crate) retries_cap: u8,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Self {
+            timeout_floor: 0,
+            timeout_cap: 31,
+            retries_floor: 0,
+            retries_cap: 15,
+        }
+    }
+}
+
+impl Bounds {
+    /// A CM response timeout exponent within the bounds. A value above the 5-bit range
+    /// stays as given when there is no cap (cm.c masks it on the wire).
+    pub(crate) fn timeout(&self, t: u8) -> u8 {
+        let t = t.max(self.timeout_floor);
+        if self.timeout_cap < 31 {
+            t.min(self.timeout_cap)
+        } else {
+            t
+        }
+    }
+
+    /// A timeout in milliseconds (a SIDR_REQ's) within the bounds, as the exponents give
+    /// them. Zero (no wait, no retries) stays zero.
+    pub(crate) fn timeout_ms(&self, ms: u32) -> u32 {
+        if ms == 0 {
+            return 0;
+        }
+        let ms = if self.timeout_floor > 0 {
+            ms.max(conv_ms(self.timeout_floor))
+        } else {
+            ms
+        };
+        if self.timeout_cap < 31 {
+            ms.min(conv_ms(self.timeout_cap))
+        } else {
+            ms
+        }
+    }
+
+    /// A retry count within the bounds. A value above the 4-bit range stays as given when
+    /// there is no cap.
+    pub(crate) fn retries(&self, n: u8) -> u8 {
+        let n = n.max(self.retries_floor);
+        if self.retries_cap < 15 {
+            n.min(self.retries_cap)
+        } else {
+            n
+        }
+    }
+}

@@ -857,3 +857,74 @@ fn the_table_built_from_per_input_decisions_is_the_old_one() {
     }
     assert_eq!(checked, 16 * 6 * (28 + 4 + 16));
 }
+
+#[test]
+fn retry_policy_default_is_cm_c_s() {
+    // Off: the MAD layer makes every retry at the message's own timeout.
+    let off = timeout::RetryPolicy::default();
+    assert!(!off.mra_once);
+    for n in 0..=15 {
+        assert_eq!(off.linear_retries(n), n);
+        assert_eq!(off.reposts(n), 0);
+    }
+}
+
+#[test]
+fn backoff_after_n_linear_retries() {
+    let p = timeout::RetryPolicy {
+        mra_once: false,
+        backoff_after: Some(3),
+    };
+    assert_eq!((p.linear_retries(15), p.reposts(15)), (3, 12));
+    // Fewer retries than the linear part: no backoff at all.
+    assert_eq!((p.linear_retries(2), p.reposts(2)), (2, 0));
+    let from_first = timeout::RetryPolicy {
+        mra_once: false,
+        backoff_after: Some(0),
+    };
+    assert_eq!(
+        (from_first.linear_retries(15), from_first.reposts(15)),
+        (0, 15)
+    );
+    // rdma_cm's REQ wait on rxe, 4608 ms, doubles up to the 5 minute ceiling.
+    assert_eq!(timeout::backoff_wait_ms(4608, 1), 9216);
+    assert_eq!(timeout::backoff_wait_ms(4608, 6), 294_912);
+    assert_eq!(timeout::backoff_wait_ms(4608, 7), timeout::BACKOFF_MAX_MS);
+    assert_eq!(timeout::backoff_wait_ms(4608, 200), timeout::BACKOFF_MAX_MS);
+    // A base already past the ceiling is never shortened, and nothing wraps.
+    assert_eq!(timeout::backoff_wait_ms(600_000, 3), 600_000);
+    assert_eq!(timeout::backoff_wait_ms(u32::MAX, 31), u32::MAX);
+}
+
+#[test]
+fn bounds_default_keep_every_value() {
+    let b = timeout::Bounds::default();
+    for v in 0..=u8::MAX {
+        assert_eq!(b.timeout(v), v);
+        assert_eq!(b.retries(v), v);
+    }
+    for ms in [0, 1, 16, 4096, 1 << 23, u32::MAX] {
+        assert_eq!(b.timeout_ms(ms), ms);
+    }
+}
+
+#[test]
+fn bounds_clamp_timeouts_and_retries() {
+    let b = timeout::Bounds {
+        timeout_floor: 18,
+        timeout_cap: 22,
+        retries_floor: 3,
+        retries_cap: 7,
+    };
+    assert_eq!(b.timeout(0), 18);
+    assert_eq!(b.timeout(20), 20);
+    assert_eq!(b.timeout(31), 22);
+    assert_eq!(b.retries(0), 3);
+    assert_eq!(b.retries(5), 5);
+    assert_eq!(b.retries(15), 7);
+    // In milliseconds: 2^(18-8) = 1024 .. 2^(22-8) = 16384; no wait stays no wait.
+    assert_eq!(b.timeout_ms(100), 1024);
+    assert_eq!(b.timeout_ms(5000), 5000);
+    assert_eq!(b.timeout_ms(100_000), 16384);
+    assert_eq!(b.timeout_ms(0), 0);
+}

@@ -373,6 +373,46 @@ if [ "$CM" = rs ]; then
 		e2e "not ok conn_rs_only_load_$CM # insmod failed"
 	klog "IBCM-KTAP-END conn-rs-only-$CM"
 	rmmod ib_cm_conn_conformance 2>/dev/null
+
+	# Ours only: the administrator's retry policy and bounds (module parameters, default off).
+	# Each range parameter refuses what is outside its range and keeps its value.
+	MP=/sys/module/ib_cm/parameters
+	bad=
+	for kv in retry_backoff_after=16 retry_backoff_after=-2 cm_response_timeout_floor=32 \
+		cm_response_timeout_cap=32 cm_retries_floor=16 cm_retries_cap=x; do
+		if echo "${kv#*=}" >"$MP/${kv%%=*}" 2>/dev/null; then bad="$bad $kv"; fi
+	done
+	vals=$(cat $MP/mra_wait_once $MP/retry_backoff_after $MP/cm_response_timeout_floor \
+		$MP/cm_response_timeout_cap $MP/cm_retries_floor $MP/cm_retries_cap 2>&1 | tr '\n' ' ')
+	if [ -z "$bad" ] && [ "$vals" = "N -1 0 31 0 15 " ]; then
+		e2e "ok retry_tunables_checked_$CM # defaults $vals"
+	else
+		e2e "not ok retry_tunables_checked_$CM # accepted:${bad:- none}; values: $vals (want N -1 0 31 0 15)"
+	fi
+	# A retry floor of 4 and backoff after 1 retry: req_times_out's REQ, which asks for 2
+	# retries, goes out 5 times (the MAD layer's 1 retry at the REQ's own timeout, then 3 that
+	# the CM posts again itself, each waiting twice as long), and its port counts 4 retries and
+	# 1 timeout.
+	req_cnt() { cat /sys/class/infiniband/rxe1/ports/1/cm_tx_retries/req \
+		/sys/class/infiniband/rxe1/ports/1/cm_tx_timeouts/req 2>/dev/null | tr '\n' ' '; }
+	before=$(req_cnt)
+	echo 4 >$MP/cm_retries_floor
+	echo 1 >$MP/retry_backoff_after
+	printf '%s' 'ib_cm_conn_conformance.req_times_out' >$KF
+	klog "IBCM-KTAP-BEGIN retry-policy-$CM"
+	ins /lib/modules/test/ib_cm_conn_conformance.ko cm=$CM dev0=rxe0 dev1=rxe1 req_copies=5 ||
+		e2e "not ok retry_policy_load_$CM # insmod failed"
+	klog "IBCM-KTAP-END retry-policy-$CM"
+	rmmod ib_cm_conn_conformance 2>/dev/null
+	echo 0 >$MP/cm_retries_floor
+	echo -1 >$MP/retry_backoff_after
+	after=$(req_cnt)
+	d=$(echo "$before $after" | awk 'NF == 4 { print $3 - $1, $4 - $2 }')
+	if [ "$d" = "4 1" ]; then
+		e2e "ok retry_backoff_counted_$CM # req retries +4, timeouts +1"
+	else
+		e2e "not ok retry_backoff_counted_$CM # before: $before, after: $after (want retries +4, timeouts +1)"
+	fi
 fi
 printf '%s' '*.*' >$KF
 
