@@ -337,8 +337,9 @@ impl CmIdInner {
             // buffer's `timeout_ms`, which the MAD layer reads only when it retransmits
             // (`retry_send()`, at the end of that wait): putting the MAD's own timeout back
             // makes the later retries wait that again. The MAD layer may read the field under
-            // its agent lock at any time, so the store is a single aligned volatile write;
-            // either value is one the MAD was given.
+            // its agent lock, which we cannot take: a data race KCSAN would report, benign
+            // because the store is a single aligned volatile write and either value is one the
+            // MAD was given (and the wait just armed is at least 2 ms).
             // SAFETY: A live posted buffer (type invariant); `timeout_ms` is an aligned `int`.
             unsafe {
                 core::ptr::write_volatile(core::ptr::addr_of_mut!((*self.msg).timeout_ms), own)

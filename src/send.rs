@@ -558,7 +558,11 @@ impl<'a> Completed<'a> {
     /// buffer goes back to the MAD layer with its address handle and a reference to `id`, and
     /// counts as a retry; if the device is going away or the post fails, it comes back.
     /// `_g` is `id`'s locked state: the post happens under the lock, as the first one did,
-    /// so the tracked MAD the id records stays the one in flight.
+    /// so the tracked MAD the id records stays the one in flight. This relies on 6.12's MAD
+    /// layer not touching a buffer after its send handler returned (`timeout_sends()`,
+    /// `ib_mad_complete_send_wr()`), which `ib_post_send_mad()`'s re-initialisation of every
+    /// per-post field makes a repost legal against; a kernel that changes that must be
+    /// checked again (`scripts/check-kdir.sh` accepts 6.12 only).
     pub(crate) fn repost(
         mut self,
         id: &Arc<CmId>,

@@ -10,6 +10,8 @@ use crate::{
     logic::timeout::{Bounds, RetryPolicy},
 };
 
+/// The parameters, each read once; an administrator changing two at the same moment may be
+/// seen half-way (harmless: a cap wins over a floor either way).
 fn read() -> bindings::ibcm_tunables {
     let mut t = bindings::ibcm_tunables {
         mra_wait_once: false,
