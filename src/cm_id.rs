@@ -28,7 +28,6 @@ use crate::{
         remote::RemoteKey,
         service_id::ServiceId,
         state::{Lap, State},
-        timeout,
     },
     tw_queue::{Queued, TwLink},
     use_count::UseCount,
@@ -156,8 +155,10 @@ pub(crate) struct CmIdInner {
     msg: *mut bindings::ib_mad_send_buf,
     /// The state the tracked MAD was sent in (cm.c's `msg->context[1]`).
     msg_state: State,
-    /// How the tracked MAD is retried beyond the MAD layer's own retries.
-    msg_retry: MsgRetry,
+    /// Retries of the tracked MAD left for the CM to make itself, by posting it again once the
+    /// MAD layer's ran out (`timeout::RetryPolicy::reposts`); 0 once it is cancelled. One byte:
+    /// the id must stay in kmalloc-256.
+    msg_reposts: u8,
     /// The primary address.
     pub(crate) av: Option<CmBox<Av>>,
     /// The alternate address.
@@ -228,22 +229,6 @@ unsafe impl Sync for CmId {}
 // from any thread.
 unsafe impl Send for CmIdInner {}
 
-/// What the CM itself does about the tracked MAD's retries, under the administrator's retry
-/// policy (`timeout::RetryPolicy`): with the defaults, nothing (the MAD layer makes every
-/// retry).
-#[derive(Clone, Copy, Default)]
-pub(crate) struct MsgRetry {
-    /// The message's own timeout, which the CM's retries double (an MRA replaces it unless the
-    /// policy applies MRAs once).
-    pub(crate) base_ms: u32,
-    /// Retries left for the CM to make by posting the MAD again once the MAD layer's ran out.
-    pub(crate) reposts: u8,
-    /// Doublings of `base_ms` the next such retry waits.
-    pub(crate) step: u8,
-    /// The MAD was cancelled: whatever its completion says, it is not sent again.
-    pub(crate) cancelled: bool,
-}
-
 /// A MAD just posted for an id, under the id's lock, whose completion therefore has not run
 /// yet: what [`CmIdInner::track`] may record, with what the CM retries of it itself.
 ///
@@ -251,16 +236,17 @@ pub(crate) struct MsgRetry {
 ///
 /// The buffer was posted for the id whose lock the holder of this value holds, and that lock
 /// has not been dropped since.
-pub(crate) struct PostedMad(*mut bindings::ib_mad_send_buf, MsgRetry);
+pub(crate) struct PostedMad(*mut bindings::ib_mad_send_buf, u8);
 
 impl PostedMad {
     /// # Safety
     ///
     /// `buf` was just posted for an id whose lock the caller holds, and the value is consumed
     /// before that lock is dropped.
-    pub(crate) unsafe fn new(buf: *mut bindings::ib_mad_send_buf, retry: MsgRetry) -> Self {
+    /// `reposts` is how many retries the CM makes itself once the MAD layer's ran out.
+    pub(crate) unsafe fn new(buf: *mut bindings::ib_mad_send_buf, reposts: u8) -> Self {
         // INVARIANT: the caller's contract.
-        Self(buf, retry)
+        Self(buf, reposts)
     }
 }
 
@@ -271,25 +257,22 @@ impl CmIdInner {
         // under this lock before the buffer is freed, has not run.
         self.msg = mad.0;
         self.msg_state = state;
-        self.msg_retry = mad.1;
+        self.msg_reposts = mad.1;
     }
 
     /// Whether `buf`, whose wait for an answer ran out, is the tracked MAD, sent in `state`
-    /// (the id's state now), and has a retry left for the CM to make: if so, takes that retry
-    /// and returns how long it waits. The caller posts the buffer again under this lock.
+    /// (the id's state now), not cancelled, and has a retry left for the CM to make: if so,
+    /// takes that retry. The caller posts the buffer again under this lock.
     pub(crate) fn take_repost(
         &mut self,
         buf: *mut bindings::ib_mad_send_buf,
         state: State,
-    ) -> Option<u32> {
-        let r = &mut self.msg_retry;
-        if buf.is_null() || self.msg != buf || self.msg_state != state || r.cancelled {
-            return None;
+    ) -> bool {
+        if buf.is_null() || self.msg != buf || self.msg_state != state || self.msg_reposts == 0 {
+            return false;
         }
-        r.reposts = r.reposts.checked_sub(1)?;
-        let wait = timeout::backoff_wait_ms(r.base_ms, r.step);
-        r.step = r.step.saturating_add(1);
-        Some(wait)
+        self.msg_reposts -= 1;
+        true
     }
 
     /// The completion of `buf`: if it is the tracked MAD, forgets it and returns the state it
@@ -311,7 +294,7 @@ impl CmIdInner {
     /// Cancels the tracked MAD, if any (`ib_cancel_mad`): its completion reports a flush.
     pub(crate) fn cancel_tracked(&mut self) {
         if !self.msg.is_null() {
-            self.msg_retry.cancelled = true;
+            self.msg_reposts = 0;
             // SAFETY: A live posted buffer (type invariant); `ib_cancel_mad()` is
             // `ib_modify_mad(buf, 0)`, which cannot fail for a buffer the agent holds.
             unsafe { bindings::ib_modify_mad(self.msg, 0) };
@@ -319,20 +302,18 @@ impl CmIdInner {
     }
 
     /// Gives the tracked MAD a new timeout (`ib_modify_mad`, after an MRA); `EINVAL` without
-    /// one. With `once`, the new timeout stretches only the wait in progress and the MAD
-    /// layer's later retries wait the MAD's own timeout again; without, it applies to every
-    /// remaining retry (cm.c). Either way the CM's own retries start over from the shortest
-    /// wait: the peer said it is alive.
-    pub(crate) fn modify_tracked(&mut self, timeout_ms: u32, once: bool) -> Result {
+    /// one. With `restore` (the message's own timeout), the new timeout stretches only the
+    /// wait in progress, and later retries wait `restore` again (the CM's own retries double
+    /// from it); without, it applies to every remaining retry (cm.c), and the CM's own retries
+    /// double from it.
+    pub(crate) fn modify_tracked(&mut self, timeout_ms: u32, restore: Option<u32>) -> Result {
         if self.msg.is_null() {
             return Err(EINVAL);
         }
-        // SAFETY: A live posted buffer (type invariant): its `timeout_ms` is the one it was
-        // posted or last re-armed with.
-        let own = unsafe { (*self.msg).timeout_ms };
         // SAFETY: A live posted buffer (type invariant).
         kernel::error::to_result(unsafe { bindings::ib_modify_mad(self.msg, timeout_ms) })?;
-        if once {
+        if let Some(own) = restore {
+            let own = i32::try_from(own).unwrap_or(i32::MAX);
             // `ib_modify_mad()` armed the wait in progress with `timeout_ms` and left it in the
             // buffer's `timeout_ms`, which the MAD layer reads only when it retransmits
             // (`retry_send()`, at the end of that wait): putting the MAD's own timeout back
@@ -344,10 +325,7 @@ impl CmIdInner {
             unsafe {
                 core::ptr::write_volatile(core::ptr::addr_of_mut!((*self.msg).timeout_ms), own)
             };
-        } else {
-            self.msg_retry.base_ms = timeout_ms;
         }
-        self.msg_retry.step = 0;
         Ok(())
     }
 }
@@ -442,7 +420,7 @@ impl CmId {
                         events: EventQueue::default(),
                         msg: core::ptr::null_mut(),
                         msg_state: State::Idle,
-                        msg_retry: MsgRetry::default(),
+                        msg_reposts: 0,
                         av: init.av,
                         alt_av: init.alt_av,
                         conn: init.conn,

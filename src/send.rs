@@ -12,9 +12,10 @@ use crate::{
     ah::ConnAh,
     av::Av,
     bindings,
-    cm_id::{CmDevice, CmId, CmIdInner, MsgRetry, PostedMad},
+    cm_id::{CmDevice, CmId, CmIdInner, PostedMad},
     error::ptr_error,
     logic::{
+        timeout,
         trace::IdTrace,
         wire::{encode_zeroed_mad, AttrId, CmMessage, MAD_HDR_LEN, MAD_LEN, PAYLOAD_LEN},
     },
@@ -333,12 +334,7 @@ pub(crate) fn send_for_id(
     } else {
         tunables::retry_policy()
     };
-    let retry = MsgRetry {
-        base_ms: timeout_ms,
-        reposts: policy.reposts(g.conn.max_cm_retries),
-        step: 1,
-        cancelled: false,
-    };
+    let reposts = policy.reposts(g.conn.max_cm_retries);
     let retries = policy.linear_retries(g.conn.max_cm_retries);
     let av = g.av.as_deref().ok_or(EINVAL)?;
     let dev = &*id.dev;
@@ -424,7 +420,7 @@ pub(crate) fn send_for_id(
     }
     // SAFETY: Posted just above, under the id lock (`g` proves it is held), which the caller
     // keeps until it records or drops the value.
-    Ok((unsafe { PostedMad::new(buf, retry) }, tid))
+    Ok((unsafe { PostedMad::new(buf, reposts) }, tid))
 }
 
 /// The handle of a connection's first send (its REQ or REP): the connection's own, made now
@@ -553,8 +549,9 @@ impl<'a> Completed<'a> {
         self.buf
     }
 
-    /// Sends the MAD of `id` once more, waiting `wait_ms` for an answer and not retrying: a
-    /// retry the CM makes itself once the MAD layer's ran out (`RetryPolicy::reposts`). The
+    /// Sends the MAD of `id` once more, waiting twice as long as the wait that just ran out
+    /// (`timeout::backoff_wait_ms`) and not retrying: a retry the CM makes itself once the MAD
+    /// layer's ran out (`RetryPolicy::reposts`). The
     /// buffer goes back to the MAD layer with its address handle and a reference to `id`, and
     /// counts as a retry; if the device is going away or the post fails, it comes back.
     /// `_g` is `id`'s locked state: the post happens under the lock, as the first one did,
@@ -567,7 +564,6 @@ impl<'a> Completed<'a> {
         mut self,
         id: &Arc<CmId>,
         _g: &mut CmIdInner,
-        wait_ms: u32,
     ) -> core::result::Result<(), Self> {
         let Some(_gate) = self.dev.enter_send() else {
             return Err(self);
@@ -577,8 +573,10 @@ impl<'a> Completed<'a> {
         // handle and `context[0]` are unchanged, and `ib_post_send_mad()` sets up everything
         // else afresh.
         let ret = unsafe {
+            let prev = u32::try_from((*self.buf).timeout_ms).unwrap_or(0);
+            let wait = timeout::backoff_wait_ms(prev);
             (*self.buf).context[1] = owner.cast_mut().cast();
-            (*self.buf).timeout_ms = i32::try_from(wait_ms).unwrap_or(i32::MAX);
+            (*self.buf).timeout_ms = i32::try_from(wait).unwrap_or(i32::MAX);
             (*self.buf).retries = 0;
             bindings::ib_post_send_mad(self.buf, core::ptr::null_mut())
         };

@@ -32,8 +32,8 @@ pub(crate) fn untrack<'a>(
 ) -> Option<(Completed<'a>, Option<State>)> {
     let mut g = id.inner.lock();
     if done.status == bindings::ib_wc_status_IB_WC_RESP_TIMEOUT_ERR && !g.destroyed {
-        if let Some(wait) = g.take_repost(done.buf(), id.cm_state()) {
-            match done.repost(id, &mut g, wait) {
+        if g.take_repost(done.buf(), id.cm_state()) {
+            match done.repost(id, &mut g) {
                 Ok(()) => return None,
                 // The device is going away or the post failed: the timeout stands.
                 Err(back) => done = back,

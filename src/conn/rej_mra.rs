@@ -166,8 +166,10 @@ pub(crate) fn on_mra(dev: &CmDevice, port_num: u32, wc: &RecvWc, mra: &Mra<'_>) 
                 // The tracked MAD waits longer (for the wait in progress only, under the
                 // `mra_wait_once` policy); one already gone changes nothing.
                 let av_timeout = g.av.as_ref().map_or(0, |av| av.timeout);
-                let once = tunables::retry_policy().mra_once;
-                if g.modify_tracked(timeout::mra_wait_ms(t, av_timeout), once)
+                let own = tunables::retry_policy()
+                    .mra_once
+                    .then_some(g.conn.timeout_ms);
+                if g.modify_tracked(timeout::mra_wait_ms(t, av_timeout), own)
                     .is_ok()
                 {
                     g.retag_tracked(m.next);

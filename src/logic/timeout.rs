@@ -89,7 +89,7 @@ pub(crate) struct RetryPolicy {
     /// timeout again.
     pub(crate) mra_once: bool,
     /// After this many retries at the message's own timeout, each further retry waits twice
-    /// as long as the one before (capped at [`BACKOFF_MAX_MS`]); `None`: never.
+    /// as long as the one before ([`backoff_wait_ms`]); `None`: never.
     pub(crate) backoff_after: Option<u8>,
 }
 
@@ -114,12 +114,10 @@ impl RetryPolicy {
     }
 }
 
-/// The wait of the `step`th retry the CM makes itself (the first is step 1): the base
-/// timeout doubled `step` times, at most [`BACKOFF_MAX_MS`] (or the base, if longer).
-pub(crate) fn backoff_wait_ms(base_ms: u32, step: u8) -> u32 {
-    let doubled = u64::from(base_ms) << u32::from(step).min(32);
-    let cap = u64::from(BACKOFF_MAX_MS.max(base_ms));
-    u32::try_from(doubled.min(cap)).unwrap_or(u32::MAX)
+/// The wait of a retry the CM makes itself, after a wait of `prev_ms`: twice as long, at most
+/// [`BACKOFF_MAX_MS`] (or `prev_ms`, if longer already).
+pub(crate) fn backoff_wait_ms(prev_ms: u32) -> u32 {
+    prev_ms.saturating_mul(2).min(BACKOFF_MAX_MS.max(prev_ms))
 }
 
 /// Bounds an administrator may put on the CM response timeouts and retry counts that

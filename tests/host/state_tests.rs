@@ -886,14 +886,21 @@ fn backoff_after_n_linear_retries() {
         (from_first.linear_retries(15), from_first.reposts(15)),
         (0, 15)
     );
-    // rdma_cm's REQ wait on rxe, 4608 ms, doubles up to the 5 minute ceiling.
-    assert_eq!(timeout::backoff_wait_ms(4608, 1), 9216);
-    assert_eq!(timeout::backoff_wait_ms(4608, 6), 294_912);
-    assert_eq!(timeout::backoff_wait_ms(4608, 7), timeout::BACKOFF_MAX_MS);
-    assert_eq!(timeout::backoff_wait_ms(4608, 200), timeout::BACKOFF_MAX_MS);
-    // A base already past the ceiling is never shortened, and nothing wraps.
-    assert_eq!(timeout::backoff_wait_ms(600_000, 3), 600_000);
-    assert_eq!(timeout::backoff_wait_ms(u32::MAX, 31), u32::MAX);
+    // rdma_cm's REQ wait on rxe, 4608 ms, doubles up to the 5 minute ceiling and stays there.
+    let mut w = 4608;
+    let mut waits = vec![];
+    for _ in 0..8 {
+        w = timeout::backoff_wait_ms(w);
+        waits.push(w);
+    }
+    assert_eq!(
+        waits,
+        [9216, 18432, 36864, 73728, 147_456, 294_912, 300_000, 300_000]
+    );
+    // A wait already past the ceiling is never shortened, and nothing wraps.
+    assert_eq!(timeout::backoff_wait_ms(600_000), 600_000);
+    assert_eq!(timeout::backoff_wait_ms(u32::MAX), u32::MAX);
+    assert_eq!(timeout::backoff_wait_ms(0), 0);
 }
 
 #[test]
