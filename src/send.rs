@@ -549,6 +549,13 @@ impl<'a> Completed<'a> {
         self.buf
     }
 
+    /// Adds `n` to the message's `counter` on its port.
+    fn count(&self, counter: Counter, n: u64) {
+        if let (Some(port), Some(attr)) = (self.dev.port(self.port_num), self.attr) {
+            port.count(counter, attr.counter_index(), n);
+        }
+    }
+
     /// Sends the MAD of `id` once more, waiting twice as long as the wait that just ran out
     /// (`timeout::backoff_wait_ms`) and not retrying: a retry the CM makes itself once the MAD
     /// layer's ran out (`RetryPolicy::reposts`). The
@@ -585,9 +592,7 @@ impl<'a> Completed<'a> {
             drop(unsafe { Arc::from_raw(owner) });
             return Err(self);
         }
-        if let (Some(port), Some(attr)) = (self.dev.port(self.port_num), self.attr) {
-            port.count(Counter::TxRetries, attr.counter_index(), 1);
-        }
+        self.count(Counter::TxRetries, 1);
         self.id = None;
         // INVARIANT: posted again; its next completion takes it back.
         core::mem::forget(self);
@@ -599,9 +604,7 @@ impl Drop for Completed<'_> {
     fn drop(&mut self) {
         // Ours, beyond cm.c: a message whose retries ran out without an answer.
         if self.status == bindings::ib_wc_status_IB_WC_RESP_TIMEOUT_ERR {
-            if let (Some(port), Some(attr)) = (self.dev.port(self.port_num), self.attr) {
-                port.count(Counter::TxTimeouts, attr.counter_index(), 1);
-            }
+            self.count(Counter::TxTimeouts, 1);
         }
         // SAFETY: The send is complete; the buffer and its handle are ours to release, once
         // (type invariants).

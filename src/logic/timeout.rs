@@ -146,44 +146,48 @@ impl Default for Bounds {
     }
 }
 
+/// `v` raised to `floor` and, if there is a cap, lowered to it (the cap wins).
+fn bound<T: Ord>(v: T, floor: T, cap: Option<T>) -> T {
+    let v = v.max(floor);
+    match cap {
+        Some(cap) => v.min(cap),
+        None => v,
+    }
+}
+
 impl Bounds {
+    /// The timeout cap, unless it is the 5-bit field's largest value (no cap).
+    fn timeout_cap(&self) -> Option<u8> {
+        (self.timeout_cap < 31).then_some(self.timeout_cap)
+    }
+
     /// A CM response timeout exponent within the bounds. A value above the 5-bit range
     /// stays as given when there is no cap (cm.c masks it on the wire).
     pub(crate) fn timeout(&self, t: u8) -> u8 {
-        let t = t.max(self.timeout_floor);
-        if self.timeout_cap < 31 {
-            t.min(self.timeout_cap)
-        } else {
-            t
-        }
+        bound(t, self.timeout_floor, self.timeout_cap())
     }
 
     /// A timeout in milliseconds (a SIDR_REQ's) within the bounds, as the exponents give
-    /// them. Zero (no wait, no retries) stays zero.
+    /// them (a floor of 0 gives 1 ms, below any non-zero timeout). Zero (no wait, no retries)
+    /// stays zero.
     pub(crate) fn timeout_ms(&self, ms: u32) -> u32 {
         if ms == 0 {
             return 0;
         }
-        let ms = if self.timeout_floor > 0 {
-            ms.max(conv_ms(self.timeout_floor))
-        } else {
-            ms
-        };
-        if self.timeout_cap < 31 {
-            ms.min(conv_ms(self.timeout_cap))
-        } else {
-            ms
-        }
+        bound(
+            ms,
+            conv_ms(self.timeout_floor),
+            self.timeout_cap().map(conv_ms),
+        )
     }
 
     /// A retry count within the bounds. A value above the 4-bit range stays as given when
     /// there is no cap.
     pub(crate) fn retries(&self, n: u8) -> u8 {
-        let n = n.max(self.retries_floor);
-        if self.retries_cap < 15 {
-            n.min(self.retries_cap)
-        } else {
-            n
-        }
+        bound(
+            n,
+            self.retries_floor,
+            (self.retries_cap < 15).then_some(self.retries_cap),
+        )
     }
 }
