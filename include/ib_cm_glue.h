@@ -37,7 +37,34 @@ enum ibcm_counter_group {
 	IBCM_RX_DUPLICATES = 3,
 	IBCM_RX_DROPPED = 4,
 	IBCM_TX_TIMEOUTS = 5,
+	IBCM_FLOW = 6,
+	IBCM_REJ_SENT = 7,
+	IBCM_REJ_RCVD = 8,
+	IBCM_IDS = 9,
 };
+
+/*
+ * The REJ reasons counted apart (enum ib_cm_rej_reason; "other", index 0, counts a reason IBTA
+ * does not define): X(name, g, reason) for each, the names in lower case (sysfs file names of
+ * cm_rej_sent/ and cm_rej_rcvd/, and debugfs). src/port.rs counts 36 slots, index = reason.
+ */
+#define IBCM_REJ_SLOTS 36
+#define IBCM_REJ_COUNTED(X, g)								\
+	X(other, g, 0) X(no_qp, g, 1) X(no_eec, g, 2) X(no_resources, g, 3)		\
+	X(timeout, g, 4) X(unsupported, g, 5) X(invalid_comm_id, g, 6)			\
+	X(invalid_comm_instance, g, 7) X(invalid_service_id, g, 8)			\
+	X(invalid_transport_type, g, 9) X(stale_conn, g, 10) X(rdc_not_exist, g, 11)	\
+	X(invalid_gid, g, 12) X(invalid_lid, g, 13) X(invalid_sl, g, 14)		\
+	X(invalid_traffic_class, g, 15) X(invalid_hop_limit, g, 16)			\
+	X(invalid_packet_rate, g, 17) X(invalid_alt_gid, g, 18) X(invalid_alt_lid, g, 19)	\
+	X(invalid_alt_sl, g, 20) X(invalid_alt_traffic_class, g, 21)			\
+	X(invalid_alt_hop_limit, g, 22) X(invalid_alt_packet_rate, g, 23)		\
+	X(port_cm_redirect, g, 24) X(port_redirect, g, 25) X(invalid_mtu, g, 26)	\
+	X(insufficient_resp_resources, g, 27) X(consumer_defined, g, 28)		\
+	X(invalid_rnr_retry, g, 29) X(duplicate_local_comm_id, g, 30)			\
+	X(invalid_class_version, g, 31) X(invalid_flow_label, g, 32)			\
+	X(invalid_alt_flow_label, g, 33) X(vendor_option_not_supported, g, 35)
+
 
 /*
  * Layout of the ABI structs as the C compiler sees them. bindgen evaluates these enumerators
@@ -113,8 +140,12 @@ struct ibcm_tunables {
 	u8 cm_response_timeout_cap;
 	u8 cm_retries_floor;
 	u8 cm_retries_cap;
+	int flow_control_limit; /* -1: a quarter of the MAD receive queue; 0: none */
+	int flow_control_backlog;
 };
 void ibcm_glue_tunables(struct ibcm_tunables *t);
+/* Work requests on the receive queue of the port's MAD QP (0: unknown). May sleep. */
+u32 ibcm_glue_mad_recv_queue_size(struct ib_mad_agent *agent);
 bool ibcm_glue_fail_send_mads(void); /* test builds only */
 
 /*
@@ -237,7 +268,11 @@ void ibcm_glue_seq_ids_header(struct seq_file *m);
 void ibcm_glue_seq_id(struct seq_file *m, u32 local_id, u32 remote_id, const char *state,
 		      size_t state_len, u64 service_id, const char *conn_ah, size_t conn_ah_len);
 void ibcm_glue_seq_conn_ahs(struct seq_file *m, u32 held, u32 limit, u64 over_budget, u64 failed);
-void ibcm_glue_seq_stats(struct seq_file *m, u64 slow_destroys);
+void ibcm_glue_seq_stats(struct seq_file *m, u64 slow_destroys, u32 timewait_ids);
+/* "port <port> <dir>" and name=count for each non-zero count of counts[IBCM_REJ_SLOTS]. */
+void ibcm_glue_seq_rej(struct seq_file *m, u32 port, const char *dir, const u64 *counts);
+void ibcm_glue_seq_flow(struct seq_file *m, u32 port, u32 limit, u32 outstanding, u32 backlog,
+			u32 high_water, u64 refused);
 /* Rust: the files' contents. */
 void ibcm_rs_debugfs_listeners(struct seq_file *m, void *cm_dev);
 void ibcm_rs_debugfs_ids(struct seq_file *m, void *cm_dev);

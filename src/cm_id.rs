@@ -18,6 +18,7 @@ use crate::alloc::CmBox;
 use crate::{
     ah::ConnAh,
     av::Av,
+    backlog::Unposted,
     bindings,
     comm_index::CommId,
     device::DeviceOf,
@@ -139,9 +140,11 @@ impl StoredPd {
 ///
 /// # Invariants
 ///
-/// `msg` is NULL or a buffer the id posted (`send::send_for_id`) whose completion has not yet
-/// run: the completion clears it under this lock ([`CmIdInner::untrack`]) before the buffer is
-/// freed. Only [`CmIdInner::track`] sets it, from a [`PostedMad`].
+/// `msg` is NULL or a buffer the id posted (`send::send_for_id`), at the MAD layer or waiting
+/// in its port's flow-control backlog, whose completion has not yet run: the completion clears
+/// it under this lock ([`CmIdInner::untrack`]) before the buffer is freed, and so does taking
+/// it out of the backlog ([`CmIdInner::cancel_tracked`]). Only [`CmIdInner::track`] sets it,
+/// from a [`PostedMad`].
 pub(crate) struct CmIdInner {
     /// `ib_destroy_cm_id()` has started: nothing is delivered any more.
     pub(crate) destroyed: bool,
@@ -229,13 +232,14 @@ unsafe impl Sync for CmId {}
 // from any thread.
 unsafe impl Send for CmIdInner {}
 
-/// A MAD just posted for an id, under the id's lock, whose completion therefore has not run
-/// yet: what [`CmIdInner::track`] may record, with what the CM retries of it itself.
+/// A MAD just posted for an id (or queued in its port's flow-control backlog), under the id's
+/// lock, whose completion therefore has not run yet: what [`CmIdInner::track`] may record,
+/// with what the CM retries of it itself.
 ///
 /// # Invariants
 ///
-/// The buffer was posted for the id whose lock the holder of this value holds, and that lock
-/// has not been dropped since.
+/// The buffer was posted or queued for the id whose lock the holder of this value holds, and
+/// that lock has not been dropped since.
 pub(crate) struct PostedMad(*mut bindings::ib_mad_send_buf, u8);
 
 impl PostedMad {
@@ -291,14 +295,32 @@ impl CmIdInner {
         self.msg_state = state;
     }
 
-    /// Cancels the tracked MAD, if any (`ib_cancel_mad`): its completion reports a flush.
-    pub(crate) fn cancel_tracked(&mut self) {
-        if !self.msg.is_null() {
-            self.msg_reposts = 0;
-            // SAFETY: A live posted buffer (type invariant); `ib_cancel_mad()` is
-            // `ib_modify_mad(buf, 0)`, which cannot fail for a buffer the agent holds.
-            unsafe { bindings::ib_modify_mad(self.msg, 0) };
+    /// Cancels the tracked MAD, if any (`ib_cancel_mad`): its completion reports a flush. One
+    /// still waiting in its port's flow-control backlog (`dev`'s) is taken out, forgotten and
+    /// given back, never posted; the caller completes it.
+    pub(crate) fn cancel_tracked(&mut self, dev: &CmDevice) -> Option<Unposted> {
+        if self.msg.is_null() {
+            return None;
         }
+        self.msg_reposts = 0;
+        // SAFETY: A live buffer the id built (type invariant): its agent stays registered
+        // until every such buffer has completed.
+        let port_num = u32::from(unsafe { (*(*self.msg).mad_agent).port_num });
+        let msg = self.msg;
+        let waiting = dev.port(port_num).and_then(|p| {
+            // SAFETY: As above, a buffer the CM built for that port; it waits in the port's
+            // backlog if it was not posted (cancelling takes it out).
+            unsafe { p.flow().remove(msg) }
+        });
+        if let Some(waiting) = waiting {
+            // INVARIANT: out of the backlog, never posted: no completion will clear it.
+            self.msg = core::ptr::null_mut();
+            return Some(waiting);
+        }
+        // SAFETY: A live posted buffer (type invariant); `ib_cancel_mad()` is
+        // `ib_modify_mad(buf, 0)`, which cannot fail for a buffer the agent holds.
+        unsafe { bindings::ib_modify_mad(self.msg, 0) };
+        None
     }
 
     /// Gives the tracked MAD a new timeout (`ib_modify_mad`, after an MRA); `EINVAL` without
@@ -310,7 +332,8 @@ impl CmIdInner {
         if self.msg.is_null() {
             return Err(EINVAL);
         }
-        // SAFETY: A live posted buffer (type invariant).
+        // SAFETY: A live buffer (type invariant). One still waiting in the backlog is not
+        // found by the MAD layer: `-EINVAL`, as for no MAD at all (no peer has seen it).
         kernel::error::to_result(unsafe { bindings::ib_modify_mad(self.msg, timeout_ms) })?;
         if let Some(own) = restore {
             let own = i32::try_from(own).unwrap_or(i32::MAX);

@@ -99,9 +99,32 @@ void ibcm_glue_seq_id(struct seq_file *m, u32 local_id, u32 remote_id, const cha
 		   (int)state_len, state, service_id, (int)conn_ah_len, conn_ah);
 }
 
-void ibcm_glue_seq_stats(struct seq_file *m, u64 slow_destroys)
+void ibcm_glue_seq_stats(struct seq_file *m, u64 slow_destroys, u32 timewait_ids)
 {
-	seq_printf(m, "destroy_waits_over_budget %llu\n", slow_destroys);
+	seq_printf(m, "destroy_waits_over_budget %llu\ntimewait_ids %u\n", slow_destroys,
+		   timewait_ids);
+}
+
+#define IBCM_REJ_NAME(_name, _g, _index) [_index] = #_name,
+
+void ibcm_glue_seq_rej(struct seq_file *m, u32 port, const char *dir, const u64 *counts)
+{
+	static const char *const names[IBCM_REJ_SLOTS] = { IBCM_REJ_COUNTED(IBCM_REJ_NAME, 0) };
+	int i;
+
+	seq_printf(m, "port %u %s", port, dir);
+	for (i = 0; i < IBCM_REJ_SLOTS; i++)
+		if (counts[i])
+			seq_printf(m, " %s=%llu", names[i] ? names[i] : "other", counts[i]);
+	seq_putc(m, '\n');
+}
+
+/* One line per port; a limit of 0 means no flow control. */
+void ibcm_glue_seq_flow(struct seq_file *m, u32 port, u32 limit, u32 outstanding, u32 backlog,
+			u32 high_water, u64 refused)
+{
+	seq_printf(m, "port %u flow_limit %u outstanding %u backlog %u backlog_high_water %u refused %llu\n",
+		   port, limit, outstanding, backlog, high_water, refused);
 }
 
 void ibcm_glue_seq_conn_ahs(struct seq_file *m, u32 held, u32 limit, u64 over_budget, u64 failed)

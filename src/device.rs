@@ -514,6 +514,11 @@ impl<I> DeviceOf<I> {
         }
     }
 
+    /// Its CM-capable ports.
+    pub(crate) fn ports(&self) -> &[CmPort] {
+        &self.ports
+    }
+
     /// How many CM-capable ports the device has.
     pub(crate) fn port_count(&self) -> usize {
         self.ports.len()
@@ -561,6 +566,9 @@ impl<I> DeviceOf<I> {
             unsafe { bindings::ibcm_glue_unregister_counters(self.ib_dev, n) };
             return Err(e);
         }
+        // SAFETY: Registered just above; add runs in process context (the query may sleep).
+        let recv_queue = unsafe { bindings::ibcm_glue_mad_recv_queue_size(agent) };
+        port.flow().derived_limit = crate::logic::flow::derived_limit(recv_queue);
         port.set_agent(agent);
         Ok(())
     }

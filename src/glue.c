@@ -159,8 +159,11 @@ static struct ib_client cm_client = {
 	.remove = ibcm_rs_remove_one,
 };
 
+static void ibcm_fill_rej_lists(void);
+
 int ibcm_glue_register_client(void)
 {
+	ibcm_fill_rej_lists();
 	return ib_register_client(&cm_client);
 }
 
@@ -374,6 +377,10 @@ IBCM_RANGE_PARAM(cm_response_timeout_cap, 31, 0, 31,
 		 "Greatest CM response timeout exponent callers get (31: no cap)");
 IBCM_RANGE_PARAM(cm_retries_floor, 0, 0, 15, "Least CM retry count callers get (0: no floor)");
 IBCM_RANGE_PARAM(cm_retries_cap, 15, 0, 15, "Greatest CM retry count callers get (15: no cap)");
+IBCM_RANGE_PARAM(flow_control_limit, -1, -1, 65536,
+		 "REQ/DREQ/LAP/SIDR_REQ MADs a port keeps outstanding, the rest wait in order (-1: a quarter of the MAD receive queue; 0: no limit, as the 6.12 in-tree CM)");
+IBCM_RANGE_PARAM(flow_control_backlog, 32768, 0, 262144,
+		 "REQ/DREQ/LAP/SIDR_REQ MADs that may wait per port; a send beyond fails with -ENOMEM");
 
 void ibcm_glue_tunables(struct ibcm_tunables *t)
 {
@@ -383,6 +390,18 @@ void ibcm_glue_tunables(struct ibcm_tunables *t)
 	t->cm_response_timeout_cap = READ_ONCE(cm_response_timeout_cap);
 	t->cm_retries_floor = READ_ONCE(cm_retries_floor);
 	t->cm_retries_cap = READ_ONCE(cm_retries_cap);
+	t->flow_control_limit = READ_ONCE(flow_control_limit);
+	t->flow_control_backlog = READ_ONCE(flow_control_backlog);
+}
+
+u32 ibcm_glue_mad_recv_queue_size(struct ib_mad_agent *agent)
+{
+	struct ib_qp_init_attr init = {};
+	struct ib_qp_attr attr = {};
+
+	if (ib_query_qp(agent->qp, &attr, IB_QP_CAP, &init))
+		return 0;
+	return init.cap.max_recv_wr;
 }
 
 
@@ -691,7 +710,7 @@ bool ibcm_glue_flush_capable(const struct ib_device *device)
 }
 
 
-/* --- per-port counters in sysfs: cm.c's four groups (spec 8), then two of ours --- */
+/* --- per-port counters in sysfs: cm.c's four groups (spec 8), then six of ours --- */
 
 /*
  * Exported by ib_core (sysfs.c) but declared only in its private core_priv.h, which cm.c
@@ -766,6 +785,57 @@ static struct attribute *ibcm_tx_timeouts_list[] = {
 	&ibcm_tx_timeouts_attrs[4].attr.attr, NULL,
 };
 
+/*
+ * Ours, beyond cm.c: the port's flow control of REQ/DREQ/LAP/SIDR_REQ (src/backlog.rs): the
+ * limit in force (0: none), those at the MAD layer, those waiting, the most that ever waited,
+ * and the sends refused because the backlog was full.
+ */
+static struct ibcm_counter_attribute ibcm_flow_attrs[] = {
+	IBCM_COUNTER(limit, IBCM_FLOW, 0), IBCM_COUNTER(outstanding, IBCM_FLOW, 1),
+	IBCM_COUNTER(backlog, IBCM_FLOW, 2), IBCM_COUNTER(backlog_high_water, IBCM_FLOW, 3),
+	IBCM_COUNTER(refused, IBCM_FLOW, 4),
+};
+static struct attribute *ibcm_flow_list[] = {
+	&ibcm_flow_attrs[0].attr.attr, &ibcm_flow_attrs[1].attr.attr,
+	&ibcm_flow_attrs[2].attr.attr, &ibcm_flow_attrs[3].attr.attr,
+	&ibcm_flow_attrs[4].attr.attr, NULL,
+};
+
+/* Ours, beyond cm.c: REJs sent and received by reason (IBCM_REJ_COUNTED, ib_cm_glue.h). */
+#define IBCM_REJ_COUNTER(_name, _group, _index) IBCM_COUNTER(_name, _group, _index),
+#define IBCM_REJ_COUNT(_name, _group, _index) + 1
+
+static struct ibcm_counter_attribute ibcm_rej_sent_attrs[] = {
+	IBCM_REJ_COUNTED(IBCM_REJ_COUNTER, IBCM_REJ_SENT)
+};
+static struct ibcm_counter_attribute ibcm_rej_rcvd_attrs[] = {
+	IBCM_REJ_COUNTED(IBCM_REJ_COUNTER, IBCM_REJ_RCVD)
+};
+/* Filled once by ibcm_glue_register_client(), before any device registers its groups. */
+static struct attribute *ibcm_rej_sent_list[0 IBCM_REJ_COUNTED(IBCM_REJ_COUNT, 0) + 1];
+static struct attribute *ibcm_rej_rcvd_list[0 IBCM_REJ_COUNTED(IBCM_REJ_COUNT, 0) + 1];
+
+static void ibcm_fill_rej_lists(void)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(ibcm_rej_sent_attrs); i++) {
+		ibcm_rej_sent_list[i] = &ibcm_rej_sent_attrs[i].attr.attr;
+		ibcm_rej_rcvd_list[i] = &ibcm_rej_rcvd_attrs[i].attr.attr;
+	}
+}
+
+/*
+ * Ours, beyond cm.c: the device's ids in timewait now, and its destroys that waited for their
+ * callbacks longer than the id's retry budget (both the device's, shown on each port).
+ */
+static struct ibcm_counter_attribute ibcm_ids_attrs[] = {
+	IBCM_COUNTER(timewait, IBCM_IDS, 0), IBCM_COUNTER(destroy_waits_over_budget, IBCM_IDS, 1),
+};
+static struct attribute *ibcm_ids_list[] = {
+	&ibcm_ids_attrs[0].attr.attr, &ibcm_ids_attrs[1].attr.attr, NULL,
+};
+
 static const struct attribute_group ibcm_counter_groups[] = {
 	{ .name = "cm_tx_msgs", .attrs = ibcm_tx_msgs_list },
 	{ .name = "cm_tx_retries", .attrs = ibcm_tx_retries_list },
@@ -773,11 +843,17 @@ static const struct attribute_group ibcm_counter_groups[] = {
 	{ .name = "cm_rx_duplicates", .attrs = ibcm_rx_duplicates_list },
 	{ .name = "cm_rx_dropped", .attrs = ibcm_rx_dropped_list },
 	{ .name = "cm_tx_timeouts", .attrs = ibcm_tx_timeouts_list },
+	{ .name = "cm_flow", .attrs = ibcm_flow_list },
+	{ .name = "cm_rej_sent", .attrs = ibcm_rej_sent_list },
+	{ .name = "cm_rej_rcvd", .attrs = ibcm_rej_rcvd_list },
+	{ .name = "cm_ids", .attrs = ibcm_ids_list },
 };
 
 static const struct attribute_group *ibcm_counter_group_list[] = {
 	&ibcm_counter_groups[0], &ibcm_counter_groups[1], &ibcm_counter_groups[2],
-	&ibcm_counter_groups[3], &ibcm_counter_groups[4], &ibcm_counter_groups[5], NULL,
+	&ibcm_counter_groups[3], &ibcm_counter_groups[4], &ibcm_counter_groups[5],
+	&ibcm_counter_groups[6], &ibcm_counter_groups[7], &ibcm_counter_groups[8],
+	&ibcm_counter_groups[9], NULL,
 };
 
 int ibcm_glue_register_counters(struct ib_device *device, u32 port_num)

@@ -13,6 +13,7 @@ use kernel::prelude::*;
 mod ah;
 mod alloc;
 mod av;
+mod backlog;
 mod bindings;
 mod cm_id;
 mod comm_id;

@@ -5,8 +5,14 @@
 //! `cm_*_group`s). The sysfs files themselves are declared in `glue.c`; their `show` reads the
 //! counters through `ibcm_rs_counter` (`entry/client.rs`).
 
-use crate::{bindings, logic::wire::ATTR_COUNT};
+use crate::{
+    backlog::Flow,
+    bindings,
+    lock::{new_spinlock_irq, SpinLockIrq, SpinLockIrqGuard},
+    logic::wire::ATTR_COUNT,
+};
 use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use kernel::prelude::*;
 
 /// Counter groups, in the order of `enum ibcm_counter_group` (`include/ib_cm_glue.h`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -23,6 +29,10 @@ pub(crate) enum Counter {
     TxTimeouts = 4,
 }
 
+/// REJ reasons counted apart: IBTA's 1 to 35 (34 is unassigned), and 0 for any other
+/// (`IBCM_REJ_SLOTS` in `ib_cm_glue.h`).
+pub(crate) const REJ_REASONS: usize = 36;
+
 /// One CM-capable port.
 ///
 /// # Invariants
@@ -34,17 +44,30 @@ pub(crate) struct CmPort {
     agent: AtomicPtr<bindings::ib_mad_agent>,
     counters: [[AtomicU64; ATTR_COUNT]; 5],
     malformed: AtomicU64,
+    /// REJs sent (`[0]`) and received (`[1]`), by reason (`[.][0]`: a reason IBTA does not
+    /// define).
+    rej: [[AtomicU64; REJ_REASONS]; 2],
+    /// Flow control of the controlled MADs sent from this port (`send.rs`). Taken inside an
+    /// id's lock, never the other way round.
+    flow: Pin<KBox<SpinLockIrq<Flow>>>,
 }
 
 impl CmPort {
-    /// A port with no agent yet and zeroed counters.
-    pub(crate) fn new(port_num: u32) -> Self {
-        Self {
+    /// A port with no agent yet, zeroed counters and nothing outstanding.
+    pub(crate) fn new(port_num: u32) -> Result<Self> {
+        Ok(Self {
             port_num,
             agent: AtomicPtr::new(core::ptr::null_mut()),
             counters: [const { [const { AtomicU64::new(0) }; ATTR_COUNT] }; 5],
             malformed: AtomicU64::new(0),
-        }
+            rej: [const { [const { AtomicU64::new(0) }; REJ_REASONS] }; 2],
+            flow: KBox::pin_init(new_spinlock_irq!(Flow::new(), "CmPort::flow"), GFP_KERNEL)?,
+        })
+    }
+
+    /// The port's flow-control state, locked.
+    pub(crate) fn flow(&self) -> SpinLockIrqGuard<'_, Flow> {
+        self.flow.lock()
     }
 
     /// The port number.
@@ -69,15 +92,51 @@ impl CmPort {
         }
     }
 
+    /// Counts a REJ sent (`sent`) or received, with its reason.
+    pub(crate) fn count_rej(&self, sent: bool, reason: u16) {
+        let i = match reason {
+            1..=33 | 35 => usize::from(reason),
+            _ => 0,
+        };
+        self.rej[usize::from(!sent)][i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The REJs sent (`sent`) or received, by reason slot.
+    pub(crate) fn rej_counts(&self, sent: bool) -> [u64; REJ_REASONS] {
+        let mut out = [0; REJ_REASONS];
+        for (o, c) in out.iter_mut().zip(&self.rej[usize::from(!sent)]) {
+            *o = c.load(Ordering::Relaxed);
+        }
+        out
+    }
+
     /// Counts a MAD dropped as malformed.
     pub(crate) fn count_malformed(&self) {
         self.malformed.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Reads counter `index` of sysfs group `group` (`enum ibcm_counter_group`): 0 to 3 are
-    /// cm.c's, 4 is our `cm_rx_dropped`, 5 our `cm_tx_timeouts` ([`Counter::TxTimeouts`]).
+    /// cm.c's, 4 is our `cm_rx_dropped`, 5 our `cm_tx_timeouts` ([`Counter::TxTimeouts`]), 6
+    /// our `cm_flow` ([`FlowStats`], in its field order), 7 and 8 our `cm_rej_sent` and
+    /// `cm_rej_rcvd` (by reason).
     pub(crate) fn read(&self, group: usize, index: usize) -> u64 {
         let group = match group {
+            7 | 8 => {
+                return self.rej[group - 7]
+                    .get(index)
+                    .map_or(0, |c| c.load(Ordering::Relaxed));
+            }
+            6 => {
+                let s = self.flow_stats();
+                return match index {
+                    0 => s.limit.map_or(0, u64::from),
+                    1 => u64::from(s.outstanding),
+                    2 => u64::from(s.queued),
+                    3 => u64::from(s.high_water),
+                    4 => s.refused,
+                    _ => 0,
+                };
+            }
             4 => {
                 return if index == 0 {
                     self.malformed.load(Ordering::Relaxed)
@@ -95,3 +154,34 @@ impl CmPort {
             .map_or(0, |c| c.load(Ordering::Relaxed))
     }
 }
+
+/// A port's flow-control figures, for sysfs (`cm_flow`) and debugfs (`flow`).
+pub(crate) struct FlowStats {
+    /// The limit in force (`None`: flow control off).
+    pub(crate) limit: Option<u32>,
+    /// Controlled MADs at the MAD layer.
+    pub(crate) outstanding: u32,
+    /// Controlled MADs waiting in the backlog.
+    pub(crate) queued: u32,
+    /// The most that ever waited at once.
+    pub(crate) high_water: u32,
+    /// Sends refused because the backlog was full.
+    pub(crate) refused: u64,
+}
+
+impl CmPort {
+    /// The port's flow-control figures now.
+    pub(crate) fn flow_stats(&self) -> FlowStats {
+        let param = crate::tunables::flow_control().limit;
+        let f = self.flow();
+        FlowStats {
+            limit: crate::logic::flow::limit(param, f.derived_limit),
+            outstanding: f.outstanding,
+            queued: f.queued(),
+            high_water: f.high_water,
+            refused: f.refused,
+        }
+    }
+}
+
+const _: () = assert!(REJ_REASONS == bindings::IBCM_REJ_SLOTS as usize);

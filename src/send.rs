@@ -7,19 +7,25 @@
 //! replies of an id to the REQ or SIDR_REQ that created it (REJ, SIDR_REP). Every send first
 //! passes the device's send gate, so none starts once removal has begun and removal waits for
 //! those in flight before it unregisters the agents.
+//!
+//! Beyond cm.c: an id's REQ, DREQ, LAP and SIDR_REQ pass their port's flow control
+//! (`logic::flow`, `backlog.rs`): at most a limit of them are at the MAD layer per port, the
+//! rest wait in order, and each completion lets the next one out. Answers never wait.
 
 use crate::{
     ah::ConnAh,
     av::Av,
+    backlog::{Spare, Unposted, UnpostedList},
     bindings,
     cm_id::{CmDevice, CmId, CmIdInner, PostedMad},
     error::ptr_error,
     logic::{
+        flow::{self, Admit},
         timeout,
         trace::IdTrace,
         wire::{encode_zeroed_mad, AttrId, CmMessage, MAD_HDR_LEN, MAD_LEN, PAYLOAD_LEN},
     },
-    port::Counter,
+    port::{CmPort, Counter},
     recv_wc::RecvWc,
     reply_ah::ReplyAh,
     tunables,
@@ -340,7 +346,8 @@ pub(crate) fn send_for_id(
     let dev = &*id.dev;
     // Once removal began, cm.c's `cm_alloc_msg` finds the port's MAD agent gone: `-EINVAL`.
     let _gate = dev.enter_send().ok_or(EINVAL)?;
-    let agent = dev.port(av.port_num()).map(|p| p.agent()).ok_or(EINVAL)?;
+    let port = dev.port(av.port_num()).ok_or(EINVAL)?;
+    let agent = port.agent();
     if agent.is_null() {
         return Err(EINVAL);
     }
@@ -404,8 +411,13 @@ pub(crate) fn send_for_id(
             i32::from(retries)
         };
     }
-    // SAFETY: `buf` is ready; on failure it is still ours.
-    let ret = unsafe { bindings::ib_post_send_mad(buf, core::ptr::null_mut()) };
+    let ret = if flow::controlled(msg.attr_id()) {
+        // SAFETY: `buf` is ready and ours, built for `port`.
+        unsafe { post_controlled(port, buf) }
+    } else {
+        // SAFETY: `buf` is ready; on failure it is still ours.
+        unsafe { bindings::ib_post_send_mad(buf, core::ptr::null_mut()) }
+    };
     if ret != 0 {
         // SAFETY: Not posted, so the buffer, its handle and the id reference are still ours.
         unsafe {
@@ -421,6 +433,107 @@ pub(crate) fn send_for_id(
     // SAFETY: Posted just above, under the id lock (`g` proves it is held), which the caller
     // keeps until it records or drops the value.
     Ok((unsafe { PostedMad::new(buf, reposts) }, tid))
+}
+
+/// Posts a controlled MAD (`logic::flow::controlled`) of `port`, or queues it in the port's
+/// backlog behind those waiting already; 0, or the errno of the refusal (`-ENOMEM`: the
+/// backlog is full, or no node for it) or of the post. Posting under the port's lock keeps a
+/// slot from being seen taken by a post that then fails.
+///
+/// # Safety
+///
+/// `buf` must be a built send buffer of `port`'s agent that the caller owns and has not
+/// posted; on success it belongs to the MAD layer or to the backlog, else it is still the
+/// caller's.
+unsafe fn post_controlled(port: &CmPort, buf: *mut bindings::ib_mad_send_buf) -> ffi::c_int {
+    let params = tunables::flow_control();
+    let mut spare = None;
+    loop {
+        let mut f = port.flow();
+        let limit = flow::limit(params.limit, f.derived_limit);
+        match flow::admit(f.outstanding, f.queued(), limit, params.backlog) {
+            Admit::Post => {
+                // SAFETY: `buf` is ready (caller).
+                let ret = unsafe { bindings::ib_post_send_mad(buf, core::ptr::null_mut()) };
+                if ret == 0 {
+                    f.outstanding += 1;
+                }
+                return ret;
+            }
+            Admit::Queue => match spare.take() {
+                Some(node) => {
+                    // SAFETY: `buf` is built, ours and not posted (caller).
+                    unsafe { f.push(node, buf) };
+                    return 0;
+                }
+                None => {
+                    // The node is allocated outside the port's lock; the decision is taken
+                    // again with it (a slot may have freed meanwhile).
+                    drop(f);
+                    match Spare::new() {
+                        Ok(node) => spare = Some(node),
+                        Err(e) => return e.to_errno(),
+                    }
+                }
+            },
+            Admit::Refuse => {
+                f.refused += 1;
+                return ENOMEM.to_errno();
+            }
+        }
+    }
+}
+
+/// At most this many waiting MADs go out per completion (with the port's lock held and
+/// interrupts off): a raised limit is caught up with over the next completions. Nothing
+/// waits with nothing outstanding, so a waiting MAD always has a completion ahead of it
+/// (or removal, which completes it).
+const DEQUEUE_BATCH: u32 = 32;
+
+/// A completed controlled MAD of `port_num` gives its slot back, and the waiting ones take the
+/// free slots, in order. Returned are those whose post failed, never posted, for the caller
+/// to complete. While the device goes away nothing more goes out: removal completes the
+/// waiting ones ([`take_waiting`]).
+pub(crate) fn release_slot(dev: &CmDevice, port_num: u32) -> UnpostedList {
+    let mut failed = UnpostedList::new();
+    let Some(port) = dev.port(port_num) else {
+        return failed;
+    };
+    let params = tunables::flow_control();
+    let mut f = port.flow();
+    f.outstanding = f.outstanding.saturating_sub(1);
+    let Some(_gate) = dev.enter_send() else {
+        return failed;
+    };
+    let limit = flow::limit(params.limit, f.derived_limit);
+    // Only posts count against the batch: when it stops with MADs still waiting, at least
+    // `DEQUEUE_BATCH` are outstanding, whose completions let the rest out.
+    let mut posted = 0;
+    while posted < DEQUEUE_BATCH && flow::may_dequeue(f.outstanding, limit) {
+        let Some(waiting) = f.pop() else {
+            break;
+        };
+        // SAFETY: A built, unposted buffer of this port's agent, which is registered while
+        // the send gate is held (backlog invariants).
+        if unsafe { bindings::ib_post_send_mad(waiting.0, core::ptr::null_mut()) } == 0 {
+            f.outstanding += 1;
+            posted += 1;
+        } else {
+            failed.push(waiting);
+        }
+    }
+    failed
+}
+
+/// Every MAD waiting in `port`'s backlog, taken out in order (device removal, once no send
+/// starts any more, before the agent goes).
+pub(crate) fn take_waiting(port: &CmPort) -> UnpostedList {
+    let mut all = UnpostedList::new();
+    let mut f = port.flow();
+    while let Some(waiting) = f.pop() {
+        all.push(waiting);
+    }
+    all
 }
 
 /// The handle of a connection's first send (its REQ or REP): the connection's own, made now
@@ -474,7 +587,8 @@ fn create_ah(
 /// # Invariants
 ///
 /// `buf` is a buffer posted by [`send`] or [`send_for_id`] through an agent of `dev` on port
-/// `port_num` whose send has completed: it is ours, its address handle or connection-handle
+/// `port_num` whose send has completed, or one of `send_for_id` that never went out
+/// ([`Completed::unposted`]): it is ours, its address handle or connection-handle
 /// tag is still in `context[0]`, and it is freed once, by `drop`, or posted again, once.
 pub(crate) struct Completed<'a> {
     buf: *mut bindings::ib_mad_send_buf,
@@ -487,6 +601,9 @@ pub(crate) struct Completed<'a> {
     pub(crate) on_conn_ah: bool,
     /// The completion's status.
     pub(crate) status: bindings::ib_wc_status,
+    /// A controlled MAD that went out: it held a flow-control slot of its port, which the
+    /// caller gives back ([`release_slot`]) unless the buffer goes out again.
+    pub(crate) held_slot: bool,
 }
 
 impl<'a> Completed<'a> {
@@ -505,10 +622,11 @@ impl<'a> Completed<'a> {
         // SAFETY: The MAD layer passes a valid completion for one of our buffers (caller).
         let buf = unsafe { (*send_wc).send_buf };
         // SAFETY: `buf` is ours until freed; its `mad` holds the MAD we built.
-        let (attr, retries, owner, status, ctx) = unsafe {
+        let (attr, rej_reason, retries, owner, status, ctx) = unsafe {
             let mad = core::slice::from_raw_parts((*buf).mad.cast::<u8>(), MAD_LEN);
             (
                 u16::from_be_bytes([mad[16], mad[17]]),
+                u16::from_be_bytes([mad[MAD_HDR_LEN + 10], mad[MAD_HDR_LEN + 11]]),
                 (*buf).retries,
                 (*buf).context[1],
                 (*send_wc).status,
@@ -516,6 +634,8 @@ impl<'a> Completed<'a> {
             )
         };
         let attr = AttrId::from_wire(attr);
+        // Every controlled MAD of an id went through `post_controlled`.
+        let held_slot = !owner.is_null() && attr.is_some_and(flow::controlled);
         if let (Some(port), Some(attr)) = (dev.port(port_num), attr) {
             let mut retries = u64::try_from(retries).unwrap_or(0);
             // cm.c counts an id-less answer other than a REJ (a retransmission's answer, a DREP
@@ -525,6 +645,10 @@ impl<'a> Completed<'a> {
             }
             port.count(Counter::TxMsgs, attr.counter_index(), 1 + retries);
             port.count(Counter::TxRetries, attr.counter_index(), retries);
+            if attr == AttrId::Rej {
+                // Ours: REJs by reason (the REJ's reason field, IBTA table 104).
+                port.count_rej(true, rej_reason);
+            }
         }
         let id = if owner.is_null() {
             None
@@ -541,7 +665,52 @@ impl<'a> Completed<'a> {
             id,
             on_conn_ah: ctx == conn_ah_tag(),
             status,
+            held_slot,
         }
+    }
+
+    /// A buffer of an id that never went out (taken out of the backlog, or its post from
+    /// there failed), as if it completed with `status`: not counted as sent, holding no slot.
+    pub(crate) fn unposted(
+        dev: &'a CmDevice,
+        waiting: Unposted,
+        status: bindings::ib_wc_status,
+    ) -> Self {
+        let buf = waiting.0;
+        // SAFETY: An unposted buffer built by `send_for_id` is ours, with its agent registered
+        // (removal completes waiting buffers before it unregisters the agents).
+        let (port_num, attr, owner, ctx) = unsafe {
+            let mad = core::slice::from_raw_parts((*buf).mad.cast::<u8>(), MAD_LEN);
+            (
+                u32::from((*(*buf).mad_agent).port_num),
+                u16::from_be_bytes([mad[16], mad[17]]),
+                (*buf).context[1],
+                (*buf).context[0],
+            )
+        };
+        let id = if owner.is_null() {
+            None
+        } else {
+            // SAFETY: `context[1]` holds the reference `send_for_id` moved in (restored when
+            // the buffer left the backlog); taken back once.
+            Some(unsafe { Arc::<CmId>::from_raw(owner.cast::<CmId>()) })
+        };
+        // INVARIANT: ours and never posted; freed only by `drop`.
+        Self {
+            buf,
+            dev,
+            port_num,
+            attr: AttrId::from_wire(attr),
+            id,
+            on_conn_ah: ctx == conn_ah_tag(),
+            status,
+            held_slot: false,
+        }
+    }
+
+    /// The port it was sent from.
+    pub(crate) fn port_num(&self) -> u32 {
+        self.port_num
     }
 
     /// The buffer, as an identity (the id's tracked MAD is compared with it).

@@ -20,6 +20,8 @@ fn read() -> bindings::ibcm_tunables {
         cm_response_timeout_cap: 31,
         cm_retries_floor: 0,
         cm_retries_cap: 15,
+        flow_control_limit: -1,
+        flow_control_backlog: 32768,
     };
     // SAFETY: Fills the struct `t` points at from the module parameters.
     unsafe { bindings::ibcm_glue_tunables(&mut t) };
@@ -44,5 +46,22 @@ pub(crate) fn bounds() -> Bounds {
         timeout_cap: t.cm_response_timeout_cap,
         retries_floor: t.cm_retries_floor,
         retries_cap: t.cm_retries_cap,
+    }
+}
+
+/// The flow-control parameters (`flow_control_limit`, `flow_control_backlog`).
+pub(crate) struct FlowControl {
+    /// `-1`: the port's derived limit; `0`: none; `n`: at most `n` outstanding.
+    pub(crate) limit: i32,
+    /// How many may wait per port.
+    pub(crate) backlog: u32,
+}
+
+/// The flow-control parameters now.
+pub(crate) fn flow_control() -> FlowControl {
+    let t = read();
+    FlowControl {
+        limit: t.flow_control_limit,
+        backlog: u32::try_from(t.flow_control_backlog).unwrap_or(0),
     }
 }

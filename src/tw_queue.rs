@@ -67,6 +67,8 @@ const CLASSES: usize = 32;
 pub(crate) struct TimewaitQueue<I> {
     lists: [DeadlineList<NonNull<I>>; CLASSES],
     occupied: u32,
+    /// How many ids are queued.
+    len: u32,
 }
 
 const _: () = assert!(CLASSES <= u32::BITS as usize);
@@ -131,12 +133,18 @@ impl<I> TimewaitQueue<I> {
         Self {
             lists: [const { DeadlineList::new() }; CLASSES],
             occupied: 0,
+            len: 0,
         }
     }
 
     /// Whether no id is queued.
     pub(crate) fn is_empty(&self) -> bool {
         self.occupied == 0
+    }
+
+    /// How many ids are queued (in timewait).
+    pub(crate) fn len(&self) -> u32 {
+        self.len
     }
 }
 
@@ -171,6 +179,7 @@ impl<I: Queued> TimewaitQueue<I> {
         let i = usize::from(class) % CLASSES;
         self.lists[i].insert(&mut Nodes::<I>::new(), n, at);
         self.occupied |= 1 << i;
+        self.len += 1;
         self.earliest().is_some_and(|(_, e)| e == n)
     }
 
@@ -191,6 +200,7 @@ impl<I: Queued> TimewaitQueue<I> {
             return None;
         }
         self.update_occupied(i);
+        self.len -= 1;
         // SAFETY: It was queued, so the queue owned this reference (type invariant).
         Some(unsafe { Arc::from_raw(n.as_ptr()) })
     }
@@ -200,6 +210,7 @@ impl<I: Queued> TimewaitQueue<I> {
         let (i, _) = self.earliest()?;
         let n = self.lists[i].pop_due(&mut Nodes::<I>::new(), now, all)?;
         self.update_occupied(i);
+        self.len -= 1;
         // SAFETY: As in `remove`.
         Some(unsafe { Arc::from_raw(n.as_ptr()) })
     }

@@ -49,6 +49,22 @@ pub(crate) fn untrack<'a>(
     Some((done, sent_in))
 }
 
+/// Cancels the id's tracked MAD (`ib_cancel_mad`): one at the MAD layer completes with a
+/// flush, one still waiting in its port's flow-control backlog never reaches the wire and is
+/// given back here, as its completion would be (its use of the connection handle returned,
+/// the buffer freed; the caller's `id` keeps the id alive past the buffer's reference).
+pub(crate) fn cancel_tracked(id: &Arc<CmId>, g: &mut CmIdInner) {
+    let Some(waiting) = g.cancel_tracked(&id.dev) else {
+        return;
+    };
+    let done = Completed::unposted(&id.dev, waiting, bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR);
+    if done.on_conn_ah && ah_in_flight(g.ah_sends) != 0 {
+        g.ah_sends -= 1;
+    }
+    end_conn_ah(id, g);
+    drop(done);
+}
+
 /// The sends in flight on the connection handle, from `CmIdInner::ah_sends`.
 pub(super) fn ah_in_flight(ah_sends: u8) -> u8 {
     ah_sends & !ConnAh::RETIRED

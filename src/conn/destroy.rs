@@ -3,7 +3,9 @@
 //! a share; any other id says the farewell its state requires (REJ, DREQ, DREP, SIDR_REP
 //! REJECT, cancel), leaves every table and waits until no use of it is in flight.
 
-use super::{default_rej, enter_timewait, leave_remote, retire_conn_ah, send_msg, sidr};
+use super::{
+    cancel_tracked, default_rej, enter_timewait, leave_remote, retire_conn_ah, send_msg, sidr,
+};
 use crate::{
     bindings,
     cm_id::CmId,
@@ -117,7 +119,7 @@ fn destroy_actions(id: &Arc<CmId>, err: i32) -> Farewell {
     let state = id.cm_state();
     match input::destroy(state, enomem, xrc_tgt) {
         input::Farewell::Nothing => {}
-        input::Farewell::CancelSidrReq => g.cancel_tracked(),
+        input::Farewell::CancelSidrReq => cancel_tracked(id, &mut g),
         input::Farewell::SidrRep => {
             let mut msg = CmMessage::SidrRep(sidr::sidr_rep_of(id, SIDR_REJECT));
             let _ = send_msg(id, &mut g, Out::SidrRep, &mut msg, 0, State::Idle);
@@ -131,7 +133,7 @@ fn destroy_actions(id: &Arc<CmId>, err: i32) -> Farewell {
             let mut msg = CmMessage::Rej(default_rej(id));
             trace::send_rej(id, own_rej_reason(state));
             if cancel {
-                g.cancel_tracked();
+                cancel_tracked(id, &mut g);
             }
             match leave {
                 Leave::Remote => leave_remote(id, &mut g, &mut u),
@@ -148,11 +150,11 @@ fn destroy_actions(id: &Arc<CmId>, err: i32) -> Farewell {
                 private_data: Bytes::EMPTY,
             });
             let _ = send_msg(id, &mut g, Out::Dreq, &mut msg, 0, State::Idle);
-            g.cancel_tracked();
+            cancel_tracked(id, &mut g);
             enter_timewait(id, &mut g, false, &mut u);
         }
         input::Farewell::CancelDreq => {
-            g.cancel_tracked();
+            cancel_tracked(id, &mut g);
             enter_timewait(id, &mut g, false, &mut u);
         }
         input::Farewell::Drep => {

@@ -4,8 +4,8 @@
 //! `cm_timewait_handler()`.
 
 use super::{
-    answer, begin_call, deliver_or_put, end_conn_ah, enter_timewait, queue_event, recv_event,
-    send_answer, send_msg, trace_refused, Recv,
+    answer, begin_call, cancel_tracked, deliver_or_put, end_conn_ah, enter_timewait, queue_event,
+    recv_event, send_answer, send_msg, trace_refused, Recv,
 };
 use crate::{
     cm_id::{CmId, StoredPd},
@@ -42,7 +42,7 @@ pub(crate) fn send_dreq(id: &Arc<CmId>, pd: &[u8]) -> Result {
     let mut unlinked = Unlinked::default();
     let (mut g, d) = begin_call(id, Input::SendDreq, input::send_dreq)?;
     if d.cancel {
-        g.cancel_tracked();
+        cancel_tracked(id, &mut g);
     }
     let sent = send_msg(id, &mut g, Out::Dreq, &mut msg, 0, State::DreqSent);
     match sent {
@@ -111,7 +111,7 @@ pub(crate) fn on_dreq(
         match input::dreq_received(id.cm_state(), id.lap()) {
             Ok(DreqReceived::Accept { cancel }) => {
                 if cancel {
-                    g.cancel_tracked();
+                    cancel_tracked(&id, &mut g);
                 }
                 g.conn.tid = recv.tid;
                 id.set_state(State::DreqRcvd.raw());
@@ -149,7 +149,7 @@ pub(crate) fn on_drep(wc: &RecvWc, drep: CommIdsView<'_>) {
         match input::drep_received(id.cm_state()) {
             Ok(()) => {
                 enter_timewait(&id, &mut g, true, &mut unlinked);
-                g.cancel_tracked();
+                cancel_tracked(&id, &mut g);
                 deliver = queue_event(&mut g, ev, state::Event::DrepReceived);
             }
             Err(r) => trace_refused(&id, Input::RecvDrep, r),

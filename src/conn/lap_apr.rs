@@ -11,8 +11,8 @@
 //! every CM device); an APR's additional-information length is clamped to its 72 bytes.
 
 use super::{
-    answer, deliver_or_put, queue_event, recv_event, retire_conn_ah, send_answer, trace_refused,
-    Recv,
+    answer, cancel_tracked, deliver_or_put, queue_event, recv_event, retire_conn_ah, send_answer,
+    trace_refused, Recv,
 };
 use crate::{
     av::{Av, SgidAttr},
@@ -149,7 +149,7 @@ pub(crate) fn on_apr(dev: &CmDevice, port_num: u32, wc: &RecvWc, apr: &Apr<'_>) 
     if !g.destroyed {
         match input::apr_received(id.cm_state(), id.lap()) {
             Ok(()) => {
-                g.cancel_tracked();
+                cancel_tracked(&id, &mut g);
                 id.set_lap(LapState::Idle);
                 deliver = queue_event(&mut g, ev, state::Event::AprReceived);
             }

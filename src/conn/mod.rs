@@ -25,8 +25,8 @@ pub(crate) mod req;
 mod resend;
 pub(crate) mod sidr;
 
+use conn_ah::{cancel_tracked, end_conn_ah, on_conn_ah, retire_conn_ah};
 pub(crate) use conn_ah::{conn_ah_status, retire_conn_ahs, send_done, untrack};
-use conn_ah::{end_conn_ah, on_conn_ah, retire_conn_ah};
 use resend::{resend, Resend};
 
 use crate::alloc::CmBox;

@@ -3,8 +3,8 @@
 //! `cm_acquire_rejected_id()`) and `cm_mra_handler()` (with `cm_acquire_mraed_id()`).
 
 use super::{
-    begin_call, deliver_or_put, end_conn_ah, leave, queue_event, recv_event, send_msg,
-    trace_refused, REJ_TIMEOUT,
+    begin_call, cancel_tracked, deliver_or_put, end_conn_ah, leave, queue_event, recv_event,
+    send_msg, trace_refused, REJ_TIMEOUT,
 };
 use crate::{
     cm_id::{CmDevice, CmId, StoredPd},
@@ -128,7 +128,7 @@ pub(crate) fn on_rej(wc: &RecvWc, rej: &Rej<'_>) {
         match input::rej_received(id.cm_state(), id.lap(), stale) {
             Ok(r) => {
                 if r.cancel {
-                    g.cancel_tracked();
+                    cancel_tracked(&id, &mut g);
                 }
                 leave(&id, &mut g, r.leave, &mut unlinked);
                 id.set_state(r.next().raw());

@@ -4,8 +4,8 @@
 //! `cm_establish_handler()` (the USER_ESTABLISHED work, the RTU's stand-in).
 
 use super::{
-    begin_call, deliver_or_put, on_duplicate, queue_event, recv_event, refusal_errno, send_msg,
-    trace_refused, Recv,
+    begin_call, cancel_tracked, deliver_or_put, on_duplicate, queue_event, recv_event,
+    refusal_errno, send_msg, trace_refused, Recv,
 };
 use crate::{
     bindings,
@@ -214,7 +214,7 @@ pub(crate) fn on_rep(
                 Err((res, taken)) => refused = Some((res, taken.held())),
                 Ok(()) => {
                     accept_rep(&id, &mut g, rep);
-                    g.cancel_tracked();
+                    cancel_tracked(&id, &mut g);
                     id.set_state(State::RepRcvd.raw());
                     fill_rep_event(&mut ev, rep, g.conn.qp_type(), hdr.attr_mod());
                     deliver = queue_event(&mut g, ev, state::Event::RepReceived);
@@ -259,7 +259,7 @@ pub(crate) fn on_rtu(
     if !g.destroyed {
         match input::rtu_received(id.cm_state()) {
             Ok(()) => {
-                g.cancel_tracked();
+                cancel_tracked(&id, &mut g);
                 id.set_state(State::Established.raw());
                 deliver = queue_event(&mut g, ev, state::Event::RtuReceived);
             }
@@ -282,7 +282,7 @@ pub(crate) fn user_established(id: &Arc<CmId>) {
     let mut g = id.inner.lock();
     let mut deliver = None;
     if !g.destroyed && input::user_established(id.cm_state()).is_ok() {
-        g.cancel_tracked();
+        cancel_tracked(id, &mut g);
         deliver = queue_event(&mut g, ev, state::Event::UserEstablished);
     }
     drop(g);

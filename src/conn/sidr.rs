@@ -3,7 +3,8 @@
 //! (the listener match and the passive id) and `cm_sidr_rep_handler()`.
 
 use super::{
-    begin_call, deliver_or_put, leave_remote, queue_event, recv_event, send_msg, trace_refused,
+    begin_call, cancel_tracked, deliver_or_put, leave_remote, queue_event, recv_event, send_msg,
+    trace_refused,
 };
 use crate::{
     av::{Av, SgidAttr},
@@ -117,7 +118,7 @@ pub(crate) fn on_sidr_rep(wc: &RecvWc, rep: &SidrRep<'_>) {
             Ok(()) => {
                 ev.sidr_rep_rcvd().sgid_attr =
                     g.av.as_ref().map_or(core::ptr::null(), |av| av.sgid_attr());
-                g.cancel_tracked();
+                cancel_tracked(&id, &mut g);
                 id.set_state(State::Idle.raw());
                 deliver = queue_event(&mut g, ev, state::Event::SidrRepReceived);
             }

@@ -27,8 +27,8 @@ pub(crate) unsafe extern "C" fn ibcm_rs_add_one(ib_dev: *mut bindings::ib_device
     for port in first..=last {
         // SAFETY: As above; `port` is in the device's valid range.
         if unsafe { bindings::ibcm_glue_cap_ib_cm(ib_dev, port) } {
-            if let Err(e) = ports.push(CmPort::new(port), GFP_KERNEL) {
-                return Error::from(e).to_errno();
+            if let Err(e) = CmPort::new(port).and_then(|p| Ok(ports.push(p, GFP_KERNEL)?)) {
+                return e.to_errno();
             }
         }
     }
@@ -113,6 +113,8 @@ fn shut_down(dev: &CmDevice, registered: usize) {
     dev.quiesce(registered);
     wq::flush();
     timewait::end_all(dev);
+    // No send starts any more: what still waits in the flow-control backlogs never goes out.
+    super::mad_agent::flush_backlogs(dev);
     // No send starts any more: the ids' connection address handles go now if idle, else
     // with the completions that the agents' unregistration below flushes.
     conn::retire_conn_ahs(dev);
@@ -149,6 +151,16 @@ pub(crate) unsafe extern "C" fn ibcm_rs_counter(
     let Ok(dev) = (unsafe { CmDevice::get_any(ib_dev) }) else {
         return 0;
     };
+    // Ours: the device's ids in timewait and destroys that waited past their budget, shown
+    // on each of its ports (both are the device's, as its timewait queue is).
+    if group == bindings::ibcm_counter_group_IBCM_IDS {
+        let value = match index {
+            0 => u64::from(dev.inner.lock().timewait.len()),
+            1 => dev.slow_destroys(),
+            _ => 0,
+        };
+        return i64::try_from(value).unwrap_or(i64::MAX);
+    }
     let value = dev.port(port_num).map_or(0, |p| {
         p.read(
             usize::try_from(group).unwrap_or(usize::MAX),

@@ -27,7 +27,7 @@
 //! All are snapshots that may be a moment stale, good enough to look at a running system.
 
 use crate::{bindings, cm_id::CmDevice};
-use kernel::{alloc::KVec, prelude::*};
+use kernel::{alloc::KVec, c_str, prelude::*};
 
 /// Creates the `ib_cm` directory (module init); without debugfs nothing is created.
 pub(crate) fn init() {
@@ -171,6 +171,30 @@ pub(crate) unsafe extern "C" fn ibcm_rs_debugfs_stats(
 ) {
     // SAFETY: As in `ibcm_rs_debugfs_listeners`.
     let dev = unsafe { &*dev.cast::<CmDevice>() };
-    // SAFETY: `m` is live for the call; the value is plain.
-    unsafe { bindings::ibcm_glue_seq_stats(m, dev.slow_destroys()) };
+    let timewait = dev.inner.lock().timewait.len();
+    // SAFETY: `m` is live for the call; the values are plain.
+    unsafe { bindings::ibcm_glue_seq_stats(m, dev.slow_destroys(), timewait) };
+    for port in dev.ports() {
+        let f = port.flow_stats();
+        // SAFETY: `m` is live for the call; the values are plain.
+        unsafe {
+            bindings::ibcm_glue_seq_flow(
+                m,
+                port.port_num(),
+                f.limit.unwrap_or(0),
+                f.outstanding,
+                f.queued,
+                f.high_water,
+                f.refused,
+            )
+        };
+        for (sent, dir) in [(true, c_str!("rej_sent")), (false, c_str!("rej_rcvd"))] {
+            let counts = port.rej_counts(sent);
+            // SAFETY: `m` is live for the call; `counts` holds `IBCM_REJ_SLOTS` values and
+            // `dir` is a C string, both outliving it.
+            unsafe {
+                bindings::ibcm_glue_seq_rej(m, port.port_num(), dir.as_char_ptr(), counts.as_ptr())
+            };
+        }
+    }
 }

@@ -19,7 +19,7 @@ use crate::{
     },
     port::Counter,
     recv_wc::{RecvWc, RecvWork},
-    send::Completed,
+    send::{self, Completed},
     wq,
 };
 use kernel::{c_str, ffi, sync::ArcBorrow};
@@ -138,7 +138,13 @@ fn process(dev: ArcBorrow<'_, CmDevice>, port_num: u32, attr: AttrId, wc: &RecvW
         AttrId::Rtu => conn::rep_rtu::on_rtu(dev, port_num, wc, CommIdsView(p)),
         AttrId::Dreq => conn::dreq_drep::on_dreq(dev, port_num, wc, &hdr, CommIdsView(p)),
         AttrId::Drep => conn::dreq_drep::on_drep(wc, CommIdsView(p)),
-        AttrId::Rej => conn::rej_mra::on_rej(wc, &Rej::decode(p)),
+        AttrId::Rej => {
+            let rej = Rej::decode(p);
+            if let Some(port) = dev.port(port_num) {
+                port.count_rej(false, rej.reason);
+            }
+            conn::rej_mra::on_rej(wc, &rej)
+        }
         AttrId::Mra => conn::rej_mra::on_mra(dev, port_num, wc, &Mra::decode(p)),
         AttrId::SidrRep => conn::sidr::on_sidr_rep(wc, &SidrRep::decode(p)),
         AttrId::Lap => conn::lap_apr::on_lap(dev, port_num, wc, &hdr, &Lap::decode(p)),
@@ -163,17 +169,59 @@ pub(crate) unsafe extern "C" fn ibcm_rs_send_done(
     // SAFETY: The agent's context is its device, alive while the agent is registered.
     let dev = unsafe { device_of_agent(context) };
     // SAFETY: The MAD layer's completion of one of our buffers, handed to us once.
-    let mut done = unsafe { Completed::take(&dev, port_num, send_wc) };
-    let Some(id) = done.id.take() else {
-        return;
-    };
-    let status = done.status;
-    // The id forgets the buffer (if it is its tracked one) before the buffer is freed, and
-    // gives back its use of the connection handle (the last one destroys it); or the buffer
-    // goes out again, a retry of the CM's own.
-    let Some((done, failed_in)) = conn::untrack(&id, done) else {
-        return;
-    };
-    drop(done);
-    conn::send_done(&id, failed_in, status);
+    let done = unsafe { Completed::take(&dev, port_num, send_wc) };
+    complete(&dev, done);
+}
+
+/// What a completion (or a buffer of an id that never went out) does: the id's protocol
+/// forgets the buffer, the buffer and its address handle are freed, a failed tracked MAD is
+/// reported to the protocol, and a slot of the port's flow control the MAD held is given
+/// back, the waiting MADs it lets out that could not be posted being completed in turn.
+pub(crate) fn complete(dev: &CmDevice, mut done: Completed<'_>) {
+    let port_num = done.port_num();
+    let held_slot = done.held_slot;
+    if let Some(id) = done.id.take() {
+        let status = done.status;
+        // The id forgets the buffer (if it is its tracked one) before the buffer is freed, and
+        // gives back its use of the connection handle (the last one destroys it); or the
+        // buffer goes out again, a retry of the CM's own, keeping its slot.
+        let Some((done, failed_in)) = conn::untrack(&id, done) else {
+            return;
+        };
+        drop(done);
+        if held_slot {
+            release_slot(dev, port_num);
+        }
+        conn::send_done(&id, failed_in, status);
+    } else {
+        drop(done);
+        if held_slot {
+            release_slot(dev, port_num);
+        }
+    }
+}
+
+/// Gives a flow-control slot of `port_num` back; the MADs it lets out whose post failed fail
+/// as a send error would (their ids get the `*_ERROR` event of their state).
+fn release_slot(dev: &CmDevice, port_num: u32) {
+    for failed in send::release_slot(dev, port_num) {
+        complete(
+            dev,
+            Completed::unposted(dev, failed, bindings::ib_wc_status_IB_WC_GENERAL_ERR),
+        );
+    }
+}
+
+/// Device removal, once no send starts any more and before the agents go: the MADs still
+/// waiting in the ports' backlogs complete as flushed, never sent (cm.c's MADs at the MAD
+/// layer are flushed the same way by the agents' unregistration).
+pub(crate) fn flush_backlogs(dev: &CmDevice) {
+    for port in dev.ports() {
+        for waiting in send::take_waiting(port) {
+            complete(
+                dev,
+                Completed::unposted(dev, waiting, bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR),
+            );
+        }
+    }
 }

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub(crate) mod deadline_list;
+pub(crate) mod flow;
 pub(crate) mod input;
 pub(crate) mod qp_attr;
 pub(crate) mod reject;

@@ -935,3 +935,62 @@ fn bounds_clamp_timeouts_and_retries() {
     assert_eq!(b.timeout_ms(100_000), 16384);
     assert_eq!(b.timeout_ms(0), 0);
 }
+
+/// Flow control: which messages wait (answers never), the derived and administered limits,
+/// and the admission decision, which keeps order and never exceeds the limit or the backlog.
+#[test]
+fn flow_control_decisions() {
+    use crate::logic::flow::{self, Admit};
+    use crate::logic::wire::AttrId;
+    let waits = [AttrId::Req, AttrId::Dreq, AttrId::Lap, AttrId::SidrReq];
+    for raw in 0x10u16..=0x1a {
+        let attr = AttrId::from_wire(raw).unwrap();
+        assert_eq!(flow::controlled(attr), waits.contains(&attr), "{attr:?}");
+    }
+    // ib_core's default recv_queue_size (512) as rxe (1023) and mlx5 (512) report it.
+    assert_eq!(flow::derived_limit(1023), 128);
+    assert_eq!(flow::derived_limit(512), 128);
+    assert_eq!(flow::derived_limit(0), 128);
+    assert_eq!(flow::derived_limit(3), 1);
+    assert_eq!(flow::derived_limit(1), 1);
+    assert_eq!(flow::derived_limit(8192), 2048);
+    assert_eq!(flow::derived_limit(16383), 2048);
+    assert_eq!(flow::derived_limit(u32::MAX), 1 << 29);
+    assert_eq!(flow::limit(-1, 128), Some(128));
+    assert_eq!(flow::limit(0, 128), None);
+    assert_eq!(flow::limit(5, 128), Some(5));
+    // Without a limit everything goes out, unless something still waits (a limit was just
+    // lifted): then order is kept.
+    assert_eq!(flow::admit(1_000_000, 0, None, 0), Admit::Post);
+    assert_eq!(flow::admit(0, 1, None, 10), Admit::Queue);
+    assert_eq!(flow::admit(0, 1, None, 1), Admit::Refuse);
+    for limit in 1..6u32 {
+        for backlog_max in 0..4u32 {
+            // A burst of messages with no completion in between: `limit` go out, `backlog_max`
+            // wait, the rest are refused.
+            let (mut out, mut queued, mut refused) = (0, 0, 0);
+            for _ in 0..20 {
+                match flow::admit(out, queued, Some(limit), backlog_max) {
+                    Admit::Post => out += 1,
+                    Admit::Queue => queued += 1,
+                    Admit::Refuse => refused += 1,
+                }
+            }
+            assert_eq!(
+                (out, queued, refused),
+                (limit, backlog_max, 20 - limit - backlog_max)
+            );
+            // A completion frees one slot: the head of the backlog takes it, and a new message
+            // still queues behind the rest.
+            out -= 1;
+            assert!(flow::may_dequeue(out, Some(limit)));
+            assert!(!flow::may_dequeue(out + 1, Some(limit)));
+            if backlog_max > 1 {
+                assert_eq!(
+                    flow::admit(out, queued, Some(limit), backlog_max + 1),
+                    Admit::Queue
+                );
+            }
+        }
+    }
+}

@@ -67,6 +67,8 @@ struct side {
 	u8 mra_timeout;			/* of the MRA event */
 	int sidr_status;
 	u8 pd[8];
+	__be32 req_from[8];		/* the sender's comm ID of each REQ_RECEIVED, in order */
+	int n_reqs;
 };
 
 static struct side passive, active;
@@ -230,6 +232,8 @@ static int passive_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 		atomic_set(&handoff.handler_done, 1);
 		return 0;
 	}
+	if (ev->event == IB_CM_REQ_RECEIVED && passive.n_reqs < ARRAY_SIZE(passive.req_from))
+		passive.req_from[passive.n_reqs++] = id->remote_id;
 	if (ev->event == IB_CM_REQ_RECEIVED || ev->event == IB_CM_SIDR_REQ_RECEIVED) {
 		/* An id the handler refuses is the CM's to destroy: do not keep it. */
 		if (!passive.ret)
@@ -1707,12 +1711,236 @@ static struct kunit_suite race_suite = {
 	.test_cases = race_cases,
 };
 
+static int flow_quiet_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
+{
+	return 0;
+}
+
+/* Puts ours' flow-control parameters back to their defaults, however the case ended. */
+static void flow_defaults(void *unused)
+{
+	set_ib_cm_param("flow_control_limit", "-1");
+	set_ib_cm_param("flow_control_backlog", "32768");
+}
+
 /*
- * Cases that force a failure through a switch of ours' test build: guest-init.sh runs this
- * suite with ours only, outside the traced comparison with C.
+ * Ours' flow control (flow_control_limit, flow_control_backlog; ours only, suite
+ * ib_cm_conn_rs_only: the C CM has none). With one REQ allowed out per port and one waiting:
+ * a third REQ is refused with -ENOMEM, its id left in IDLE, and counted; a waiting REQ whose
+ * id is destroyed never reaches the wire; a waiting REQ goes out only once the one ahead of
+ * it completed (its retries ran out against a silent peer), and then times out on its own
+ * retries. The port's cm_flow files show the backlog as it goes.
+ */
+static void flow_control_orders_and_refuses(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_req_param req;
+	struct sa_path_rec fast;
+	const struct ib_gid_attr *sgid;
+	struct ib_cm_id *a, *b, *x;
+	long refused0, v = -1;
+	int i;
+
+	KUNIT_ASSERT_EQ(test, make_path(c->d1, c->d0, &fast, &sgid, 0), 0);
+	/* Earlier cases' DREQs and REQs are done first. */
+	for (i = 0; i < 300 && (v = read_port_counter(dev1, "cm_flow", "outstanding")) > 0; i++)
+		msleep(100);
+	KUNIT_ASSERT_EQ(test, v, 0);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, flow_defaults, NULL), 0);
+	KUNIT_ASSERT_EQ(test, set_ib_cm_param("flow_control_limit", "1"), 0);
+	KUNIT_ASSERT_EQ(test, set_ib_cm_param("flow_control_backlog", "1"), 0);
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_flow", "limit"), 1);
+	refused0 = read_port_counter(dev1, "cm_flow", "refused");
+	passive.ret = -ENOMEM;
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	b = ib_create_cm_id(c->d1, active2_handler, NULL);
+	x = ib_create_cm_id(c->d1, flow_quiet_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a) || IS_ERR(b) || IS_ERR(x));
+	active.id = a;
+	active2.id = b;
+	/*
+	 * Each REQ waits 2 * conv(0) + conv(17) = 537 ms for an answer, then once more: the
+	 * checks below run while a's REQ is still out.
+	 */
+	req_param(&req, &fast, sgid, 17, 1);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_req(a, &req), 0);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_req(x, &req), 0);
+	KUNIT_EXPECT_EQ(test, x->state, IB_CM_REQ_SENT);
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_flow", "backlog"), 1);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_req(b, &req), -ENOMEM);
+	KUNIT_EXPECT_EQ(test, b->state, IB_CM_IDLE);
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_flow", "refused"), refused0 + 1);
+	/* x's REQ waits: destroying x takes it out (its REJ to the peer is an answer). */
+	ib_destroy_cm_id(x);
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_flow", "backlog"), 0);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_req(b, &req), 0);
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_flow", "backlog"), 1);
+	KUNIT_EXPECT_GE(test, read_port_counter(dev1, "cm_flow", "backlog_high_water"), 1);
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_REQ_ERROR, 10000));
+	KUNIT_EXPECT_EQ(test, active.send_status, IB_WC_RESP_TIMEOUT_ERR);
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active2, IB_CM_REQ_ERROR, 10000));
+	KUNIT_EXPECT_EQ(test, active2.send_status, IB_WC_RESP_TIMEOUT_ERR);
+	KUNIT_EXPECT_EQ(test, b->state, IB_CM_IDLE);
+	for (i = 0; i < 100 && READ_ONCE(passive.n_reqs) < 4; i++)
+		msleep(20);
+	msleep(200);
+	/* a's REQ and its retry, then b's two: x's never. */
+	KUNIT_ASSERT_EQ(test, READ_ONCE(passive.n_reqs), 4);
+	KUNIT_EXPECT_EQ(test, passive.req_from[0], a->local_id);
+	KUNIT_EXPECT_EQ(test, passive.req_from[1], a->local_id);
+	KUNIT_EXPECT_EQ(test, passive.req_from[2], b->local_id);
+	KUNIT_EXPECT_EQ(test, passive.req_from[3], b->local_id);
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_flow", "outstanding"), 0);
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_flow", "backlog"), 0);
+	flow_defaults(NULL);
+	/* The derived limit: a quarter of rxe's MAD receive queue (ib_mad's 512). */
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_flow", "limit"), 128);
+	ib_destroy_cm_id(a);
+	ib_destroy_cm_id(b);
+	active.id = NULL;
+	active2.id = NULL;
+	rdma_put_gid_attr(sgid);
+}
+
+/*
+ * Ours' cm_ids/timewait (the device's ids in timewait, shown per port) and cm_rej_sent /
+ * cm_rej_rcvd (REJs by reason): a connection torn down puts the passive id (rxe0) into
+ * timewait when it sends its DREP and the active one (rxe1) when the DREP arrives, and both
+ * leave it; a REJ CONSUMER_DEFINED is counted under its reason on both sides. Ours only
+ * (suite ib_cm_conn_rs_only): the C CM has neither group.
+ */
+static void timewait_and_rej_counted(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_rep_param rep = { .qp_num = 0x77, .starting_psn = 1 };
+	struct ib_cm_id *a;
+	long v0 = -1, v1 = -1, sent0, rcvd0;
+	int i;
+
+	/* Earlier cases' connections leave timewait first (a fraction of a second each). */
+	for (i = 0; i < 300; i++) {
+		v0 = read_port_counter(dev0, "cm_ids", "timewait");
+		v1 = read_port_counter(dev1, "cm_ids", "timewait");
+		if (v0 == 0 && v1 == 0)
+			break;
+		msleep(100);
+	}
+	KUNIT_ASSERT_EQ(test, v0, 0);
+	KUNIT_ASSERT_EQ(test, v1, 0);
+	a = req_reaches_passive(test, c);
+	establish(test, a, &rep);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(a, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
+	KUNIT_ASSERT_EQ(test, ib_send_cm_drep(passive.id, NULL, 0), 0);
+	/* Timewait lasts conv(17) = 512 ms on rxe: long enough to look. */
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev0, "cm_ids", "timewait"), 1);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_DREP_RECEIVED, 5000));
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_ids", "timewait"), 1);
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &active, IB_CM_TIMEWAIT_EXIT, 5000));
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_TIMEWAIT_EXIT, 5000));
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev0, "cm_ids", "timewait"), 0);
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_ids", "timewait"), 0);
+	KUNIT_EXPECT_GE(test, read_port_counter(dev0, "cm_ids", "destroy_waits_over_budget"), 0);
+
+	/* A rejected REQ: one REJ CONSUMER_DEFINED sent by rxe0, received by rxe1. */
+	sent0 = read_port_counter(dev0, "cm_rej_sent", "consumer_defined");
+	rcvd0 = read_port_counter(dev1, "cm_rej_rcvd", "consumer_defined");
+	KUNIT_ASSERT_GE(test, sent0, 0);
+	KUNIT_ASSERT_GE(test, rcvd0, 0);
+	ib_destroy_cm_id(a);
+	active.id = NULL;
+	ib_destroy_cm_id(passive.id);
+	passive.id = NULL;
+	reset_sides();
+	a = req_reaches_passive(test, c);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rej(passive.id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0,
+					     NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_REJ_RECEIVED, 5000));
+	/* The sender counts on completion, a moment after the peer may have seen it. */
+	for (i = 0; i < 100 && read_port_counter(dev0, "cm_rej_sent", "consumer_defined") == sent0;
+	     i++)
+		msleep(20);
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev0, "cm_rej_sent", "consumer_defined"), sent0 + 1);
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_rej_rcvd", "consumer_defined"), rcvd0 + 1);
+}
+
+/* Puts ours' mra_wait_once back to its default, however the case ended. */
+static void mra_once_default(void *unused)
+{
+	set_ib_cm_param("mra_wait_once", "N");
+}
+
+/*
+ * One REQ (2 * conv(0) + conv(17) = 537 ms per wait, 2 retries) that the passive side MRAs
+ * with a service timeout of 20 (about 4.3 s): the milliseconds from MRA_RECEIVED to the
+ * REQ_ERROR of its retries running out. Later copies of the REQ are duplicates the passive
+ * side answers with its MRA again, which the active side ignores (MRA_REQ_RCVD, as cm.c).
+ */
+static long mra_to_req_error_ms(struct kunit *test, struct conn_ctx *c)
+{
+	struct ib_cm_req_param req;
+	struct sa_path_rec fast;
+	const struct ib_gid_attr *sgid;
+	struct ib_cm_id *a;
+	unsigned long t0;
+	long ms = -1;
+
+	reset_sides();
+	KUNIT_ASSERT_EQ(test, make_path(c->d1, c->d0, &fast, &sgid, 0), 0);
+	a = ib_create_cm_id(c->d1, active_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a));
+	active.id = a;
+	req_param(&req, &fast, sgid, 17, 2);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_req(a, &req), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
+	KUNIT_ASSERT_EQ(test, ib_send_cm_mra(passive.id, 20, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test, wait_event_is(test, &active, IB_CM_MRA_RECEIVED, 5000));
+	t0 = jiffies;
+	if (wait_event_is(test, &active, IB_CM_REQ_ERROR, 30000))
+		ms = jiffies_to_msecs(jiffies - t0);
+	KUNIT_EXPECT_EQ(test, active.send_status, IB_WC_RESP_TIMEOUT_ERR);
+	KUNIT_EXPECT_EQ(test, a->state, IB_CM_IDLE);
+	ib_destroy_cm_id(a);
+	active.id = NULL;
+	ib_destroy_cm_id(passive.id);
+	passive.id = NULL;
+	rdma_put_gid_attr(sgid);
+	return ms;
+}
+
+/*
+ * Ours' mra_wait_once (ours only, suite ib_cm_conn_rs_only: the C CM has no such switch). By
+ * default an MRA's wait applies to the wait in progress and to every remaining retry, as in
+ * cm.c: three waits of about 4.3 s, so REQ_ERROR comes about 13 s after the MRA. With
+ * mra_wait_once=Y it stretches only the wait in progress, and the two retries wait the REQ's
+ * own 537 ms: about 5.4 s.
+ */
+static void mra_req_wait_per_policy(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	long every, once;
+
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, mra_once_default, NULL), 0);
+	KUNIT_ASSERT_EQ(test, set_ib_cm_param("mra_wait_once", "N"), 0);
+	every = mra_to_req_error_ms(test, c);
+	KUNIT_ASSERT_EQ(test, set_ib_cm_param("mra_wait_once", "Y"), 0);
+	once = mra_to_req_error_ms(test, c);
+	kunit_info(test, "REQ_ERROR after the MRA: %ld ms by default, %ld ms with mra_wait_once\n",
+		   every, once);
+	KUNIT_EXPECT_GT(test, every, 11000);
+	KUNIT_EXPECT_GT(test, once, 4000);
+	KUNIT_EXPECT_LT(test, once, 8000);
+}
+
+/*
+ * Cases that force a failure through a switch of ours' test build, or check a feature of ours
+ * alone: guest-init.sh runs this suite with ours only, outside the traced comparison with C.
  */
 static struct kunit_case rs_only_cases[] = {
 	KUNIT_CASE(req_send_failure_keeps_no_conn_ah),
+	KUNIT_CASE(flow_control_orders_and_refuses),
+	KUNIT_CASE(timewait_and_rej_counted),
+	KUNIT_CASE_SLOW(mra_req_wait_per_policy),
 	{}
 };
 

@@ -329,7 +329,12 @@ fi
 # timing-dependent races.
 KF=/sys/module/kunit/parameters/filter_glob
 tx_timeouts() { grep -H . /sys/class/infiniband/rxe[01]/ports/1/cm_tx_timeouts/* 2>/dev/null; }
+rej_counts() {
+	grep -H . /sys/class/infiniband/rxe[01]/ports/1/cm_rej_*/* \
+		/sys/class/infiniband/rxe[01]/ports/1/cm_[tr]x_msgs/rej 2>/dev/null
+}
 tx_timeouts >/tmp/cnt-conf-before
+rej_counts >/tmp/rej-conf-before
 printf '%s' 'ib_cm_conn_conformance.*' >$KF
 klog "IBCM-KTAP-BEGIN conn-conformance-$CM"
 ins /lib/modules/test/ib_cm_conn_conformance.ko cm=$CM dev0=rxe0 dev1=rxe1 ||
@@ -354,6 +359,28 @@ rmmod ib_cm_conn_conformance 2>/dev/null
 # sidr_req_times_out each let a message's retries run out, which the sender's port counts in
 # cm_tx_timeouts (the races add more of some).
 if [ "$CM" = rs ]; then
+	# Every REJ a device sent is counted under its reason (the sums match cm_tx_msgs/rej),
+	# every REJ it received and handled too (at most cm_rx_msgs/rej, which also counts
+	# malformed ones), and the suites' REJs carry several reasons.
+	rej_counts >/tmp/rej-conf-after
+	e2e "$(awk -F: -v cm="$CM" 'NR == FNR { b[$1] = $2; next }
+		{	n = split($1, p, "/"); dev = p[5]; grp = p[8]; d = $2 - b[$1]
+			if (grp == "cm_rej_sent") { sent[dev] += d; if (d > 0) reasons[p[9]] = 1 }
+			else if (grp == "cm_rej_rcvd") rcvd[dev] += d
+			else if (grp == "cm_tx_msgs") tx[dev] += d
+			else if (grp == "cm_rx_msgs") rx[dev] += d
+		}
+		END {
+			ok = 1; r = ""
+			for (i = 0; i <= 1; i++) {
+				dev = "rxe" i
+				r = r sprintf(" %s: sent %d of %d, received %d of %d;", dev, sent[dev], tx[dev], rcvd[dev], rx[dev])
+				if (sent[dev] != tx[dev] || rcvd[dev] > rx[dev] || rcvd[dev] < 1) ok = 0
+			}
+			k = 0; for (x in reasons) { k++; r = r " " x }
+			if (k < 3) ok = 0
+			print (ok ? "ok" : "not ok") " rej_reasons_counted_" cm " #" r
+		}' /tmp/rej-conf-before /tmp/rej-conf-after)"
 	tx_timeouts >/tmp/cnt-conf-after
 	e2e "$(awk -F: -v cm="$CM" 'NR == FNR { b[$1] = $2; next }
 		$1 ~ /\/cm_tx_timeouts\// { n = split($1, p, "/"); d[p[n]] += $2 - b[$1]; seen = 1 }
@@ -685,14 +712,37 @@ if [ "$CM" = rs ]; then
 		e2e "not ok cmtime_conn_ah_creation_fails_$CM # cannot write $F"
 	fi
 	echo 0 >$F
+	# Flow control held to 2 outstanding REQs/DREQs per port: cmtime's 100 connections, all
+	# asked for at once, queue behind them (the backlog's high-water mark climbs well past the
+	# KUnit case's 1), all connect and disconnect, none is refused, and nothing is left out or
+	# waiting afterwards.
+	FL=/sys/module/ib_cm/parameters/flow_control_limit
+	FD=/sys/class/infiniband/rxe1/ports/1/cm_flow
+	ref0=$(cat $FD/refused 2>/dev/null)
+	if echo 2 >$FL; then
+		if pair cmtime_flow_limited 180 7196 "cmtime -b 10.0.0.1 -p 7196" "cmtime -s 10.0.0.1 -b 10.0.0.2 -p 7196 -c 100" forever; then
+			sleep 1
+			fl="high_water $(cat $FD/backlog_high_water) refused $(($(cat $FD/refused) - ref0)) outstanding $(cat $FD/outstanding) backlog $(cat $FD/backlog) limit $(cat $FD/limit)"
+			case "$fl" in
+			"high_water "[1-9][0-9]*" refused 0 outstanding 0 backlog 0 limit 2") pair_result cmtime_flow_limited ;;
+			*) pair_result cmtime_flow_limited "$fl (want high_water >= 10, the rest 0, limit 2)" ;;
+			esac
+			klog "IBCM-FLOW: $CM $fl"
+		fi
+	else
+		e2e "not ok cmtime_flow_limited_$CM # cannot write $FL"
+	fi
+	echo -1 >$FL
 	# The counters cm.c does not keep: each device's debugfs stats file, with the destroys
-	# that waited past their id's budget (the white-box suite checks the counting).
+	# that waited past their id's budget (the white-box suite checks the counting) and a line
+	# per port of flow control.
 	st=$(cat /sys/kernel/debug/ib_cm/rxe0/stats /sys/kernel/debug/ib_cm/rxe1/stats 2>&1)
-	n=$(echo "$st" | awk '$1 == "destroy_waits_over_budget" && $2 ~ /^[0-9]+$/ { c++ } END { print c + 0 }')
-	if [ "$n" = 2 ]; then
+	n=$(echo "$st" | awk '$1 == "destroy_waits_over_budget" && $2 ~ /^[0-9]+$/ { c++ }
+		$1 == "port" && $3 == "flow_limit" && $4 == 128 && $12 ~ /^[0-9]+$/ { c++ } END { print c + 0 }')
+	if [ "$n" = 4 ]; then
 		e2e "ok debugfs_stats_$CM # $(echo $st)"
 	else
-		e2e "not ok debugfs_stats_$CM # want destroy_waits_over_budget of rxe0 and rxe1: $(echo $st)"
+		e2e "not ok debugfs_stats_$CM # want destroy_waits_over_budget and a flow line (limit 128) of rxe0 and rxe1: $(echo $st)"
 	fi
 fi
 
