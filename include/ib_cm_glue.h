@@ -204,6 +204,7 @@ bool ibcm_glue_flush_delayed_work(struct delayed_work *dw);
 bool ibcm_glue_queue_delayed_work_jiffies(struct workqueue_struct *wq, struct delayed_work *dw,
 					  unsigned long delay);
 void ibcm_glue_init_sweep_work(struct delayed_work *dw);	/* the reply-cache sweep (device.rs) */
+void ibcm_glue_init_flow_work(struct delayed_work *dw);	/* the flow-control kick (device.rs) */
 bool ibcm_glue_cancel_delayed_work_sync(struct delayed_work *dw);
 
 /* --- glue.c: connections (src/conn/) --- */
@@ -225,6 +226,7 @@ bool ibcm_glue_flush_capable(const struct ib_device *device);
 void ibcm_rs_rcu_release(struct rcu_head *head);
 void ibcm_rs_timewait(struct delayed_work *dw);
 void ibcm_rs_reply_sweep(struct delayed_work *dw);
+void ibcm_rs_flow_kick(struct delayed_work *dw);
 
 /* --- trace.c: the ib_cma:icm_* tracepoints (include/ib_cm_trace.h, src/trace.rs) --- */
 /* The events of icm_id_class (an id and its states), by name without the icm_ prefix. */

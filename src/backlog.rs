@@ -76,6 +76,13 @@ impl UnpostedList {
     }
 }
 
+impl Drop for UnpostedList {
+    fn drop(&mut self) {
+        // Every taker completes each buffer of its list.
+        debug_assert!(self.head.is_null());
+    }
+}
+
 impl Iterator for UnpostedList {
     type Item = Unposted;
 
@@ -204,6 +211,29 @@ impl Flow {
         Some(unsafe { self.unlink(node) })
     }
 
+    /// Lets `buf`, if it waits here, go out once when its turn comes, with no retries (its id
+    /// forgets it: destroy's DREQ, which cm.c sends once before it cancels it); whether it
+    /// waits here.
+    ///
+    /// # Safety
+    ///
+    /// As [`Flow::remove`].
+    pub(crate) unsafe fn send_once(&mut self, buf: *mut bindings::ib_mad_send_buf) -> bool {
+        // SAFETY: As in `remove`.
+        let ctx = unsafe { (*buf).context[1] };
+        // CAST: the pointer's address, to read its tag.
+        if (ctx as usize) & WAITING == 0 {
+            return false;
+        }
+        // SAFETY: A waiting buffer is ours (type invariants); the MAD layer reads these two
+        // fields when the buffer is posted.
+        unsafe {
+            (*buf).timeout_ms = 0;
+            (*buf).retries = 0;
+        }
+        true
+    }
+
     /// Unlinks and frees `node`, giving its buffer back.
     ///
     /// # Safety
@@ -237,13 +267,10 @@ impl Flow {
 
 impl Drop for Flow {
     fn drop(&mut self) {
-        // Device removal completes every waiting buffer before its port goes; one left here
-        // would be a bug, and its buffer cannot be freed without its agent.
-        if !self.head.is_null() {
-            pr_warn!("flow-control backlog of {} MAD(s) leaked\n", self.queued);
-        }
-        while let Some(buf) = self.pop() {
-            let _ = buf;
-        }
+        // Device removal completes every waiting buffer before the agents go (a buffer left
+        // would hold its agent's reference, and unregistering the agent would wait for it):
+        // only the nodes of a backlog that was never used are left to free, none.
+        debug_assert!(self.head.is_null());
+        while self.pop().is_some() {}
     }
 }

@@ -317,10 +317,36 @@ impl CmIdInner {
             self.msg = core::ptr::null_mut();
             return Some(waiting);
         }
-        // SAFETY: A live posted buffer (type invariant); `ib_cancel_mad()` is
-        // `ib_modify_mad(buf, 0)`, which cannot fail for a buffer the agent holds.
+        // SAFETY: A live buffer (type invariant); `ib_cancel_mad()` is `ib_modify_mad(buf, 0)`,
+        // which finds a buffer the agent holds, and returns `-EINVAL` for one that left the
+        // backlog but is not posted yet (its completion comes all the same).
         unsafe { bindings::ib_modify_mad(self.msg, 0) };
         None
+    }
+
+    /// Stops the tracked MAD's retries: a posted one is cancelled (`ib_cancel_mad`), one still
+    /// waiting in its port's backlog will go out once, unretried, and is forgotten. For
+    /// destroy's DREQ: cm.c's goes out once before destroy cancels it, and the peer must hear
+    /// of the disconnect.
+    pub(crate) fn cancel_tracked_retries(&mut self, dev: &CmDevice) {
+        if self.msg.is_null() {
+            return;
+        }
+        self.msg_reposts = 0;
+        // SAFETY: As in `cancel_tracked`.
+        let port_num = u32::from(unsafe { (*(*self.msg).mad_agent).port_num });
+        let msg = self.msg;
+        let waiting = dev.port(port_num).is_some_and(|p| {
+            // SAFETY: As in `cancel_tracked`.
+            unsafe { p.flow().send_once(msg) }
+        });
+        if waiting {
+            // INVARIANT: its completion will find it untracked; nothing else refers to it.
+            self.msg = core::ptr::null_mut();
+            return;
+        }
+        // SAFETY: As in `cancel_tracked`.
+        unsafe { bindings::ib_modify_mad(self.msg, 0) };
     }
 
     /// Gives the tracked MAD a new timeout (`ib_modify_mad`, after an MRA); `EINVAL` without

@@ -63,6 +63,11 @@ pub(crate) struct DeviceOf<I> {
     /// only under `reply_ahs`'s lock while the cache is open, cancelled by removal.
     #[pin]
     sweep: Opaque<bindings::delayed_work>,
+    /// Lets waiting MADs out when slots are free without a completion to do it (a raised
+    /// `flow_control_limit`): `ibcm_rs_flow_kick`; queued only inside the send gate, cancelled
+    /// by removal.
+    #[pin]
+    flow_kick: Opaque<bindings::delayed_work>,
     /// Ends the due timewaits of the device's ids (`timewait.rs`); queued only under `inner`'s
     /// lock while the device is not going down, run a last time by removal.
     #[pin]
@@ -202,6 +207,10 @@ impl<I> DeviceOf<I> {
                     ReplyAhCache::new(kernel::time::msecs_to_jiffies(reply_ah::TTL_MS)),
                     "CmDevice::reply_ahs"
                 ),
+                flow_kick <- Opaque::ffi_init(|dw: *mut bindings::delayed_work| {
+                    // SAFETY: `dw` is this field's memory; the work is only queued later.
+                    unsafe { bindings::ibcm_glue_init_flow_work(dw) }
+                }),
                 sweep <- Opaque::ffi_init(|dw: *mut bindings::delayed_work| {
                     // SAFETY: `dw` is this field's memory; the work is only queued later.
                     unsafe { bindings::ibcm_glue_init_sweep_work(dw) }
@@ -227,6 +236,37 @@ impl<I> DeviceOf<I> {
         // SAFETY: `dw` is the `sweep` field of a live `CmDevice` (caller contract);
         // `Opaque<T>` has `T`'s layout.
         unsafe { &*kernel::container_of!(dw.cast::<Opaque<bindings::delayed_work>>(), Self, sweep) }
+    }
+
+    /// The device whose `flow_kick` work is `dw`.
+    ///
+    /// # Safety
+    ///
+    /// `dw` must be the `flow_kick` field of a live `CmDevice`, which outlives the borrow.
+    pub(crate) unsafe fn from_flow_work<'a>(dw: *mut bindings::delayed_work) -> &'a Self {
+        // SAFETY: `dw` is the `flow_kick` field of a live `CmDevice` (caller contract);
+        // `Opaque<T>` has `T`'s layout.
+        unsafe {
+            &*kernel::container_of!(dw.cast::<Opaque<bindings::delayed_work>>(), Self, flow_kick)
+        }
+    }
+
+    /// Queues the flow-control kick (no-op if queued already). Called inside the send gate.
+    pub(crate) fn kick_flow(&self) {
+        let wq = wq::wq();
+        if !wq.is_null() {
+            // SAFETY: The work was initialised with the device; `wq` lives until module exit,
+            // after every device is removed, and removal cancels the work after the send gate
+            // closed, so nothing queues it again.
+            unsafe { bindings::ibcm_glue_queue_delayed_work_jiffies(wq, self.flow_kick.get(), 0) };
+        }
+    }
+
+    /// Cancels the flow-control kick and waits for a run in progress (removal, after the send
+    /// gate closed).
+    pub(crate) fn stop_flow_kick(&self) {
+        // SAFETY: Initialised with the device; nothing queues it once the send gate closed.
+        unsafe { bindings::ibcm_glue_cancel_delayed_work_sync(self.flow_kick.get()) };
     }
 
     /// The device whose `timewait` work is `dw`.

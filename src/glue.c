@@ -379,7 +379,7 @@ IBCM_RANGE_PARAM(cm_retries_floor, 0, 0, 15, "Least CM retry count callers get (
 IBCM_RANGE_PARAM(cm_retries_cap, 15, 0, 15, "Greatest CM retry count callers get (15: no cap)");
 IBCM_RANGE_PARAM(flow_control_limit, -1, -1, 65536,
 		 "REQ/DREQ/LAP/SIDR_REQ MADs a port keeps outstanding, the rest wait in order (-1: a quarter of the MAD receive queue; 0: no limit, as the 6.12 in-tree CM)");
-IBCM_RANGE_PARAM(flow_control_backlog, 32768, 0, 262144,
+IBCM_RANGE_PARAM(flow_control_backlog, 16384, 0, 262144,
 		 "REQ/DREQ/LAP/SIDR_REQ MADs that may wait per port; a send beyond fails with -ENOMEM");
 
 void ibcm_glue_tunables(struct ibcm_tunables *t)
@@ -623,6 +623,16 @@ void ibcm_glue_init_sweep_work(struct delayed_work *dw)
 	INIT_DELAYED_WORK(dw, ibcm_glue_sweep_fn);
 }
 
+static void ibcm_glue_flow_fn(struct work_struct *work)
+{
+	ibcm_rs_flow_kick(to_delayed_work(work));
+}
+
+void ibcm_glue_init_flow_work(struct delayed_work *dw)
+{
+	INIT_DELAYED_WORK(dw, ibcm_glue_flow_fn);
+}
+
 bool ibcm_glue_cancel_delayed_work_sync(struct delayed_work *dw)
 {
 	return cancel_delayed_work_sync(dw);
@@ -817,7 +827,7 @@ static struct attribute *ibcm_rej_rcvd_list[0 IBCM_REJ_COUNTED(IBCM_REJ_COUNT, 0
 
 static void ibcm_fill_rej_lists(void)
 {
-	int i;
+	size_t i;
 
 	for (i = 0; i < ARRAY_SIZE(ibcm_rej_sent_attrs); i++) {
 		ibcm_rej_sent_list[i] = &ibcm_rej_sent_attrs[i].attr.attr;

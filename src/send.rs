@@ -413,7 +413,7 @@ pub(crate) fn send_for_id(
     }
     let ret = if flow::controlled(msg.attr_id()) {
         // SAFETY: `buf` is ready and ours, built for `port`.
-        unsafe { post_controlled(port, buf) }
+        unsafe { post_controlled(dev, port, buf) }
     } else {
         // SAFETY: `buf` is ready; on failure it is still ours.
         unsafe { bindings::ib_post_send_mad(buf, core::ptr::null_mut()) }
@@ -435,8 +435,8 @@ pub(crate) fn send_for_id(
     Ok((unsafe { PostedMad::new(buf, reposts) }, tid))
 }
 
-/// Posts a controlled MAD (`logic::flow::controlled`) of `port`, or queues it in the port's
-/// backlog behind those waiting already; 0, or the errno of the refusal (`-ENOMEM`: the
+/// Posts a controlled MAD (`logic::flow::controlled`) of `port` of `dev`, or queues it in the
+/// port's backlog behind those waiting already; 0, or the errno of the refusal (`-ENOMEM`: the
 /// backlog is full, or no node for it) or of the post. Posting under the port's lock keeps a
 /// slot from being seen taken by a post that then fails.
 ///
@@ -445,7 +445,11 @@ pub(crate) fn send_for_id(
 /// `buf` must be a built send buffer of `port`'s agent that the caller owns and has not
 /// posted; on success it belongs to the MAD layer or to the backlog, else it is still the
 /// caller's.
-unsafe fn post_controlled(port: &CmPort, buf: *mut bindings::ib_mad_send_buf) -> ffi::c_int {
+unsafe fn post_controlled(
+    dev: &CmDevice,
+    port: &CmPort,
+    buf: *mut bindings::ib_mad_send_buf,
+) -> ffi::c_int {
     let params = tunables::flow_control();
     let mut spare = None;
     loop {
@@ -464,6 +468,11 @@ unsafe fn post_controlled(port: &CmPort, buf: *mut bindings::ib_mad_send_buf) ->
                 Some(node) => {
                     // SAFETY: `buf` is built, ours and not posted (caller).
                     unsafe { f.push(node, buf) };
+                    // Free slots with MADs waiting: the limit was raised (or lifted) since
+                    // they queued, and no completion may come for a while to let them out.
+                    if flow::may_dequeue(f.outstanding, limit) {
+                        dev.kick_flow();
+                    }
                     return 0;
                 }
                 None => {
@@ -491,25 +500,37 @@ unsafe fn post_controlled(port: &CmPort, buf: *mut bindings::ib_mad_send_buf) ->
 const DEQUEUE_BATCH: u32 = 32;
 
 /// A completed controlled MAD of `port_num` gives its slot back, and the waiting ones take the
-/// free slots, in order. Returned are those whose post failed, never posted, for the caller
-/// to complete. While the device goes away nothing more goes out: removal completes the
-/// waiting ones ([`take_waiting`]).
+/// free slots ([`drain`]).
 pub(crate) fn release_slot(dev: &CmDevice, port_num: u32) -> UnpostedList {
-    let mut failed = UnpostedList::new();
     let Some(port) = dev.port(port_num) else {
-        return failed;
+        return UnpostedList::new();
     };
+    drain(dev, port, true).0
+}
+
+/// Lets the waiting MADs of `port` take its free slots, in order, after giving one back if
+/// `release`; at most [`DEQUEUE_BATCH`] posts. Returned are those whose post failed, never
+/// posted, for the caller to complete, and whether more could go out now (the batch ran
+/// out). While the device goes away nothing more goes out: removal completes the waiting ones
+/// ([`take_waiting`]).
+pub(crate) fn drain(dev: &CmDevice, port: &CmPort, release: bool) -> (UnpostedList, bool) {
+    let mut failed = UnpostedList::new();
     let params = tunables::flow_control();
     let mut f = port.flow();
-    f.outstanding = f.outstanding.saturating_sub(1);
+    if release {
+        f.outstanding = f.outstanding.saturating_sub(1);
+    }
     let Some(_gate) = dev.enter_send() else {
-        return failed;
+        return (failed, false);
     };
     let limit = flow::limit(params.limit, f.derived_limit);
     // Only posts count against the batch: when it stops with MADs still waiting, at least
     // `DEQUEUE_BATCH` are outstanding, whose completions let the rest out.
     let mut posted = 0;
-    while posted < DEQUEUE_BATCH && flow::may_dequeue(f.outstanding, limit) {
+    while flow::may_dequeue(f.outstanding, limit) {
+        if posted == DEQUEUE_BATCH {
+            return (failed, f.queued() != 0);
+        }
         let Some(waiting) = f.pop() else {
             break;
         };
@@ -522,7 +543,7 @@ pub(crate) fn release_slot(dev: &CmDevice, port_num: u32) -> UnpostedList {
             failed.push(waiting);
         }
     }
-    failed
+    (failed, false)
 }
 
 /// Every MAD waiting in `port`'s backlog, taken out in order (device removal, once no send

@@ -21,7 +21,7 @@ fn read() -> bindings::ibcm_tunables {
         cm_retries_floor: 0,
         cm_retries_cap: 15,
         flow_control_limit: -1,
-        flow_control_backlog: 32768,
+        flow_control_backlog: 16384,
     };
     // SAFETY: Fills the struct `t` points at from the module parameters.
     unsafe { bindings::ibcm_glue_tunables(&mut t) };

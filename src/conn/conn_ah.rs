@@ -53,9 +53,10 @@ pub(crate) fn untrack<'a>(
 /// flush, one still waiting in its port's flow-control backlog never reaches the wire and is
 /// given back here, as its completion would be (its use of the connection handle returned,
 /// the buffer freed; the caller's `id` keeps the id alive past the buffer's reference).
-pub(crate) fn cancel_tracked(id: &Arc<CmId>, g: &mut CmIdInner) {
+/// Whether the MAD never went out.
+pub(crate) fn cancel_tracked(id: &Arc<CmId>, g: &mut CmIdInner) -> bool {
     let Some(waiting) = g.cancel_tracked(&id.dev) else {
-        return;
+        return false;
     };
     let done = Completed::unposted(&id.dev, waiting, bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR);
     if done.on_conn_ah && ah_in_flight(g.ah_sends) != 0 {
@@ -63,6 +64,7 @@ pub(crate) fn cancel_tracked(id: &Arc<CmId>, g: &mut CmIdInner) {
     }
     end_conn_ah(id, g);
     drop(done);
+    true
 }
 
 /// The sends in flight on the connection handle, from `CmIdInner::ah_sends`.

@@ -119,7 +119,9 @@ fn destroy_actions(id: &Arc<CmId>, err: i32) -> Farewell {
     let state = id.cm_state();
     match input::destroy(state, enomem, xrc_tgt) {
         input::Farewell::Nothing => {}
-        input::Farewell::CancelSidrReq => cancel_tracked(id, &mut g),
+        input::Farewell::CancelSidrReq => {
+            cancel_tracked(id, &mut g);
+        }
         input::Farewell::SidrRep => {
             let mut msg = CmMessage::SidrRep(sidr::sidr_rep_of(id, SIDR_REJECT));
             let _ = send_msg(id, &mut g, Out::SidrRep, &mut msg, 0, State::Idle);
@@ -130,19 +132,25 @@ fn destroy_actions(id: &Arc<CmId>, err: i32) -> Farewell {
             // REJ TIMEOUT with the node GUID as ARI from the active side's REQ states,
             // CONSUMER_DEFINED otherwise; traced before the state changes, as cm.c's
             // `cm_send_rej_locked()`.
+            // A REQ still waiting in its port's flow-control backlog is dropped unsent: the
+            // peer never saw it, so no REJ follows it (cm.c's REQ always went out first).
+            let unsent = cancel && cancel_tracked(id, &mut g);
             let mut msg = CmMessage::Rej(default_rej(id));
-            trace::send_rej(id, own_rej_reason(state));
-            if cancel {
-                cancel_tracked(id, &mut g);
+            if !unsent {
+                trace::send_rej(id, own_rej_reason(state));
             }
             match leave {
                 Leave::Remote => leave_remote(id, &mut g, &mut u),
                 Leave::Timewait => enter_timewait(id, &mut g, false, &mut u),
             }
-            let _ = send_msg(id, &mut g, rej, &mut msg, 0, State::Idle);
+            if !unsent {
+                let _ = send_msg(id, &mut g, rej, &mut msg, 0, State::Idle);
+            }
         }
         input::Farewell::Dreq => {
-            // The DREQ goes out, is cancelled at once, and the id passes through timewait.
+            // The DREQ goes out once (unretried: its retries are cancelled at once, or, if it
+            // waits for a flow-control slot, it leaves with none), and the id passes through
+            // timewait.
             let mut msg = CmMessage::Dreq(Dreq {
                 local_comm_id: 0,
                 remote_comm_id: 0,
@@ -150,11 +158,12 @@ fn destroy_actions(id: &Arc<CmId>, err: i32) -> Farewell {
                 private_data: Bytes::EMPTY,
             });
             let _ = send_msg(id, &mut g, Out::Dreq, &mut msg, 0, State::Idle);
-            cancel_tracked(id, &mut g);
+            g.cancel_tracked_retries(&id.dev);
             enter_timewait(id, &mut g, false, &mut u);
         }
         input::Farewell::CancelDreq => {
-            cancel_tracked(id, &mut g);
+            // The ULP's DREQ, sent (or waiting to be) before the destroy: as above.
+            g.cancel_tracked_retries(&id.dev);
             enter_timewait(id, &mut g, false, &mut u);
         }
         input::Farewell::Drep => {

@@ -113,7 +113,9 @@ fn shut_down(dev: &CmDevice, registered: usize) {
     dev.quiesce(registered);
     wq::flush();
     timewait::end_all(dev);
-    // No send starts any more: what still waits in the flow-control backlogs never goes out.
+    // No send starts any more (nor queues the flow-control kick): what still waits in the
+    // flow-control backlogs never goes out.
+    dev.stop_flow_kick();
     super::mad_agent::flush_backlogs(dev);
     // No send starts any more: the ids' connection address handles go now if idle, else
     // with the completions that the agents' unregistration below flushes.

@@ -5,6 +5,7 @@
 //! id's protocol how its tracked MAD ended.
 
 use crate::{
+    backlog::UnpostedList,
     bindings,
     cm_id::{CmDevice, CmId},
     conn,
@@ -204,11 +205,40 @@ pub(crate) fn complete(dev: &CmDevice, mut done: Completed<'_>) {
 /// Gives a flow-control slot of `port_num` back; the MADs it lets out whose post failed fail
 /// as a send error would (their ids get the `*_ERROR` event of their state).
 fn release_slot(dev: &CmDevice, port_num: u32) {
-    for failed in send::release_slot(dev, port_num) {
+    fail_unposted(dev, send::release_slot(dev, port_num));
+}
+
+/// Completes MADs whose post from the backlog failed as a send error.
+fn fail_unposted(dev: &CmDevice, failed: UnpostedList) {
+    for failed in failed {
         complete(
             dev,
             Completed::unposted(dev, failed, bindings::ib_wc_status_IB_WC_GENERAL_ERR),
         );
+    }
+}
+
+/// The flow-control kick of a device ([`CmDevice::kick_flow`]): its ports' waiting MADs take
+/// the slots a raised limit freed, in batches.
+///
+/// # Safety
+///
+/// Called by the workqueue (through `glue.c`) for the `flow_kick` work of a live
+/// [`CmDevice`]: removal cancels the work before it drops the device's last reference.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ibcm_rs_flow_kick(dw: *mut bindings::delayed_work) {
+    // SAFETY: `dw` is the `flow_kick` field of a live `CmDevice` (caller contract).
+    let dev = unsafe { CmDevice::from_flow_work(dw) };
+    for port in dev.ports() {
+        loop {
+            let (failed, more) = send::drain(dev, port, false);
+            fail_unposted(dev, failed);
+            if !more {
+                break;
+            }
+            // SAFETY: Plain scheduling point; the work runs in process context, no lock held.
+            unsafe { bindings::ibcm_glue_cond_resched() };
+        }
     }
 }
 

@@ -1720,7 +1720,7 @@ static int flow_quiet_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 static void flow_defaults(void *unused)
 {
 	set_ib_cm_param("flow_control_limit", "-1");
-	set_ib_cm_param("flow_control_backlog", "32768");
+	set_ib_cm_param("flow_control_backlog", "16384");
 }
 
 /*
@@ -1864,6 +1864,74 @@ static void timewait_and_rej_counted(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_rej_rcvd", "consumer_defined"), rcvd0 + 1);
 }
 
+/*
+ * Ours' flow control, continued (ours only). With one slot, held by a REQ to a silent peer:
+ * an established id destroyed meanwhile still says goodbye, its DREQ waiting for the slot
+ * and going out once the REQ's retries ran out (cm.c's destroy sends its DREQ once before it
+ * cancels it; dropping a waiting one would leave the peer connected); and raising the limit
+ * lets a waiting REQ out at the next send, not at the next completion.
+ */
+static void flow_control_destroy_and_raise(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_rep_param rep = { .qp_num = 0x78, .starting_psn = 1 };
+	struct ib_cm_req_param req;
+	struct sa_path_rec fast;
+	const struct ib_gid_attr *sgid;
+	struct ib_cm_id *a, *h[4];
+	long v = -1;
+	int i;
+
+	KUNIT_ASSERT_EQ(test, make_path(c->d1, c->d0, &fast, &sgid, 0), 0);
+	for (i = 0; i < 300 && (v = read_port_counter(dev1, "cm_flow", "outstanding")) > 0; i++)
+		msleep(100);
+	KUNIT_ASSERT_EQ(test, v, 0);
+	a = req_reaches_passive(test, c);
+	establish(test, a, &rep);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, flow_defaults, NULL), 0);
+	KUNIT_ASSERT_EQ(test, set_ib_cm_param("flow_control_limit", "1"), 0);
+	passive.ret = -ENOMEM;
+	for (i = 0; i < 4; i++) {
+		h[i] = ib_create_cm_id(c->d1, flow_quiet_handler, NULL);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(h[i]));
+	}
+	/* 537 ms per wait, one retry: the slot is held for about 1.1 s. */
+	req_param(&req, &fast, sgid, 17, 1);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_req(h[0], &req), 0);
+	ib_destroy_cm_id(a);
+	active.id = NULL;
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_flow", "backlog"), 1);
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
+	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
+	/* The DREQ's own completion gives the slot back a moment later. */
+	for (i = 0; i < 100 && (v = read_port_counter(dev1, "cm_flow", "outstanding")) > 0; i++)
+		msleep(10);
+	KUNIT_ASSERT_EQ(test, v, 0);
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_flow", "backlog"), 0);
+
+	/* h[1] takes the slot, h[2] waits; with a limit of 2, h[3]'s send lets h[2] out. */
+	KUNIT_ASSERT_EQ(test, ib_send_cm_req(h[1], &req), 0);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_req(h[2], &req), 0);
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_flow", "backlog"), 1);
+	KUNIT_ASSERT_EQ(test, set_ib_cm_param("flow_control_limit", "2"), 0);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_req(h[3], &req), 0);
+	for (i = 0; i < 100 && READ_ONCE(passive.n_reqs) < 4; i++)
+		msleep(5);
+	/* h[2]'s REQ came before h[1]'s retry (537 ms after h[1]'s REQ). */
+	KUNIT_ASSERT_GE(test, READ_ONCE(passive.n_reqs), 4);
+	KUNIT_EXPECT_EQ(test, passive.req_from[2], h[1]->local_id);
+	KUNIT_EXPECT_EQ(test, passive.req_from[3], h[2]->local_id);
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_flow", "outstanding"), 2);
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_flow", "backlog"), 1);
+	/* h[3] still waits: destroying it takes it out, unsent. */
+	ib_destroy_cm_id(h[3]);
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_flow", "backlog"), 0);
+	for (i = 0; i < 3; i++)
+		ib_destroy_cm_id(h[i]);
+	rdma_put_gid_attr(sgid);
+}
+
 /* Puts ours' mra_wait_once back to its default, however the case ended. */
 static void mra_once_default(void *unused)
 {
@@ -1939,6 +2007,7 @@ static void mra_req_wait_per_policy(struct kunit *test)
 static struct kunit_case rs_only_cases[] = {
 	KUNIT_CASE(req_send_failure_keeps_no_conn_ah),
 	KUNIT_CASE(flow_control_orders_and_refuses),
+	KUNIT_CASE(flow_control_destroy_and_raise),
 	KUNIT_CASE(timewait_and_rej_counted),
 	KUNIT_CASE_SLOW(mra_req_wait_per_policy),
 	{}

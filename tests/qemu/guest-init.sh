@@ -362,7 +362,15 @@ if [ "$CM" = rs ]; then
 	# Every REJ a device sent is counted under its reason (the sums match cm_tx_msgs/rej),
 	# every REJ it received and handled too (at most cm_rx_msgs/rej, which also counts
 	# malformed ones), and the suites' REJs carry several reasons.
+	# Read until two snapshots agree: a REJ completing between the reads of cm_rej_sent and
+	# cm_tx_msgs/rej would otherwise show as a difference.
 	rej_counts >/tmp/rej-conf-after
+	for i in 1 2 3 4 5; do
+		sleep 0.2
+		rej_counts >/tmp/rej-conf-again
+		cmp -s /tmp/rej-conf-after /tmp/rej-conf-again && break
+		mv /tmp/rej-conf-again /tmp/rej-conf-after
+	done
 	e2e "$(awk -F: -v cm="$CM" 'NR == FNR { b[$1] = $2; next }
 		{	n = split($1, p, "/"); dev = p[5]; grp = p[8]; d = $2 - b[$1]
 			if (grp == "cm_rej_sent") { sent[dev] += d; if (d > 0) reasons[p[9]] = 1 }
@@ -719,12 +727,19 @@ if [ "$CM" = rs ]; then
 	FL=/sys/module/ib_cm/parameters/flow_control_limit
 	FD=/sys/class/infiniband/rxe1/ports/1/cm_flow
 	ref0=$(cat $FD/refused 2>/dev/null)
+	hw0=$(cat $FD/backlog_high_water 2>/dev/null)
 	if echo 2 >$FL; then
 		if pair cmtime_flow_limited 180 7196 "cmtime -b 10.0.0.1 -p 7196" "cmtime -s 10.0.0.1 -b 10.0.0.2 -p 7196 -c 100" forever; then
 			sleep 1
 			fl="high_water $(cat $FD/backlog_high_water) refused $(($(cat $FD/refused) - ref0)) outstanding $(cat $FD/outstanding) backlog $(cat $FD/backlog) limit $(cat $FD/limit)"
+			# The high-water mark only rises: it must have risen past the earlier cases' own.
 			case "$fl" in
-			"high_water "[1-9][0-9]*" refused 0 outstanding 0 backlog 0 limit 2") pair_result cmtime_flow_limited ;;
+			"high_water "[1-9][0-9]*" refused 0 outstanding 0 backlog 0 limit 2")
+				if [ "$(cat $FD/backlog_high_water)" -gt "${hw0:-0}" ]; then
+					pair_result cmtime_flow_limited
+				else
+					pair_result cmtime_flow_limited "$fl: high_water did not rise from $hw0"
+				fi ;;
 			*) pair_result cmtime_flow_limited "$fl (want high_water >= 10, the rest 0, limit 2)" ;;
 			esac
 			klog "IBCM-FLOW: $CM $fl"
