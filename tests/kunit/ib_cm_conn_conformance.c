@@ -1895,8 +1895,12 @@ static void flow_control_destroy_and_raise(struct kunit *test)
 		h[i] = ib_create_cm_id(c->d1, flow_quiet_handler, NULL);
 		KUNIT_ASSERT_FALSE(test, IS_ERR(h[i]));
 	}
-	/* 537 ms per wait, one retry: the slot is held for about 1.1 s. */
+	/*
+	 * 537 ms per wait, one retry: the slot is held for about 1.1 s. Each REQ comes from a QP
+	 * of its own: one from a's QP would be a stale connection to the passive side.
+	 */
 	req_param(&req, &fast, sgid, 17, 1);
+	req.qp_num = 0x200;
 	KUNIT_ASSERT_EQ(test, ib_send_cm_req(h[0], &req), 0);
 	ib_destroy_cm_id(a);
 	active.id = NULL;
@@ -1911,10 +1915,13 @@ static void flow_control_destroy_and_raise(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_flow", "backlog"), 0);
 
 	/* h[1] takes the slot, h[2] waits; with a limit of 2, h[3]'s send lets h[2] out. */
+	req.qp_num = 0x201;
 	KUNIT_ASSERT_EQ(test, ib_send_cm_req(h[1], &req), 0);
+	req.qp_num = 0x202;
 	KUNIT_ASSERT_EQ(test, ib_send_cm_req(h[2], &req), 0);
 	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_flow", "backlog"), 1);
 	KUNIT_ASSERT_EQ(test, set_ib_cm_param("flow_control_limit", "2"), 0);
+	req.qp_num = 0x203;
 	KUNIT_ASSERT_EQ(test, ib_send_cm_req(h[3], &req), 0);
 	for (i = 0; i < 100 && READ_ONCE(passive.n_reqs) < 4; i++)
 		msleep(5);
