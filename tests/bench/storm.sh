@@ -64,7 +64,8 @@ for s in shapes:
               f"REQ retries {fmt(med(cm, s, 'req_retries'))} (of {fmt(med(cm, s, 'reqs_sent'))} REQs sent), "
               f"REP retries {fmt(med(cm, s, 'rep_retries'))}, retries run out {fmt(med(cm, s, 'timeouts'))}, "
               f"hung-task messages {fmt(med(cm, s, 'hung'))}, "
-              f"peak memory +{fmt(med(cm, s, 'mem_peak_kb'), ' kB')} (slab +{fmt(med(cm, s, 'slab_peak_kb'), ' kB')})")
+              f"peak memory +{fmt(med(cm, s, 'mem_peak_kb'), ' kB')} (slab +{fmt(med(cm, s, 'slab_peak_kb'), ' kB')})"
+              + (f", flow-control backlog high-water so far {fmt(med(cm, s, 'backlog_hw'))}" if cm == "rs" else ""))
     if last.get("c") and last.get("rs"):
         print(f"  connection rate ours / C: {last['c'] / last['rs']:.2f}")
 PY

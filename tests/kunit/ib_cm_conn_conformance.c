@@ -1879,6 +1879,7 @@ static void flow_control_destroy_and_raise(struct kunit *test)
 	struct sa_path_rec fast;
 	const struct ib_gid_attr *sgid;
 	struct ib_cm_id *a, *h[4];
+	__be32 a_id;
 	long v = -1;
 	int i;
 
@@ -1887,6 +1888,7 @@ static void flow_control_destroy_and_raise(struct kunit *test)
 		msleep(100);
 	KUNIT_ASSERT_EQ(test, v, 0);
 	a = req_reaches_passive(test, c);
+	a_id = a->local_id;
 	establish(test, a, &rep);
 	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, flow_defaults, NULL), 0);
 	KUNIT_ASSERT_EQ(test, set_ib_cm_param("flow_control_limit", "1"), 0);
@@ -1923,12 +1925,18 @@ static void flow_control_destroy_and_raise(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, set_ib_cm_param("flow_control_limit", "2"), 0);
 	req.qp_num = 0x203;
 	KUNIT_ASSERT_EQ(test, ib_send_cm_req(h[3], &req), 0);
-	for (i = 0; i < 100 && READ_ONCE(passive.n_reqs) < 4; i++)
+	for (i = 0; i < 100 && READ_ONCE(passive.n_reqs) < 5; i++)
 		msleep(5);
-	/* h[2]'s REQ came before h[1]'s retry (537 ms after h[1]'s REQ). */
-	KUNIT_ASSERT_GE(test, READ_ONCE(passive.n_reqs), 4);
-	KUNIT_EXPECT_EQ(test, passive.req_from[2], h[1]->local_id);
-	KUNIT_EXPECT_EQ(test, passive.req_from[3], h[2]->local_id);
+	/*
+	 * The passive side saw a's REQ, h[0]'s and its retry, then h[1]'s, and h[2]'s before
+	 * h[1]'s retry (537 ms after h[1]'s REQ).
+	 */
+	KUNIT_ASSERT_GE(test, READ_ONCE(passive.n_reqs), 5);
+	KUNIT_EXPECT_EQ(test, passive.req_from[0], a_id);
+	KUNIT_EXPECT_EQ(test, passive.req_from[1], h[0]->local_id);
+	KUNIT_EXPECT_EQ(test, passive.req_from[2], h[0]->local_id);
+	KUNIT_EXPECT_EQ(test, passive.req_from[3], h[1]->local_id);
+	KUNIT_EXPECT_EQ(test, passive.req_from[4], h[2]->local_id);
 	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_flow", "outstanding"), 2);
 	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_flow", "backlog"), 1);
 	/* h[3] still waits: destroying it takes it out, unsent. */

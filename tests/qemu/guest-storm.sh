@@ -120,7 +120,10 @@ for shape in $SHAPES; do
 	hung=$(dmesg | sed -n "/IBCM-STORM-MARK: $shape\$/,\$p" | grep -c -E 'blocked for more than|soft lockup|self-detected stall|rcu_preempt detected|hard LOCKUP')
 	peak=$(awk 'NR == 1 { u0 = $1; s0 = $2 } { if ($1 > u) u = $1; if ($2 > s) s = $2 }
 		END { printf "%d %d", u - u0, s - s0 }' /tmp/mem)
-	klog "IBCM-STORM: cm=$CM shape=$shape conns=$((P * C)) wall_ms=$((t1 - t0)) last_client_ms=$last estab_ms=$estab failed_clients=$failed error_lines=$errs req_retries=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_retries/req$') rep_retries=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_retries/rep$') reqs_sent=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_msgs/req$') timeouts=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_timeouts/') hung=$hung mem_peak_kb=${peak% *} slab_peak_kb=${peak#* }"
+	# Ours: the most REQs/DREQs that waited for a flow-control slot on either device so far in
+	# this boot (the mark only rises; the C CM has none).
+	bhw=$(cat /sys/class/infiniband/rxe[01]/ports/1/cm_flow/backlog_high_water 2>/dev/null | sort -n | tail -1)
+	klog "IBCM-STORM: cm=$CM shape=$shape backlog_hw=${bhw:-na} conns=$((P * C)) wall_ms=$((t1 - t0)) last_client_ms=$last estab_ms=$estab failed_clients=$failed error_lines=$errs req_retries=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_retries/req$') rep_retries=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_retries/rep$') reqs_sent=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_msgs/req$') timeouts=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_timeouts/') hung=$hung mem_peak_kb=${peak% *} slab_peak_kb=${peak#* }"
 	port=$((port + 1000))
 	# The connections' timewaits (and the ids in them) end before the next shape.
 	sleep 5
