@@ -8,9 +8,10 @@
 #   make fuzz       long run of the wire-codec fuzz driver (IBCM_FUZZ_ITERS, default 20M)
 #   make bench      REQ flood, connection (cmtime) and storm benchmarks, ours vs the in-tree C ib_cm
 #   make bench-conn the connection benchmark only (release kernel); ICOUNT=1: low-noise
-#   make bench-storm the connection storm benchmark only (release kernel); SHAPES=m1:PxC,mm:PxC
 #                   mode (one CPU, QEMU -icount: every figure counts guest instructions);
 #                   TBPROF=1: plus an instruction profile by function (QEMU plugin)
+#   make bench-storm the connection storm benchmark only (release kernel); SHAPES=m1:PxC,mm:PxC;
+#                   VARIANT=latency: with the irqsoff tracer and soft-lockup detector
 #   make install    (root) ib_cm.ko into /lib/modules/<release>/updates/ + depmod (INSTALL_MOD_PATH=)
 #   make uninstall  removes it again (KDIR= or KERNELRELEASE= names the kernel)
 #   make install-test  the INSTALL layer alone (preflight, install, DKMS, kernel-deb config)

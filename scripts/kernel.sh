@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Build (once) and locate the cached test kernel.
 #
-#   scripts/kernel.sh kdir [debug|release]   build if needed, print the build directory (KDIR)
-#   scripts/kernel.sh key  [debug|release]   print the cache key only
+#   scripts/kernel.sh kdir [debug|release|latency]   build if needed, print the build directory
+#   scripts/kernel.sh key  [debug|release|latency]   print the cache key only
 #
 # The source tree is extracted once per Debian package version; each variant is built out of
 # tree (O=) into a directory keyed by package version, variant and a hash of the config
@@ -20,7 +20,8 @@ frags=("$top/tests/qemu/kernel.config")
 case $variant in
 debug) frags+=("$top/tests/qemu/kernel-debug.config") ;;
 release) frags+=("$top/tests/qemu/kernel-release.config") ;;
-*) die "unknown kernel variant '$variant' (debug or release)" ;;
+latency) frags+=("$top/tests/qemu/kernel-release.config" "$top/tests/qemu/kernel-latency.config") ;;
+*) die "unknown kernel variant '$variant' (debug, release or latency)" ;;
 esac
 
 ver=$(kernel_pkg_version) || true

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# Builds what the QEMU layer needs for VARIANT (debug|release) into out/VARIANT/:
+# Builds what the QEMU layer needs for VARIANT (debug|release|latency) into out/VARIANT/:
 # the test kernel (cached), ib_cm.ko (test build with the white-box KUnit suite), the
 # conformance module, the soft IB HCA (tests/softib) and the initramfs.
 set -euo pipefail

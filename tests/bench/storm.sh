@@ -22,7 +22,12 @@ boots=${1:-1}
 # gives a device 16384 CQs and librdmacm makes two per connection end, so at most 8192
 # connection ends per device; the defaults stay well below, at 1600 connections.
 shapes=${2:-m1:8x50,mm:8x50,m1:16x100,mm:16x100}
-out=$("$top/tests/build.sh" release) || die "build failed"
+# VARIANT=latency: the release kernel plus the irqsoff tracer and the soft-lockup detector
+# (tests/qemu/kernel-latency.config): each shape then also reports the longest stretch with
+# interrupts off and where it began and ended. Its rates are not comparable with release's.
+variant=${VARIANT:-release}
+case $variant in release | latency) ;; *) die "VARIANT must be release or latency" ;; esac
+out=$("$top/tests/build.sh" "$variant") || die "build failed"
 res=$top/out/bench
 mkdir -p "$res"
 : >"$res/storm-raw.txt"
@@ -47,6 +52,8 @@ def med(cm, shape, key):
 def fmt(x, unit=""):
     return "n/a" if x is None else f"{x:.0f}{unit}"
 print("connection storms, rdma_cm + cmtime over two rxe devices, medians over boots")
+def raw(cm, shape, key):
+    return [r[key] for r in rows if r["cm"] == cm and r["shape"] == shape and key in r]
 for s in shapes:
     n = next(int(r["conns"]) for r in rows if r["shape"] == s)
     print(f"{s} ({n} connections):")
@@ -66,6 +73,12 @@ for s in shapes:
               f"hung-task messages {fmt(med(cm, s, 'hung'))}, "
               f"peak memory +{fmt(med(cm, s, 'mem_peak_kb'), ' kB')} (slab +{fmt(med(cm, s, 'slab_peak_kb'), ' kB')})"
               + (f", flow-control backlog high-water so far {fmt(med(cm, s, 'backlog_hw'))}" if cm == "rs" else ""))
+    for cm, name in (("c", "C"), ("rs", "ib_cm-rs")):
+        irq = [x for x in raw(cm, s, "irqsoff_max_us") if x != "na"]
+        if irq:
+            at = raw(cm, s, "irqsoff_at")
+            print(f"  {name}: longest interrupts-off stretch {max(int(x) for x in irq)} us "
+                  f"({at[0] if at else '?'})")
     if last.get("c") and last.get("rs"):
         print(f"  connection rate ours / C: {last['c'] / last['rs']:.2f}")
 PY

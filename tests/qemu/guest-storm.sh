@@ -23,6 +23,11 @@ echo 10 >/proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
 echo 1000 >/proc/sys/kernel/hung_task_warnings 2>/dev/null
 ulimit -n 65536 2>/dev/null
 
+# The latency variant's irqsoff tracer (make bench-storm VARIANT=latency): armed per shape.
+TRS=/sys/kernel/tracing
+mount -t tracefs tracefs $TRS 2>/dev/null
+irqsoff=
+grep -qw irqsoff $TRS/available_tracers 2>/dev/null && irqsoff=1
 ms() { read -r up _ </proc/uptime; echo "$up" | awk '{ printf "%d", $1 * 1000 }'; }
 # The CM's counters of both devices: cm_tx_msgs, cm_tx_retries and (ours) cm_tx_timeouts.
 cnt() { grep -H . /sys/class/infiniband/rxe[01]/ports/1/cm_tx_*/* 2>/dev/null; }
@@ -48,6 +53,10 @@ for shape in $SHAPES; do
 	rm -f /tmp/st-* /tmp/mem /tmp/mem.stop
 	cnt >/tmp/st-cnt0
 	klog "IBCM-STORM-MARK: $shape"
+	if [ -n "$irqsoff" ]; then
+		echo 0 >$TRS/tracing_max_latency
+		echo irqsoff >$TRS/current_tracer
+	fi
 	sampler /tmp/mem &
 	samp=$!
 	srvs=""
@@ -120,10 +129,21 @@ for shape in $SHAPES; do
 	hung=$(dmesg | sed -n "/IBCM-STORM-MARK: $shape\$/,\$p" | grep -c -E 'blocked for more than|soft lockup|self-detected stall|rcu_preempt detected|hard LOCKUP')
 	peak=$(awk 'NR == 1 { u0 = $1; s0 = $2 } { if ($1 > u) u = $1; if ($2 > s) s = $2 }
 		END { printf "%d %d", u - u0, s - s0 }' /tmp/mem)
+	# The longest stretch with interrupts off while the shape ran (us), and the functions that
+	# began and ended it (the irqsoff tracer's snapshot of the worst one).
+	irq=na at=na
+	if [ -n "$irqsoff" ]; then
+		echo 0 >$TRS/tracing_on
+		irq=$(cat $TRS/tracing_max_latency)
+		at=$(sed -n -E 's/^#* *=> (started|ended) at: *([^ ]*).*/\2/p' $TRS/trace | head -2 | tr '\n' '/')
+		klog "IBCM-STORM-IRQSOFF: $CM $shape $(grep -v '^#' $TRS/trace | head -40 | tr -s ' ' | tr '\n' '|')"
+		echo nop >$TRS/current_tracer
+		echo 1 >$TRS/tracing_on
+	fi
 	# Ours: the most REQs/DREQs that waited for a flow-control slot on either device so far in
 	# this boot (the mark only rises; the C CM has none).
 	bhw=$(cat /sys/class/infiniband/rxe[01]/ports/1/cm_flow/backlog_high_water 2>/dev/null | sort -n | tail -1)
-	klog "IBCM-STORM: cm=$CM shape=$shape backlog_hw=${bhw:-na} conns=$((P * C)) wall_ms=$((t1 - t0)) last_client_ms=$last estab_ms=$estab failed_clients=$failed error_lines=$errs req_retries=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_retries/req$') rep_retries=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_retries/rep$') reqs_sent=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_msgs/req$') timeouts=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_timeouts/') hung=$hung mem_peak_kb=${peak% *} slab_peak_kb=${peak#* }"
+	klog "IBCM-STORM: cm=$CM shape=$shape backlog_hw=${bhw:-na} irqsoff_max_us=$irq irqsoff_at=${at:-na} conns=$((P * C)) wall_ms=$((t1 - t0)) last_client_ms=$last estab_ms=$estab failed_clients=$failed error_lines=$errs req_retries=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_retries/req$') rep_retries=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_retries/rep$') reqs_sent=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_msgs/req$') timeouts=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_timeouts/') hung=$hung mem_peak_kb=${peak% *} slab_peak_kb=${peak#* }"
 	port=$((port + 1000))
 	# The connections' timewaits (and the ids in them) end before the next shape.
 	sleep 5
