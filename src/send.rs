@@ -493,10 +493,9 @@ unsafe fn post_controlled(
     }
 }
 
-/// At most this many waiting MADs go out per completion (with the port's lock held and
-/// interrupts off): a raised limit is caught up with over the next completions. Nothing
-/// waits with nothing outstanding, so a waiting MAD always has a completion ahead of it
-/// (or removal, which completes it).
+/// At most this many waiting MADs are taken out per drain (with the port's lock held and
+/// interrupts off); the kick work does the rest a batch at a time. A waiting MAD always has
+/// a completion or a queued kick ahead of it (or removal, which completes it).
 const DEQUEUE_BATCH: u32 = 32;
 
 /// A completed controlled MAD of `port_num` gives its slot back, and the waiting ones take the
@@ -505,15 +504,17 @@ pub(crate) fn release_slot(dev: &CmDevice, port_num: u32) -> UnpostedList {
     let Some(port) = dev.port(port_num) else {
         return UnpostedList::new();
     };
-    drain(dev, port, true).0
+    drain(dev, port, true)
 }
 
 /// Lets the waiting MADs of `port` take its free slots, in order, after giving one back if
-/// `release`; at most [`DEQUEUE_BATCH`] posts. Returned are those whose post failed, never
-/// posted, for the caller to complete, and whether more could go out now (the batch ran
-/// out). While the device goes away nothing more goes out: removal completes the waiting ones
+/// `release`; at most [`DEQUEUE_BATCH`] of them per call (each either posted or failed). When
+/// the batch runs out with more that could go out, the device's kick work takes over, one
+/// batch per run, so neither this caller nor the CM workqueue is held for a whole backlog.
+/// Returned are those whose post failed, never posted, for the caller to complete. While
+/// the device goes away nothing more goes out: removal completes the waiting ones
 /// ([`take_waiting`]).
-pub(crate) fn drain(dev: &CmDevice, port: &CmPort, release: bool) -> (UnpostedList, bool) {
+pub(crate) fn drain(dev: &CmDevice, port: &CmPort, release: bool) -> UnpostedList {
     let mut failed = UnpostedList::new();
     let params = tunables::flow_control();
     let mut f = port.flow();
@@ -521,29 +522,29 @@ pub(crate) fn drain(dev: &CmDevice, port: &CmPort, release: bool) -> (UnpostedLi
         f.outstanding = f.outstanding.saturating_sub(1);
     }
     let Some(_gate) = dev.enter_send() else {
-        return (failed, false);
+        return failed;
     };
     let limit = flow::limit(params.limit, f.derived_limit);
-    // Only posts count against the batch: when it stops with MADs still waiting, at least
-    // `DEQUEUE_BATCH` are outstanding, whose completions let the rest out.
-    let mut posted = 0;
-    while flow::may_dequeue(f.outstanding, limit) {
-        if posted == DEQUEUE_BATCH {
-            return (failed, f.queued() != 0);
+    let mut tried = 0;
+    while flow::may_dequeue(f.outstanding, limit) && f.queued() != 0 {
+        if tried == DEQUEUE_BATCH {
+            // Inside the send gate: removal cancels the kick after closing it.
+            dev.kick_flow();
+            break;
         }
         let Some(waiting) = f.pop() else {
             break;
         };
+        tried += 1;
         // SAFETY: A built, unposted buffer of this port's agent, which is registered while
         // the send gate is held (backlog invariants).
         if unsafe { bindings::ib_post_send_mad(waiting.0, core::ptr::null_mut()) } == 0 {
             f.outstanding += 1;
-            posted += 1;
         } else {
             failed.push(waiting);
         }
     }
-    (failed, false)
+    failed
 }
 
 /// Every MAD waiting in `port`'s backlog, taken out in order (device removal, once no send

@@ -157,8 +157,13 @@ fn destroy_actions(id: &Arc<CmId>, err: i32) -> Farewell {
                 remote_qpn_eecn: 0,
                 private_data: Bytes::EMPTY,
             });
-            let _ = send_msg(id, &mut g, Out::Dreq, &mut msg, 0, State::Idle);
-            g.cancel_tracked_retries(&id.dev);
+            // Only the DREQ just sent may be let go once; if the send failed, whatever the id
+            // still tracks is cancelled as usual.
+            if send_msg(id, &mut g, Out::Dreq, &mut msg, 0, State::Idle).is_ok() {
+                g.cancel_tracked_retries(&id.dev);
+            } else {
+                cancel_tracked(id, &mut g);
+            }
             enter_timewait(id, &mut g, false, &mut u);
         }
         input::Farewell::CancelDreq => {

@@ -219,7 +219,8 @@ fn fail_unposted(dev: &CmDevice, failed: UnpostedList) {
 }
 
 /// The flow-control kick of a device ([`CmDevice::kick_flow`]): its ports' waiting MADs take
-/// the slots a raised limit freed, in batches.
+/// the slots a raised limit freed, one batch per port per run (a drain that ends its batch
+/// with more to do queues the kick again, after the receive work queued meanwhile).
 ///
 /// # Safety
 ///
@@ -230,15 +231,7 @@ pub(crate) unsafe extern "C" fn ibcm_rs_flow_kick(dw: *mut bindings::delayed_wor
     // SAFETY: `dw` is the `flow_kick` field of a live `CmDevice` (caller contract).
     let dev = unsafe { CmDevice::from_flow_work(dw) };
     for port in dev.ports() {
-        loop {
-            let (failed, more) = send::drain(dev, port, false);
-            fail_unposted(dev, failed);
-            if !more {
-                break;
-            }
-            // SAFETY: Plain scheduling point; the work runs in process context, no lock held.
-            unsafe { bindings::ibcm_glue_cond_resched() };
-        }
+        fail_unposted(dev, send::drain(dev, port, false));
     }
 }
 

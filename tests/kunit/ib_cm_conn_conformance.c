@@ -1890,6 +1890,10 @@ static void flow_control_destroy_and_raise(struct kunit *test)
 	a = req_reaches_passive(test, c);
 	a_id = a->local_id;
 	establish(test, a, &rep);
+	/* a's REQ, cancelled by the REP, gives its slot back when its completion comes. */
+	for (i = 0; i < 100 && (v = read_port_counter(dev1, "cm_flow", "outstanding")) > 0; i++)
+		msleep(10);
+	KUNIT_ASSERT_EQ(test, v, 0);
 	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, flow_defaults, NULL), 0);
 	KUNIT_ASSERT_EQ(test, set_ib_cm_param("flow_control_limit", "1"), 0);
 	passive.ret = -ENOMEM;
@@ -1916,7 +1920,11 @@ static void flow_control_destroy_and_raise(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, v, 0);
 	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_flow", "backlog"), 0);
 
-	/* h[1] takes the slot, h[2] waits; with a limit of 2, h[3]'s send lets h[2] out. */
+	/*
+	 * h[1] takes the slot, h[2] waits; with a limit of 2, h[3]'s send lets h[2] out. These
+	 * wait 4.3 s for an answer (conv(20)), so no retry comes while the case looks.
+	 */
+	req_param(&req, &fast, sgid, 20, 1);
 	req.qp_num = 0x201;
 	KUNIT_ASSERT_EQ(test, ib_send_cm_req(h[1], &req), 0);
 	req.qp_num = 0x202;
@@ -1928,8 +1936,8 @@ static void flow_control_destroy_and_raise(struct kunit *test)
 	for (i = 0; i < 100 && READ_ONCE(passive.n_reqs) < 5; i++)
 		msleep(5);
 	/*
-	 * The passive side saw a's REQ, h[0]'s and its retry, then h[1]'s, and h[2]'s before
-	 * h[1]'s retry (537 ms after h[1]'s REQ).
+	 * The passive side saw a's REQ, h[0]'s and its retry, then h[1]'s, and h[2]'s while
+	 * h[1]'s still held its slot.
 	 */
 	KUNIT_ASSERT_GE(test, READ_ONCE(passive.n_reqs), 5);
 	KUNIT_EXPECT_EQ(test, passive.req_from[0], a_id);
