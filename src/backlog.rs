@@ -16,6 +16,22 @@ use kernel::{ffi, prelude::*};
 /// The tag in a waiting buffer's `context[1]` (nodes are at least word-aligned).
 const WAITING: usize = 1;
 
+/// The node `buf` waits in, from the tag in its `context[1]`; `None` if it does not wait.
+///
+/// # Safety
+///
+/// `buf` must be a live MAD send buffer the CM built: waiting, posted, or its owner's.
+unsafe fn waiting_node(buf: *mut bindings::ib_mad_send_buf) -> Option<*mut Node> {
+    // SAFETY: `context[1]` is never written by the MAD layer; a posted buffer's is only written
+    // by its owner, whose send completion we are not racing (caller: live).
+    let ctx = unsafe { (*buf).context[1] };
+    // CAST: the pointer's address, to read its tag.
+    if (ctx as usize) & WAITING == 0 {
+        return None;
+    }
+    Some(ctx.cast::<u8>().wrapping_sub(WAITING).cast::<Node>())
+}
+
 /// One waiting buffer.
 struct Node {
     prev: *mut Node,
@@ -198,14 +214,8 @@ impl Flow {
         &mut self,
         buf: *mut bindings::ib_mad_send_buf,
     ) -> Option<Unposted> {
-        // SAFETY: `context[1]` is never written by the MAD layer; a posted buffer's is only
-        // written by its owner, whose send completion we are not racing (caller: live).
-        let ctx = unsafe { (*buf).context[1] };
-        // CAST: the pointer's address, to read its tag.
-        if (ctx as usize) & WAITING == 0 {
-            return None;
-        }
-        let node = ctx.cast::<u8>().wrapping_sub(WAITING).cast::<Node>();
+        // SAFETY: The caller's contract.
+        let node = unsafe { waiting_node(buf) }?;
         // SAFETY: Only a buffer queued here carries the tag (type invariants), and its node is
         // in this list: the caller names this port's buffers only.
         Some(unsafe { self.unlink(node) })
@@ -220,9 +230,7 @@ impl Flow {
     /// As [`Flow::remove`].
     pub(crate) unsafe fn send_once(&mut self, buf: *mut bindings::ib_mad_send_buf) -> bool {
         // SAFETY: As in `remove`.
-        let ctx = unsafe { (*buf).context[1] };
-        // CAST: the pointer's address, to read its tag.
-        if (ctx as usize) & WAITING == 0 {
+        if unsafe { waiting_node(buf) }.is_none() {
             return false;
         }
         // SAFETY: A waiting buffer is ours (type invariants); the MAD layer reads these two

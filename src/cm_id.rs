@@ -18,7 +18,7 @@ use crate::alloc::CmBox;
 use crate::{
     ah::ConnAh,
     av::Av,
-    backlog::Unposted,
+    backlog::{Flow, Unposted},
     bindings,
     comm_index::CommId,
     device::DeviceOf,
@@ -299,29 +299,10 @@ impl CmIdInner {
     /// still waiting in its port's flow-control backlog (`dev`'s) is taken out, forgotten and
     /// given back, never posted; the caller completes it.
     pub(crate) fn cancel_tracked(&mut self, dev: &CmDevice) -> Option<Unposted> {
-        if self.msg.is_null() {
-            return None;
-        }
-        self.msg_reposts = 0;
-        // SAFETY: A live buffer the id built (type invariant): its agent stays registered
-        // until every such buffer has completed.
-        let port_num = u32::from(unsafe { (*(*self.msg).mad_agent).port_num });
-        let msg = self.msg;
-        let waiting = dev.port(port_num).and_then(|p| {
-            // SAFETY: As above, a buffer the CM built for that port; it waits in the port's
-            // backlog if it was not posted (cancelling takes it out).
-            unsafe { p.flow().remove(msg) }
-        });
-        if let Some(waiting) = waiting {
-            // INVARIANT: out of the backlog, never posted: no completion will clear it.
-            self.msg = core::ptr::null_mut();
-            return Some(waiting);
-        }
-        // SAFETY: A live buffer (type invariant); `ib_cancel_mad()` is `ib_modify_mad(buf, 0)`,
-        // which finds a buffer the agent holds, and returns `-EINVAL` for one that left the
-        // backlog but is not posted yet (its completion comes all the same).
-        unsafe { bindings::ib_modify_mad(self.msg, 0) };
-        None
+        self.stop_tracked(dev, |flow, msg| {
+            // SAFETY: `stop_tracked` passes the id's live tracked buffer with its port's flow.
+            unsafe { flow.remove(msg) }
+        })
     }
 
     /// Stops the tracked MAD's retries: a posted one is cancelled (`ib_cancel_mad`), one still
@@ -329,24 +310,40 @@ impl CmIdInner {
     /// destroy's DREQ: cm.c's goes out once before destroy cancels it, and the peer must hear
     /// of the disconnect.
     pub(crate) fn cancel_tracked_retries(&mut self, dev: &CmDevice) {
+        self.stop_tracked(dev, |flow, msg| {
+            // SAFETY: As in `cancel_tracked`.
+            unsafe { flow.send_once(msg) }.then_some(())
+        });
+    }
+
+    /// Stops the tracked MAD, if any, with no retries left for the CM. If it still waits in its
+    /// port's backlog, `waiting` handles it under the port's flow lock; a `Some` answer means
+    /// the id forgets it and returns that answer. Otherwise it is cancelled at the MAD layer
+    /// (`ib_cancel_mad`), its completion reporting a flush.
+    fn stop_tracked<R>(
+        &mut self,
+        dev: &CmDevice,
+        waiting: impl FnOnce(&mut Flow, *mut bindings::ib_mad_send_buf) -> Option<R>,
+    ) -> Option<R> {
         if self.msg.is_null() {
-            return;
+            return None;
         }
         self.msg_reposts = 0;
-        // SAFETY: As in `cancel_tracked`.
-        let port_num = u32::from(unsafe { (*(*self.msg).mad_agent).port_num });
         let msg = self.msg;
-        let waiting = dev.port(port_num).is_some_and(|p| {
-            // SAFETY: As in `cancel_tracked`.
-            unsafe { p.flow().send_once(msg) }
-        });
-        if waiting {
-            // INVARIANT: its completion will find it untracked; nothing else refers to it.
+        // SAFETY: A live buffer the id built (type invariant): its agent stays registered
+        // until every such buffer has completed.
+        let port_num = u32::from(unsafe { (*(*msg).mad_agent).port_num });
+        if let Some(r) = dev.port(port_num).and_then(|p| waiting(&mut p.flow(), msg)) {
+            // INVARIANT: still in the backlog or taken out of it, never posted: no completion
+            // of the id's will clear it.
             self.msg = core::ptr::null_mut();
-            return;
+            return Some(r);
         }
-        // SAFETY: As in `cancel_tracked`.
-        unsafe { bindings::ib_modify_mad(self.msg, 0) };
+        // SAFETY: A live buffer (type invariant); `ib_cancel_mad()` is `ib_modify_mad(buf, 0)`,
+        // which finds a buffer the agent holds, and returns `-EINVAL` for one that left the
+        // backlog but is not posted yet (its completion comes all the same).
+        unsafe { bindings::ib_modify_mad(msg, 0) };
+        None
     }
 
     /// Gives the tracked MAD a new timeout (`ib_modify_mad`, after an MRA); `EINVAL` without

@@ -516,15 +516,18 @@ pub(crate) fn release_slot(dev: &CmDevice, port_num: u32) -> UnpostedList {
 /// ([`take_waiting`]).
 pub(crate) fn drain(dev: &CmDevice, port: &CmPort, release: bool) -> UnpostedList {
     let mut failed = UnpostedList::new();
-    let params = tunables::flow_control();
     let mut f = port.flow();
     if release {
         f.outstanding = f.outstanding.saturating_sub(1);
     }
+    // The common case, nothing waiting, reads no parameter and passes no gate.
+    if f.queued() == 0 {
+        return failed;
+    }
     let Some(_gate) = dev.enter_send() else {
         return failed;
     };
-    let limit = flow::limit(params.limit, f.derived_limit);
+    let limit = flow::limit(tunables::flow_control().limit, f.derived_limit);
     let mut tried = 0;
     while flow::may_dequeue(f.outstanding, limit) && f.queued() != 0 {
         if tried == DEQUEUE_BATCH {
@@ -641,28 +644,25 @@ impl<'a> Completed<'a> {
         port_num: u32,
         send_wc: *mut bindings::ib_mad_send_wc,
     ) -> Self {
-        // SAFETY: The MAD layer passes a valid completion for one of our buffers (caller).
-        let buf = unsafe { (*send_wc).send_buf };
-        // SAFETY: `buf` is ours until freed; its `mad` holds the MAD we built.
-        let (attr, rej_reason, retries, owner, status, ctx) = unsafe {
+        // SAFETY: The MAD layer passes a valid completion for one of our buffers (caller);
+        // the buffer is ours until freed, and its `mad` holds the MAD we built.
+        let (buf, status, rej_reason, retries) = unsafe {
+            let buf = (*send_wc).send_buf;
             let mad = core::slice::from_raw_parts((*buf).mad.cast::<u8>(), MAD_LEN);
             (
-                u16::from_be_bytes([mad[16], mad[17]]),
+                buf,
+                (*send_wc).status,
                 u16::from_be_bytes([mad[MAD_HDR_LEN + 10], mad[MAD_HDR_LEN + 11]]),
                 (*buf).retries,
-                (*buf).context[1],
-                (*send_wc).status,
-                (*buf).context[0],
             )
         };
-        let attr = AttrId::from_wire(attr);
-        // Every controlled MAD of an id went through `post_controlled`.
-        let held_slot = !owner.is_null() && attr.is_some_and(flow::controlled);
-        if let (Some(port), Some(attr)) = (dev.port(port_num), attr) {
+        // SAFETY: The completed buffer, ours and taken back once (caller).
+        let done = unsafe { Self::own(dev, port_num, buf, status, true) };
+        if let (Some(port), Some(attr)) = (dev.port(port_num), done.attr) {
             let mut retries = u64::try_from(retries).unwrap_or(0);
             // cm.c counts an id-less answer other than a REJ (a retransmission's answer, a DREP
             // for an unknown DREQ) as sent twice with one retry.
-            if owner.is_null() && matches!(attr, AttrId::Mra | AttrId::Rtu | AttrId::Drep) {
+            if done.id.is_none() && matches!(attr, AttrId::Mra | AttrId::Rtu | AttrId::Drep) {
                 retries = 1;
             }
             port.count(Counter::TxMsgs, attr.counter_index(), 1 + retries);
@@ -672,23 +672,7 @@ impl<'a> Completed<'a> {
                 port.count_rej(true, rej_reason);
             }
         }
-        let id = if owner.is_null() {
-            None
-        } else {
-            // SAFETY: `context[1]` holds the reference `send` moved in; taken back once.
-            Some(unsafe { Arc::<CmId>::from_raw(owner.cast::<CmId>()) })
-        };
-        // INVARIANT: the completed buffer, freed only by `drop`.
-        Self {
-            buf,
-            dev,
-            port_num,
-            attr,
-            id,
-            on_conn_ah: ctx == conn_ah_tag(),
-            status,
-            held_slot,
-        }
+        done
     }
 
     /// A buffer of an id that never went out (taken out of the backlog, or its post from
@@ -701,11 +685,31 @@ impl<'a> Completed<'a> {
         let buf = waiting.0;
         // SAFETY: An unposted buffer built by `send_for_id` is ours, with its agent registered
         // (removal completes waiting buffers before it unregisters the agents).
-        let (port_num, attr, owner, ctx) = unsafe {
+        let port_num = u32::from(unsafe { (*(*buf).mad_agent).port_num });
+        // SAFETY: As above; `Unposted` hands the buffer over once.
+        unsafe { Self::own(dev, port_num, buf, status, false) }
+    }
+
+    /// Takes `buf` over with `status`, and with the id reference its `context[1]` carries
+    /// (`send_for_id`'s; NULL for `send`'s); `went_out` if the MAD layer sent it (a controlled
+    /// MAD of an id then held a flow-control slot: every one went through `post_controlled`).
+    ///
+    /// # Safety
+    ///
+    /// `buf` is a buffer built by [`send`] or [`send_for_id`] through an agent of `dev` on
+    /// `port_num`, completed or never posted: ours, taken over once.
+    unsafe fn own(
+        dev: &'a CmDevice,
+        port_num: u32,
+        buf: *mut bindings::ib_mad_send_buf,
+        status: bindings::ib_wc_status,
+        went_out: bool,
+    ) -> Self {
+        // SAFETY: `buf` is ours (caller); its `mad` holds the MAD we built.
+        let (attr, owner, ctx) = unsafe {
             let mad = core::slice::from_raw_parts((*buf).mad.cast::<u8>(), MAD_LEN);
             (
-                u32::from((*(*buf).mad_agent).port_num),
-                u16::from_be_bytes([mad[16], mad[17]]),
+                AttrId::from_wire(u16::from_be_bytes([mad[16], mad[17]])),
                 (*buf).context[1],
                 (*buf).context[0],
             )
@@ -713,20 +717,20 @@ impl<'a> Completed<'a> {
         let id = if owner.is_null() {
             None
         } else {
-            // SAFETY: `context[1]` holds the reference `send_for_id` moved in (restored when
-            // the buffer left the backlog); taken back once.
+            // SAFETY: `context[1]` holds the reference the sender moved in (restored if the
+            // buffer waited in a backlog); taken back once (caller).
             Some(unsafe { Arc::<CmId>::from_raw(owner.cast::<CmId>()) })
         };
-        // INVARIANT: ours and never posted; freed only by `drop`.
+        // INVARIANT: completed or never posted, ours; freed only by `drop`.
         Self {
             buf,
             dev,
             port_num,
-            attr: AttrId::from_wire(attr),
+            attr,
+            held_slot: went_out && id.is_some() && attr.is_some_and(flow::controlled),
             id,
             on_conn_ah: ctx == conn_ah_tag(),
             status,
-            held_slot: false,
         }
     }
 

@@ -1711,6 +1711,21 @@ static struct kunit_suite race_suite = {
 	.test_cases = race_cases,
 };
 
+/*
+ * Waits up to `tries` x `ms` for dev1's port to have no flow-controlled MAD out (ours'
+ * cm_flow/outstanding); the last value read (0 once none is out, a negative errno without
+ * the file).
+ */
+static long wait_flow_idle(int tries, unsigned int ms)
+{
+	long v = -1;
+	int i;
+
+	for (i = 0; i < tries && (v = read_port_counter(dev1, "cm_flow", "outstanding")) > 0; i++)
+		msleep(ms);
+	return v;
+}
+
 static int flow_quiet_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 {
 	return 0;
@@ -1738,14 +1753,12 @@ static void flow_control_orders_and_refuses(struct kunit *test)
 	struct sa_path_rec fast;
 	const struct ib_gid_attr *sgid;
 	struct ib_cm_id *a, *b, *x;
-	long refused0, v = -1;
+	long refused0;
 	int i;
 
 	KUNIT_ASSERT_EQ(test, make_path(c->d1, c->d0, &fast, &sgid, 0), 0);
 	/* Earlier cases' DREQs and REQs are done first. */
-	for (i = 0; i < 300 && (v = read_port_counter(dev1, "cm_flow", "outstanding")) > 0; i++)
-		msleep(100);
-	KUNIT_ASSERT_EQ(test, v, 0);
+	KUNIT_ASSERT_EQ(test, wait_flow_idle(300, 100), 0);
 	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, flow_defaults, NULL), 0);
 	KUNIT_ASSERT_EQ(test, set_ib_cm_param("flow_control_limit", "1"), 0);
 	KUNIT_ASSERT_EQ(test, set_ib_cm_param("flow_control_backlog", "1"), 0);
@@ -1880,20 +1893,15 @@ static void flow_control_destroy_and_raise(struct kunit *test)
 	const struct ib_gid_attr *sgid;
 	struct ib_cm_id *a, *h[4];
 	__be32 a_id;
-	long v = -1;
 	int i;
 
 	KUNIT_ASSERT_EQ(test, make_path(c->d1, c->d0, &fast, &sgid, 0), 0);
-	for (i = 0; i < 300 && (v = read_port_counter(dev1, "cm_flow", "outstanding")) > 0; i++)
-		msleep(100);
-	KUNIT_ASSERT_EQ(test, v, 0);
+	KUNIT_ASSERT_EQ(test, wait_flow_idle(300, 100), 0);
 	a = req_reaches_passive(test, c);
 	a_id = a->local_id;
 	establish(test, a, &rep);
 	/* a's REQ, cancelled by the REP, gives its slot back when its completion comes. */
-	for (i = 0; i < 100 && (v = read_port_counter(dev1, "cm_flow", "outstanding")) > 0; i++)
-		msleep(10);
-	KUNIT_ASSERT_EQ(test, v, 0);
+	KUNIT_ASSERT_EQ(test, wait_flow_idle(100, 10), 0);
 	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, flow_defaults, NULL), 0);
 	KUNIT_ASSERT_EQ(test, set_ib_cm_param("flow_control_limit", "1"), 0);
 	passive.ret = -ENOMEM;
@@ -1915,9 +1923,7 @@ static void flow_control_destroy_and_raise(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_REQ_RECEIVED, 5000));
 	KUNIT_EXPECT_TRUE(test, wait_event_is(test, &passive, IB_CM_DREQ_RECEIVED, 5000));
 	/* The DREQ's own completion gives the slot back a moment later. */
-	for (i = 0; i < 100 && (v = read_port_counter(dev1, "cm_flow", "outstanding")) > 0; i++)
-		msleep(10);
-	KUNIT_ASSERT_EQ(test, v, 0);
+	KUNIT_ASSERT_EQ(test, wait_flow_idle(100, 10), 0);
 	KUNIT_EXPECT_EQ(test, read_port_counter(dev1, "cm_flow", "backlog"), 0);
 
 	/*
