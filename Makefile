@@ -10,8 +10,10 @@
 #   make bench-conn the connection benchmark only (release kernel); ICOUNT=1: low-noise
 #                   mode (one CPU, QEMU -icount: every figure counts guest instructions);
 #                   TBPROF=1: plus an instruction profile by function (QEMU plugin)
-#   make bench-storm the connection storm benchmark only (release kernel); SHAPES=m1:PxC,mm:PxC;
-#                   VARIANT=latency: with the irqsoff tracer and soft-lockup detector
+#   make bench-storm the connection storm benchmark only (release kernel); SHAPES=m1:PxC,mm:PxC
+#                   (m1n:PxC, mmn:PxC: the same without QPs, up to 16k connections);
+#                   VARIANT=latency: with the irqsoff tracer, histogram triggers (the CM's own
+#                   interrupts-off stretches) and the soft-lockup detector
 #   make install    (root) ib_cm.ko into /lib/modules/<release>/updates/ + depmod (INSTALL_MOD_PATH=)
 #   make uninstall  removes it again (KDIR= or KERNELRELEASE= names the kernel)
 #   make install-test  the INSTALL layer alone (preflight, install, DKMS, kernel-deb config)

@@ -144,6 +144,8 @@ struct ibcm_tunables {
 	int flow_control_backlog;
 };
 void ibcm_glue_tunables(struct ibcm_tunables *t);
+/* recv_queue_limit (read by every received MAD, so apart from the others). */
+u32 ibcm_glue_recv_queue_limit(void);
 /* Work requests on the receive queue of the port's MAD QP (0: unknown). May sleep. */
 u32 ibcm_glue_mad_recv_queue_size(struct ib_mad_agent *agent);
 bool ibcm_glue_fail_send_mads(void); /* test builds only */
@@ -274,7 +276,8 @@ void ibcm_glue_seq_stats(struct seq_file *m, u64 slow_destroys, u32 timewait_ids
 /* "port <port> <dir>" and name=count for each non-zero count of counts[IBCM_REJ_SLOTS]. */
 void ibcm_glue_seq_rej(struct seq_file *m, u32 port, const char *dir, const u64 *counts);
 void ibcm_glue_seq_flow(struct seq_file *m, u32 port, u32 limit, u32 outstanding, u32 backlog,
-			u32 high_water, u64 refused);
+			u32 high_water, u64 refused, u32 recv_queued, u32 recv_limit,
+			u64 recv_dropped);
 /* Rust: the files' contents. */
 void ibcm_rs_debugfs_listeners(struct seq_file *m, void *cm_dev);
 void ibcm_rs_debugfs_ids(struct seq_file *m, void *cm_dev);

@@ -10,7 +10,8 @@ PKGS=(linux-source-6.12 rustc-web rust-web-src clang lld llvm libclang-dev bc fl
       bison libelf-dev libssl-dev cpio qemu-system-x86 busybox-static rdmacm-utils
       ibverbs-utils ibverbs-providers iproute2 perftest xz-utils make python3
       python3-pyverbs rust-web-clippy gcc libc6-dev linux-libc-dev dkms linux-config-6.12 dwarves
-      clang-19 lld-19 llvm-19 libclang1-19 lintian)
+      clang-19 lld-19 llvm-19 libclang1-19 lintian librdmacm-dev)
+# librdmacm-dev builds tests/tools/cm_storm.c (the storm bench's connections without QPs).
 # clang/lld/llvm 19 are make kernel-deb's compilers (scripts/lib.sh KDEB_LLVM): `make check`
 # configures that kernel and builds ib_cm.ko against it. The test kernels use the default
 # clang (14). lintian checks the package `make deb` builds.

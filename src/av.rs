@@ -64,11 +64,16 @@ impl Av {
         }
     }
 
+    /// The attribute, read-only.
+    fn raw(&self) -> &bindings::rdma_ah_attr {
+        // SAFETY: `attr` is initialised (type invariant); only the CM writes it, through
+        // `&mut self` or before the address is shared, so no write overlaps this borrow.
+        unsafe { &*self.attr.get() }
+    }
+
     /// The port the address leaves from.
     pub(crate) fn port_num(&self) -> u32 {
-        // SAFETY: `attr` is initialised (type invariant); only the CM writes it, and not
-        // while shared.
-        unsafe { (*self.attr.get()).port_num }
+        self.raw().port_num
     }
 
     /// The address attribute.
@@ -84,16 +89,12 @@ impl Av {
 
     /// Whether the address is a RoCE one.
     pub(crate) fn is_roce(&self) -> bool {
-        // SAFETY: `attr` is initialised (type invariant).
-        let type_ = unsafe { (*self.attr.get()).type_ };
-        type_ == bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE
+        self.raw().type_ == bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE
     }
 
     /// Whether the address is an InfiniBand one.
     pub(crate) fn is_ib(&self) -> bool {
-        // SAFETY: `attr` is initialised (type invariant).
-        let type_ = unsafe { (*self.attr.get()).type_ };
-        type_ == bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB
+        self.raw().type_ == bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB
     }
 
     /// The GRH hop limit of the address.
@@ -106,7 +107,7 @@ impl Av {
     /// struct copy): it takes no reference of the sgid attribute, which the address keeps.
     pub(crate) fn attr_copy(&self) -> bindings::rdma_ah_attr {
         // SAFETY: `attr` is initialised (type invariant); a bitwise copy of C data.
-        unsafe { core::ptr::read(self.attr.get()) }
+        unsafe { core::ptr::read(self.raw()) }
     }
 
     /// Makes this address a copy of `other`: cm.c's `cm_migrate()` copies the alternate

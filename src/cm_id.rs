@@ -404,6 +404,27 @@ pub(crate) struct Init {
     pub(crate) delivering: bool,
 }
 
+/// A volatile read of field `$f` of the id's C struct (`ib_cm_id`), the one audited access
+/// to it: who writes each field, and when, is in `CmId`'s type invariants; each accessor
+/// below names its rule.
+macro_rules! c_read {
+    ($self:expr, $f:ident) => {
+        // SAFETY: `id` is initialised when the `CmId` is made and lives as long as it; every
+        // field is plain data, and a volatile access tolerates the writes the type invariants
+        // allow (the C caller's at any time to its fields, the CM's under `inner`).
+        unsafe { core::ptr::addr_of!((*$self.id.get()).$f).read_volatile() }
+    };
+}
+
+/// A volatile write of field `$f` of the id's C struct. Only the CM's own fields, with
+/// `inner` held or the id not yet visible (the type invariants).
+macro_rules! c_write {
+    ($self:expr, $f:ident, $v:expr) => {
+        // SAFETY: As in `c_read!`; the caller holds `inner` or owns the unpublished id.
+        unsafe { core::ptr::addr_of_mut!((*$self.id.get()).$f).write_volatile($v) }
+    };
+}
+
 impl CmId {
     /// Allocates an IDLE id on `dev` (`cm_alloc_id_priv`): `remote_cm_qpn` 1, a reserved local
     /// comm ID; `publish` makes it reachable by comm ID at once (`ib_create_cm_id`).
@@ -568,8 +589,8 @@ impl CmId {
 
     /// The caller's current handler.
     pub(crate) fn handler(&self) -> bindings::ib_cm_handler {
-        // SAFETY: `id` is initialised; a volatile read tolerates concurrent caller writes.
-        unsafe { core::ptr::addr_of!((*self.id.get()).cm_handler).read_volatile() }
+        // Callers may rewrite it at any time.
+        c_read!(self, cm_handler)
     }
 
     /// Calls the caller's handler with `ev` (`cm_process_work()`'s call), with no lock held.
@@ -600,8 +621,8 @@ impl CmId {
 
     /// The caller's current context.
     pub(crate) fn context(&self) -> *mut ffi::c_void {
-        // SAFETY: As in `handler`.
-        unsafe { core::ptr::addr_of!((*self.id.get()).context).read_volatile() }
+        // Callers may rewrite it at any time.
+        c_read!(self, context)
     }
 
     /// The local comm ID as the wire carries it.
@@ -611,26 +632,25 @@ impl CmId {
 
     /// The peer's comm ID (0 until known).
     pub(crate) fn remote_id(&self) -> u32 {
-        // SAFETY: `id` is initialised; written only under the lock or before publication.
-        u32::from_be(unsafe { core::ptr::addr_of!((*self.id.get()).remote_id).read_volatile() })
+        // Written only under the lock or before publication.
+        u32::from_be(c_read!(self, remote_id))
     }
 
     /// Sets the peer's comm ID. Callers hold the id lock.
     pub(crate) fn set_remote_id(&self, v: u32) {
-        // SAFETY: As in `remote_id`.
-        unsafe { core::ptr::addr_of_mut!((*self.id.get()).remote_id).write_volatile(v.to_be()) }
+        c_write!(self, remote_id, v.to_be());
     }
 
     /// The destination QP of the id's MADs (`remote_cm_qpn`; callers may redirect it).
     pub(crate) fn remote_cm_qpn(&self) -> u32 {
-        // SAFETY: As in `handler`.
-        unsafe { core::ptr::addr_of!((*self.id.get()).remote_cm_qpn).read_volatile() }
+        // Callers may rewrite it at any time.
+        c_read!(self, remote_cm_qpn)
     }
 
     /// The id's state as callers read it.
     pub(crate) fn state(&self) -> CmState {
-        // SAFETY: `id` is initialised; `state` is written only by the CM under `inner`.
-        unsafe { core::ptr::addr_of!((*self.id.get()).state).read_volatile() }
+        // Written only by the CM under `inner`.
+        c_read!(self, state)
     }
 
     /// The id's state as the state machine sees it.
@@ -640,35 +660,28 @@ impl CmId {
 
     /// Stores a state. Callers hold `inner` or own the unpublished id.
     pub(crate) fn set_state(&self, state: CmState) {
-        // SAFETY: `id` is initialised; callers hold `inner` or own the unpublished id.
-        unsafe { core::ptr::addr_of_mut!((*self.id.get()).state).write_volatile(state) }
+        c_write!(self, state, state);
     }
 
     /// The LAP state.
     pub(crate) fn lap(&self) -> Lap {
-        // SAFETY: As in `state`.
-        let v = unsafe { core::ptr::addr_of!((*self.id.get()).lap_state).read_volatile() };
-        Lap::from_raw(v).unwrap_or(Lap::Uninit)
+        Lap::from_raw(c_read!(self, lap_state)).unwrap_or(Lap::Uninit)
     }
 
     /// Stores a LAP state. Callers hold `inner`.
     pub(crate) fn set_lap(&self, lap: Lap) {
-        // SAFETY: As in `set_state`.
-        unsafe { core::ptr::addr_of_mut!((*self.id.get()).lap_state).write_volatile(lap.raw()) }
+        c_write!(self, lap_state, lap.raw());
     }
 
     /// The service ID as stored in the handle.
     pub(crate) fn service_id(&self) -> ServiceId {
-        // SAFETY: `id` is initialised; `service_id` is written only by the CM.
-        ServiceId::from_be(unsafe {
-            core::ptr::addr_of!((*self.id.get()).service_id).read_volatile()
-        })
+        // Written only by the CM.
+        ServiceId::from_be(c_read!(self, service_id))
     }
 
     /// Sets the service ID. Callers hold `inner` or own the unpublished id.
     pub(crate) fn set_service_id(&self, sid: ServiceId) {
-        // SAFETY: `id` is initialised; callers hold `inner` or own the unpublished id.
-        unsafe { core::ptr::addr_of_mut!((*self.id.get()).service_id).write_volatile(sid.to_be()) }
+        c_write!(self, service_id, sid.to_be());
     }
 
     /// The address of the caller's current handler (callers may rewrite it at any time).

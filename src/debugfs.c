@@ -119,12 +119,18 @@ void ibcm_glue_seq_rej(struct seq_file *m, u32 port, const char *dir, const u64 
 	seq_putc(m, '\n');
 }
 
-/* One line per port; a limit of 0 means no flow control. */
+/*
+ * Two lines per port: its flow control of sends (a limit of 0 means none) and its received
+ * MADs waiting for the CM's work (a limit of 0 means none).
+ */
 void ibcm_glue_seq_flow(struct seq_file *m, u32 port, u32 limit, u32 outstanding, u32 backlog,
-			u32 high_water, u64 refused)
+			u32 high_water, u64 refused, u32 recv_queued, u32 recv_limit,
+			u64 recv_dropped)
 {
 	seq_printf(m, "port %u flow_limit %u outstanding %u backlog %u backlog_high_water %u refused %llu\n",
 		   port, limit, outstanding, backlog, high_water, refused);
+	seq_printf(m, "port %u recv_queued %u recv_queue_limit %u dropped_overload %llu\n", port,
+		   recv_queued, recv_limit, recv_dropped);
 }
 
 void ibcm_glue_seq_conn_ahs(struct seq_file *m, u32 held, u32 limit, u64 over_budget, u64 failed)

@@ -24,7 +24,8 @@ use crate::{
     recv_wc::RecvWc,
     reply_ah::{self, ReplyAh, ReplyAhCache},
     tw_queue::TimewaitQueue,
-    use_count, wq,
+    use_count,
+    wq::DelayedWork,
 };
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use kernel::{
@@ -33,8 +34,18 @@ use kernel::{
     ffi,
     prelude::*,
     sync::{Arc, ArcBorrow},
-    types::Opaque,
 };
+
+/// The device's delayed works (which field a work function's `delayed_work` is).
+#[derive(Clone, Copy)]
+pub(crate) enum DevWork {
+    /// `timewait`: ends due timewaits (`ibcm_rs_timewait`).
+    Timewait,
+    /// `sweep`: evicts expired reply handles (`ibcm_rs_reply_sweep`).
+    Sweep,
+    /// `flow_kick`: lets waiting MADs out (`ibcm_rs_flow_kick`).
+    FlowKick,
+}
 
 /// CM state of one RDMA device with at least one CM-capable port, whose ids are of type `I`
 /// (`CmId`: the id holds its device, so the device is generic over the id type to keep this
@@ -62,16 +73,16 @@ pub(crate) struct DeviceOf<I> {
     /// Evicts expired reply handles when no traffic does (`ibcm_rs_reply_sweep`, [`CmDevice::sweep_reply_ahs`]); queued
     /// only under `reply_ahs`'s lock while the cache is open, cancelled by removal.
     #[pin]
-    sweep: Opaque<bindings::delayed_work>,
+    sweep: DelayedWork,
     /// Lets waiting MADs out when slots are free without a completion to do it (a raised
     /// `flow_control_limit`): `ibcm_rs_flow_kick`; queued only inside the send gate, cancelled
     /// by removal.
     #[pin]
-    flow_kick: Opaque<bindings::delayed_work>,
+    flow_kick: DelayedWork,
     /// Ends the due timewaits of the device's ids (`timewait.rs`); queued only under `inner`'s
     /// lock while the device is not going down, run a last time by removal.
     #[pin]
-    pub(crate) timewait: Opaque<bindings::delayed_work>,
+    pub(crate) timewait: DelayedWork,
     /// The device's debugfs directory (`entry/debugfs.rs`), NULL without one; removed first by
     /// removal.
     debugfs: AtomicPtr<bindings::dentry>,
@@ -207,18 +218,9 @@ impl<I> DeviceOf<I> {
                     ReplyAhCache::new(kernel::time::msecs_to_jiffies(reply_ah::TTL_MS)),
                     "CmDevice::reply_ahs"
                 ),
-                flow_kick <- Opaque::ffi_init(|dw: *mut bindings::delayed_work| {
-                    // SAFETY: `dw` is this field's memory; the work is only queued later.
-                    unsafe { bindings::ibcm_glue_init_flow_work(dw) }
-                }),
-                sweep <- Opaque::ffi_init(|dw: *mut bindings::delayed_work| {
-                    // SAFETY: `dw` is this field's memory; the work is only queued later.
-                    unsafe { bindings::ibcm_glue_init_sweep_work(dw) }
-                }),
-                timewait <- Opaque::ffi_init(|dw: *mut bindings::delayed_work| {
-                    // SAFETY: `dw` is this field's memory; the work is only queued later.
-                    unsafe { bindings::ibcm_glue_init_delayed_work(dw) }
-                }),
+                flow_kick <- DelayedWork::new(bindings::ibcm_glue_init_flow_work),
+                sweep <- DelayedWork::new(bindings::ibcm_glue_init_sweep_work),
+                timewait <- DelayedWork::new(bindings::ibcm_glue_init_delayed_work),
                 debugfs: AtomicPtr::new(core::ptr::null_mut()),
                 conn_ahs,
                 slow_destroys: AtomicU64::new(0),
@@ -227,59 +229,37 @@ impl<I> DeviceOf<I> {
         )
     }
 
-    /// The device whose reply-cache `sweep` work is `dw`.
+    /// The device whose delayed work `which` is `dw`.
     ///
     /// # Safety
     ///
-    /// `dw` must be the `sweep` field of a live `CmDevice`, which outlives the borrow.
-    pub(crate) unsafe fn from_sweep_work<'a>(dw: *mut bindings::delayed_work) -> &'a Self {
-        // SAFETY: `dw` is the `sweep` field of a live `CmDevice` (caller contract);
-        // `Opaque<T>` has `T`'s layout.
-        unsafe { &*kernel::container_of!(dw.cast::<Opaque<bindings::delayed_work>>(), Self, sweep) }
-    }
-
-    /// The device whose `flow_kick` work is `dw`.
-    ///
-    /// # Safety
-    ///
-    /// `dw` must be the `flow_kick` field of a live `CmDevice`, which outlives the borrow.
-    pub(crate) unsafe fn from_flow_work<'a>(dw: *mut bindings::delayed_work) -> &'a Self {
-        // SAFETY: `dw` is the `flow_kick` field of a live `CmDevice` (caller contract);
-        // `Opaque<T>` has `T`'s layout.
+    /// `dw` must be the `which` field of a live `CmDevice`, which outlives the borrow.
+    pub(crate) unsafe fn from_work<'a>(
+        dw: *mut bindings::delayed_work,
+        which: DevWork,
+    ) -> &'a Self {
+        let dw = dw.cast::<DelayedWork>();
+        // SAFETY: `dw` is field `which` of a live `CmDevice` (caller contract), and
+        // `DelayedWork` is a transparent wrapper of the `delayed_work`.
         unsafe {
-            &*kernel::container_of!(dw.cast::<Opaque<bindings::delayed_work>>(), Self, flow_kick)
+            &*match which {
+                DevWork::Timewait => kernel::container_of!(dw, Self, timewait),
+                DevWork::Sweep => kernel::container_of!(dw, Self, sweep),
+                DevWork::FlowKick => kernel::container_of!(dw, Self, flow_kick),
+            }
         }
     }
 
-    /// Queues the flow-control kick (no-op if queued already). Called inside the send gate.
+    /// Queues the flow-control kick (no-op if queued already). Called inside the send gate:
+    /// removal cancels the work after the send gate closed, so nothing queues it again.
     pub(crate) fn kick_flow(&self) {
-        let wq = wq::wq();
-        if !wq.is_null() {
-            // SAFETY: The work was initialised with the device; `wq` lives until module exit,
-            // after every device is removed, and removal cancels the work after the send gate
-            // closed, so nothing queues it again.
-            unsafe { bindings::ibcm_glue_queue_delayed_work_jiffies(wq, self.flow_kick.get(), 0) };
-        }
+        self.flow_kick.queue(0);
     }
 
     /// Cancels the flow-control kick and waits for a run in progress (removal, after the send
     /// gate closed).
     pub(crate) fn stop_flow_kick(&self) {
-        // SAFETY: Initialised with the device; nothing queues it once the send gate closed.
-        unsafe { bindings::ibcm_glue_cancel_delayed_work_sync(self.flow_kick.get()) };
-    }
-
-    /// The device whose `timewait` work is `dw`.
-    ///
-    /// # Safety
-    ///
-    /// `dw` must be the `timewait` field of a live `CmDevice`, which outlives the borrow.
-    pub(crate) unsafe fn from_timewait_work<'a>(dw: *mut bindings::delayed_work) -> &'a Self {
-        // SAFETY: `dw` is the `timewait` field of a live `CmDevice` (caller contract);
-        // `Opaque<T>` has `T`'s layout.
-        unsafe {
-            &*kernel::container_of!(dw.cast::<Opaque<bindings::delayed_work>>(), Self, timewait)
-        }
+        self.flow_kick.cancel_sync();
     }
 
     /// Counts a destroy of one of its ids that waited longer than the id's budget.
@@ -373,12 +353,8 @@ impl<I> DeviceOf<I> {
     /// Queues the sweep in `delay` jiffies unless it is already pending (which is sooner).
     /// Called with the cache lock held and the cache open, so that removal's cancel is final.
     fn arm_sweep(&self, delay: usize) {
-        let wq = wq::wq();
-        if !wq.is_null() {
-            // SAFETY: The work was initialised with the device; `wq` lives until module exit,
-            // after every device is removed, and removal cancels the work first.
-            unsafe { bindings::ibcm_glue_queue_delayed_work_jiffies(wq, self.sweep.get(), delay) };
-        }
+        // Removal closes the cache, then cancels the work: nothing queues it after that.
+        self.sweep.queue(delay);
     }
 
     /// Drops every cached reply address handle (sends still using one keep it until they
@@ -393,8 +369,8 @@ impl<I> DeviceOf<I> {
     fn close_reply_ahs(&self) {
         let cached = self.reply_ahs.lock().take_all(true);
         drop(cached);
-        // SAFETY: Initialised with the device; the cache is closed, so nothing queues it again.
-        unsafe { bindings::ibcm_glue_cancel_delayed_work_sync(self.sweep.get()) };
+        // The cache is closed, so nothing queues it again.
+        self.sweep.cancel_sync();
     }
 
     /// The cached reply handles' addresses, for the white-box tests.

@@ -71,6 +71,18 @@ const _: () = assert!(
 // until the event is dropped.
 unsafe impl Send for Event {}
 
+/// Mutable accessors of the members of `ib_cm_event.param`, one per member (see `impl Event`).
+macro_rules! param {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty,)*) => {$(
+        $(#[$doc])*
+        pub(crate) fn $name(&mut self) -> &mut $ty {
+            // SAFETY: A member of a union of plain C data, valid for every bit pattern and
+            // zeroed with the event (see `impl Event`).
+            unsafe { self.ev.param.$name.as_mut() }
+        }
+    )*};
+}
+
 impl Event {
     /// The event of type `kind` about the received MAD `wc`, pointing into it (a MAD shorter
     /// than [`MAD_LEN`] is refused: one that reached a handler is whole, `check_header` checks
@@ -150,61 +162,28 @@ impl Event {
     // The parameters of each event type: the members of `ib_cm_event.param`. Each member is
     // plain C data (integers, raw pointers, C enums as integers), valid for every bit pattern
     // and zeroed with the event, so a mutable view of any member is sound; the CM writes the
-    // member of the event's type, the only one its handler reads.
-
-    /// The parameters of REQ_RECEIVED.
-    pub(crate) fn req_rcvd(&mut self) -> &mut bindings::ib_cm_req_event_param {
-        // SAFETY: A member of a union of plain C data (see above).
-        unsafe { self.ev.param.req_rcvd.as_mut() }
-    }
-
-    /// The parameters of REP_RECEIVED.
-    pub(crate) fn rep_rcvd(&mut self) -> &mut bindings::ib_cm_rep_event_param {
-        // SAFETY: A member of a union of plain C data (see above).
-        unsafe { self.ev.param.rep_rcvd.as_mut() }
-    }
-
-    /// The parameters of REJ_RECEIVED.
-    pub(crate) fn rej_rcvd(&mut self) -> &mut bindings::ib_cm_rej_event_param {
-        // SAFETY: A member of a union of plain C data (see above).
-        unsafe { self.ev.param.rej_rcvd.as_mut() }
-    }
-
-    /// The parameters of MRA_RECEIVED.
-    pub(crate) fn mra_rcvd(&mut self) -> &mut bindings::ib_cm_mra_event_param {
-        // SAFETY: A member of a union of plain C data (see above).
-        unsafe { self.ev.param.mra_rcvd.as_mut() }
-    }
-
-    /// The parameters of LAP_RECEIVED.
-    pub(crate) fn lap_rcvd(&mut self) -> &mut bindings::ib_cm_lap_event_param {
-        // SAFETY: A member of a union of plain C data (see above).
-        unsafe { self.ev.param.lap_rcvd.as_mut() }
-    }
-
-    /// The parameters of APR_RECEIVED.
-    pub(crate) fn apr_rcvd(&mut self) -> &mut bindings::ib_cm_apr_event_param {
-        // SAFETY: A member of a union of plain C data (see above).
-        unsafe { self.ev.param.apr_rcvd.as_mut() }
-    }
-
-    /// The parameters of SIDR_REQ_RECEIVED.
-    pub(crate) fn sidr_req_rcvd(&mut self) -> &mut bindings::ib_cm_sidr_req_event_param {
-        // SAFETY: A member of a union of plain C data (see above).
-        unsafe { self.ev.param.sidr_req_rcvd.as_mut() }
-    }
-
-    /// The parameters of SIDR_REP_RECEIVED.
-    pub(crate) fn sidr_rep_rcvd(&mut self) -> &mut bindings::ib_cm_sidr_rep_event_param {
-        // SAFETY: A member of a union of plain C data (see above).
-        unsafe { self.ev.param.sidr_rep_rcvd.as_mut() }
-    }
-
-    /// The parameters of the *_ERROR events.
-    pub(crate) fn send_status(&mut self) -> &mut bindings::ib_wc_status {
-        // SAFETY: A member of a union of plain C data (see above).
-        unsafe { self.ev.param.send_status.as_mut() }
-    }
+    // member of the event's type, the only one its handler reads. One audited accessor
+    // (`param!`) serves all of them.
+    param!(
+        /// The parameters of REQ_RECEIVED.
+        req_rcvd: bindings::ib_cm_req_event_param,
+        /// The parameters of REP_RECEIVED.
+        rep_rcvd: bindings::ib_cm_rep_event_param,
+        /// The parameters of REJ_RECEIVED.
+        rej_rcvd: bindings::ib_cm_rej_event_param,
+        /// The parameters of MRA_RECEIVED.
+        mra_rcvd: bindings::ib_cm_mra_event_param,
+        /// The parameters of LAP_RECEIVED.
+        lap_rcvd: bindings::ib_cm_lap_event_param,
+        /// The parameters of APR_RECEIVED.
+        apr_rcvd: bindings::ib_cm_apr_event_param,
+        /// The parameters of SIDR_REQ_RECEIVED.
+        sidr_req_rcvd: bindings::ib_cm_sidr_req_event_param,
+        /// The parameters of SIDR_REP_RECEIVED.
+        sidr_rep_rcvd: bindings::ib_cm_sidr_rep_event_param,
+        /// The parameters of the *_ERROR events.
+        send_status: bindings::ib_wc_status,
+    );
 
     /// The event's path records (REQ primary and alternate, LAP alternate): as many as it was
     /// made with.

@@ -381,6 +381,13 @@ IBCM_RANGE_PARAM(flow_control_limit, -1, -1, 65536,
 		 "REQ/DREQ/LAP/SIDR_REQ MADs a port keeps outstanding, the rest wait in order (-1: a quarter of the MAD receive queue; 0: no limit, as the 6.12 in-tree CM)");
 IBCM_RANGE_PARAM(flow_control_backlog, 16384, 0, 262144,
 		 "REQ/DREQ/LAP/SIDR_REQ MADs that may wait per port; a send beyond fails with -ENOMEM");
+IBCM_RANGE_PARAM(recv_queue_limit, 16384, 0, 1048576,
+		 "Received MADs a port may have waiting for the CM; beyond it REQs and SIDR_REQs are dropped, beyond twice it all (0: no limit, as the in-tree CM)");
+
+u32 ibcm_glue_recv_queue_limit(void)
+{
+	return READ_ONCE(recv_queue_limit);
+}
 
 void ibcm_glue_tunables(struct ibcm_tunables *t)
 {
@@ -777,7 +784,11 @@ IBCM_COUNTER_GROUP(IBCM_RX_DUPLICATES, ibcm_rx_duplicates);
 /* Ours, beyond cm.c: MADs dropped as malformed (short, unknown attribute, bad header). */
 static struct ibcm_counter_attribute ibcm_malformed_attr =
 	IBCM_COUNTER(malformed, IBCM_RX_DROPPED, 0);
-static struct attribute *ibcm_rx_dropped_list[] = { &ibcm_malformed_attr.attr.attr, NULL };
+/* Ours: MADs dropped because too many received ones waited for the CM (recv_queue_limit). */
+static struct ibcm_counter_attribute ibcm_overload_attr =
+	IBCM_COUNTER(overload, IBCM_RX_DROPPED, 1);
+static struct attribute *ibcm_rx_dropped_list[] = { &ibcm_malformed_attr.attr.attr,
+						     &ibcm_overload_attr.attr.attr, NULL };
 
 /*
  * Ours, beyond cm.c: the messages the CM waits an answer for (REQ, REP, DREQ, SIDR_REQ, LAP)

@@ -14,7 +14,6 @@
 //! removal ends the timewaits still queued at once (cm.c's already queued timers fire later).
 
 use crate::{
-    bindings,
     cm_id::{CmDevice, CmId, CmIdInner},
     device::jiffies,
     logic::timeout,
@@ -51,12 +50,9 @@ pub(crate) fn arm(id: &Arc<CmId>, g: &mut CmIdInner) {
     g.timewait_armed = true;
     g.timewait_class = class;
     if first {
-        // The device's timer was later (or idle): move it up. `mod_delayed_work` may be called
-        // under a spinlock.
-        // SAFETY: `wq` lives until module exit, after every device is removed; the work is
-        // the device's, initialised with it and live while the device is (removal runs it a
-        // last time and queues nothing after `going_down`).
-        unsafe { bindings::ibcm_glue_mod_delayed_work(wq, id.dev.timewait.get(), delay) };
+        // The device's timer was later (or idle): move it up. Removal runs it a last time
+        // and nothing queues it after `going_down`.
+        id.dev.timewait.reschedule(delay);
     }
 }
 
@@ -78,12 +74,9 @@ pub(crate) fn end_all(dev: &CmDevice) {
     if wq.is_null() {
         return;
     }
-    // SAFETY: The work is the device's and live; `wq` is live (see `arm`). Flushing may sleep:
-    // removal runs in process context.
-    unsafe {
-        bindings::ibcm_glue_mod_delayed_work(wq, dev.timewait.get(), 0);
-        bindings::ibcm_glue_flush_delayed_work(dev.timewait.get());
-    }
+    // Flushing may sleep: removal runs in process context.
+    dev.timewait.reschedule(0);
+    dev.timewait.flush();
     if !dev.inner.lock().timewait.is_empty() {
         pr_warn!("timewait queue not empty after device removal ended it\n");
     }
@@ -116,21 +109,17 @@ impl EstablishWork {
 
 /// The next id of `dev` whose timewait is due (all of them once the device is going down),
 /// taken off the queue; or, when none is, `None` after arming the device's timewait work
-/// (`dw`) for the next deadline.
-pub(crate) fn next_due(dev: &CmDevice, dw: *mut bindings::delayed_work) -> Option<Arc<CmId>> {
+/// for the next deadline.
+pub(crate) fn next_due(dev: &CmDevice) -> Option<Arc<CmId>> {
     let mut inner = dev.inner.lock();
     let now = jiffies();
     let all = inner.going_down;
     if let Some(id) = inner.timewait.pop_due(now, all) {
         return Some(id);
     }
-    let wq = wq::wq();
     match inner.timewait.next_delay(now) {
-        Some(delay) if !all && !wq.is_null() => {
-            // A sooner arming by `arm` stays: queueing a pending work is a no-op.
-            // SAFETY: As in `arm`; `dw` is the device's timewait work (caller).
-            unsafe { bindings::ibcm_glue_queue_delayed_work_jiffies(wq, dw, delay) };
-        }
+        // A sooner arming by `arm` stays: queueing a pending work is a no-op.
+        Some(delay) if !all => dev.timewait.queue(delay),
         _ => {}
     }
     None

@@ -65,3 +65,10 @@ pub(crate) fn flow_control() -> FlowControl {
         backlog: u32::try_from(t.flow_control_backlog).unwrap_or(0),
     }
 }
+
+/// `recv_queue_limit`: how many received MADs a port may have waiting for the CM's work
+/// (`0`: no limit), read by every received MAD.
+pub(crate) fn recv_queue_limit() -> u32 {
+    // SAFETY: Reads one module parameter.
+    unsafe { bindings::ibcm_glue_recv_queue_limit() }
+}

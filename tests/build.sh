@@ -35,13 +35,16 @@ make -s -C "$kdir" M="$top/tests/softib" "${ktools[@]}" modules >"$out/softib-bu
 	{ cat "$out/softib-build.log" >&2; die "softib build failed"; }
 ! grep -E '(warning|error):' "$out/softib-build.log" || die "softib build has warnings"
 
-log "build: cm_umad"
-gcc -O2 -Wall -Wextra -Werror -o "$out/cm_umad" "$top/tests/tools/cm_umad.c" ||
+log "build: cm_umad, cm_storm"
+mkdir -p "$out/tools"
+gcc -O2 -Wall -Wextra -Werror -o "$out/tools/cm_umad" "$top/tests/tools/cm_umad.c" ||
 	die "cm_umad build failed"
+gcc -O2 -Wall -Wextra -Werror -o "$out/tools/cm_storm" "$top/tests/tools/cm_storm.c" -lrdmacm ||
+	die "cm_storm build failed (librdmacm-dev: scripts/deps.sh)"
 
 log "build: initramfs"
 "$top/tests/qemu/initramfs.sh" "$kdir" "$out/initramfs.cpio.gz" "$out/ib_cm-kunit.ko" \
-	"$top/tests/kunit" "$out/cm_umad" "$out/ib_cm-prod.ko" "$top/tests/softib/softib.ko"
+	"$top/tests/kunit" "$out/tools" "$out/ib_cm-prod.ko" "$top/tests/softib/softib.ko"
 cp "$kdir/arch/x86/boot/bzImage" "$out/bzImage"
 cp "$kdir/System.map" "$out/System.map"
 echo "$out"

@@ -5,7 +5,8 @@
 //! work, timewait and the ids' connection handles, is ordered here.
 
 use crate::{
-    bindings, cm_id::CmDevice, comm_id, conn, entry::debugfs, error, port::CmPort, timewait, wq,
+    bindings, cm_id::CmDevice, comm_id, conn, device::DevWork, entry::debugfs, error, port::CmPort,
+    timewait, wq,
 };
 use kernel::{alloc::KVec, ffi, prelude::*, sync::Arc};
 
@@ -132,7 +133,7 @@ fn shut_down(dev: &CmDevice, registered: usize) {
 #[no_mangle]
 pub(crate) unsafe extern "C" fn ibcm_rs_reply_sweep(dw: *mut bindings::delayed_work) {
     // SAFETY: `dw` is the `sweep` field of a live `CmDevice` (caller contract).
-    let dev = unsafe { CmDevice::from_sweep_work(dw) };
+    let dev = unsafe { CmDevice::from_work(dw, DevWork::Sweep) };
     dev.sweep_reply_ahs();
 }
 

@@ -26,7 +26,7 @@
 //!
 //! All are snapshots that may be a moment stale, good enough to look at a running system.
 
-use crate::{bindings, cm_id::CmDevice};
+use crate::{bindings, cm_id::CmDevice, tunables};
 use kernel::{alloc::KVec, c_str, prelude::*};
 
 /// Creates the `ib_cm` directory (module init); without debugfs nothing is created.
@@ -176,6 +176,7 @@ pub(crate) unsafe extern "C" fn ibcm_rs_debugfs_stats(
     unsafe { bindings::ibcm_glue_seq_stats(m, dev.slow_destroys(), timewait) };
     for port in dev.ports() {
         let f = port.flow_stats();
+        let (recv_queued, recv_dropped) = port.recv_stats();
         // SAFETY: `m` is live for the call; the values are plain.
         unsafe {
             bindings::ibcm_glue_seq_flow(
@@ -186,6 +187,9 @@ pub(crate) unsafe extern "C" fn ibcm_rs_debugfs_stats(
                 f.queued,
                 f.high_water,
                 f.refused,
+                recv_queued,
+                tunables::recv_queue_limit(),
+                recv_dropped,
             )
         };
         for (sent, dir) in [(true, c_str!("rej_sent")), (false, c_str!("rej_rcvd"))] {

@@ -179,8 +179,7 @@ extern "C" fn destroy_waits_for_handlers(_test: *mut bindings::kunit) {
     PIN_RELEASED.store(false, Ordering::SeqCst);
     let worker = pinned.clone();
     let spawned = kernel::workqueue::system().try_spawn(GFP_KERNEL, move || {
-        // SAFETY: Plain sleep in process context.
-        unsafe { bindings::msleep(200) };
+        sleep_ms(200);
         PIN_RELEASED.store(true, Ordering::SeqCst);
         if let Some(w) = worker {
             w.listener_put();
@@ -206,8 +205,7 @@ fn hold_use_for(id: &Arc<CmId>, ms: u32) -> bool {
     id.add_user();
     let worker = id.clone();
     let spawned = kernel::workqueue::system().try_spawn(GFP_KERNEL, move || {
-        // SAFETY: Plain sleep in process context.
-        unsafe { bindings::msleep(ms) };
+        sleep_ms(ms);
         worker.put_user();
     });
     if spawned.is_err() {
@@ -274,8 +272,7 @@ extern "C" fn timewait_expiry_races_destroy(_test: *mut bindings::kunit) {
     struct StopTimer<'a>(&'a CmDevice);
     impl Drop for StopTimer<'_> {
         fn drop(&mut self) {
-            // SAFETY: The device's own work, initialised with it.
-            unsafe { bindings::ibcm_glue_cancel_delayed_work_sync(self.0.timewait.get()) };
+            self.0.timewait.cancel_sync();
         }
     }
     let _stop = StopTimer(&dev);
@@ -300,16 +297,14 @@ extern "C" fn timewait_expiry_races_destroy(_test: *mut bindings::kunit) {
                     core::hint::spin_loop();
                 }
             }
-            // SAFETY: Plain sleep in process context.
-            _ => unsafe { bindings::msleep(((i % 4) + 1) as u32) },
+            _ => sleep_ms(((i % 4) + 1) as u32),
         }
         expect!(destroy(&id));
         TW_DONE.store(i, Ordering::SeqCst);
         expect!(id.users() == 0);
     }
     // Let a last expiry run that would be late.
-    // SAFETY: Plain sleep in process context.
-    unsafe { bindings::msleep(20) };
+    sleep_ms(20);
     expect!(!TW_LATE.load(Ordering::SeqCst));
     let exits = TW_EXITS.load(Ordering::SeqCst);
     // Both sides of the race happened: some expiries came first, some destroys did.
@@ -631,8 +626,7 @@ fn exchange_expecting(
     answer: u16,
 ) -> Option<[u8; WIRE_MAD_LEN]> {
     let mut out = [0u8; WIRE_MAD_LEN];
-    // SAFETY: `out` is 256 writable bytes; an out-of-range index only returns the count.
-    let start = unsafe { bindings::ibcm_glue_capture_get(u32::MAX, out.as_mut_ptr()) };
+    let start = capture(u32::MAX, &mut out);
     let dest = crate::send::Dest::Av {
         attr: av.0.get(),
         remote_qpn: 1,
@@ -643,13 +637,10 @@ fn exchange_expecting(
         return None;
     }
     for _ in 0..60 {
-        // SAFETY: Plain sleep in process context.
-        unsafe { bindings::msleep(50) };
-        // SAFETY: As above.
-        let count = unsafe { bindings::ibcm_glue_capture_get(u32::MAX, out.as_mut_ptr()) };
+        sleep_ms(50);
+        let count = capture(u32::MAX, &mut out);
         for index in start..count {
-            // SAFETY: As above.
-            unsafe { bindings::ibcm_glue_capture_get(index, out.as_mut_ptr()) };
+            capture(index, &mut out);
             let tid_ok = out[8..16] == want.to_be_bytes();
             if tid_ok && u16::from_be_bytes([out[16], out[17]]) == answer {
                 return Some(out);
@@ -657,6 +648,20 @@ fn exchange_expecting(
         }
     }
     None
+}
+
+/// Sleeps `ms` milliseconds (the test cases and their helpers run in process context).
+fn sleep_ms(ms: u32) {
+    // SAFETY: Plain sleep; every caller runs in process context.
+    unsafe { bindings::msleep(ms) }
+}
+
+/// The number of MADs rxe0's CM sent since capture began; with `index` below it, also copies
+/// that MAD into `out`.
+fn capture(index: u32, out: &mut [u8; WIRE_MAD_LEN]) -> u32 {
+    // SAFETY: `out` is `WIRE_MAD_LEN` (256) writable bytes; an out-of-range index only returns
+    // the count.
+    unsafe { bindings::ibcm_glue_capture_get(index, out.as_mut_ptr()) }
 }
 
 const UNKNOWN_SID: u64 = 0x0000_0000_0106_FFF0;
@@ -667,11 +672,9 @@ const MRA_SID: u64 = 0x0000_0000_0106_FFF2;
 /// index `start`.
 fn captured_since(start: u32, attr: u16, tid: u64) -> bool {
     let mut out = [0u8; WIRE_MAD_LEN];
-    // SAFETY: `out` is 256 writable bytes; an out-of-range index only returns the count.
-    let count = unsafe { bindings::ibcm_glue_capture_get(u32::MAX, out.as_mut_ptr()) };
+    let count = capture(u32::MAX, &mut out);
     (start..count).any(|index| {
-        // SAFETY: As above.
-        unsafe { bindings::ibcm_glue_capture_get(index, out.as_mut_ptr()) };
+        capture(index, &mut out);
         out[8..16] == tid.to_be_bytes() && u16::from_be_bytes([out[16], out[17]]) == attr
     })
 }
@@ -713,9 +716,7 @@ extern "C" fn dup_req_gets_mra_with_the_ids_tid(_test: *mut bindings::kunit) {
     expect!(!id.is_null());
     // SAFETY: `id` is the handler's live handle (destroyed below).
     expect!(id.is_null() || unsafe { (*id).state } == bindings::ib_cm_state_IB_CM_MRA_REQ_SENT);
-    // SAFETY: `out` is 256 writable bytes; an out-of-range index only returns the count.
-    let start =
-        unsafe { bindings::ibcm_glue_capture_get(u32::MAX, [0u8; WIRE_MAD_LEN].as_mut_ptr()) };
+    let start = capture(u32::MAX, &mut [0u8; WIRE_MAD_LEN]);
     let again = exchange_expecting(&d1, &av, &CmMessage::Req(req), tid2, tid1, 0x11);
     expect!(again.is_some());
     expect!(!captured_since(start, 0x11, tid2));
@@ -836,8 +837,7 @@ extern "C" fn rejects_share_a_reply_ah(_test: *mut bindings::kunit) {
     let second = cached(&d0.cm);
     expect!(second.len() == 1 && first.first() == second.first());
     expect!(d0.cm.reply_ah_handles() == 1);
-    // SAFETY: Plain sleep in process context.
-    unsafe { bindings::msleep(crate::reply_ah::TTL_MS + 200) };
+    sleep_ms(crate::reply_ah::TTL_MS + 200);
     expect!(cached(&d0.cm).is_empty());
     expect_rej_unknown(
         exchange(&d1, &av, &req(0x5151_0003), 0x0000_CAFE_0000_0013, 0x12),

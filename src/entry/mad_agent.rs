@@ -9,7 +9,7 @@ use crate::{
     bindings,
     cm_id::{CmDevice, CmId},
     conn,
-    device::device_of_agent,
+    device::{device_of_agent, DevWork},
     logic::wire::{
         check_header,
         conn::{CommIdsView, Mra, Rej, RepView, ReqView},
@@ -21,7 +21,7 @@ use crate::{
     port::Counter,
     recv_wc::{RecvWc, RecvWork},
     send::{self, Completed},
-    wq,
+    tunables, wq,
 };
 use kernel::{c_str, ffi, sync::ArcBorrow};
 
@@ -41,6 +41,10 @@ pub(crate) unsafe extern "C" fn ibcm_rs_recv_work(work: *mut bindings::work_stru
     // The borrow, not a new reference: the REQ handler takes one only for an id it makes.
     let dev: ArcBorrow<'_, CmDevice> = unsafe { device_of_agent(wc.context()) };
     process(dev, wc.port_num, wc.attr(), &wc);
+    // Its place in the port's queue, taken by the receive callback.
+    if let Some(port) = dev.port(wc.port_num) {
+        port.recv_done();
+    }
 }
 
 /// The MAD agent's receive callback (`cm_recv_handler`): count, then queue or drop.
@@ -95,6 +99,11 @@ pub(crate) unsafe extern "C" fn ibcm_rs_recv(
     };
     let wq = wq::wq();
     if wq.is_null() {
+        return;
+    }
+    // A port's queue of received MADs is bounded: beyond the limit the MAD is dropped, and
+    // counted (cm.c queues every one).
+    if !port.queue_recv(tunables::recv_queue_limit(), attr) {
         return;
     }
     // The work item holds the reference from here until `ibcm_rs_recv_work` takes it back; it
@@ -229,7 +238,7 @@ fn fail_unposted(dev: &CmDevice, failed: UnpostedList) {
 #[no_mangle]
 pub(crate) unsafe extern "C" fn ibcm_rs_flow_kick(dw: *mut bindings::delayed_work) {
     // SAFETY: `dw` is the `flow_kick` field of a live `CmDevice` (caller contract).
-    let dev = unsafe { CmDevice::from_flow_work(dw) };
+    let dev = unsafe { CmDevice::from_work(dw, DevWork::FlowKick) };
     for port in dev.ports() {
         fail_unposted(dev, send::drain(dev, port, false));
     }

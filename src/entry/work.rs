@@ -7,6 +7,7 @@ use crate::{
     bindings,
     cm_id::{CmDevice, CmId},
     conn,
+    device::DevWork,
     timewait::{self, EstablishWork},
 };
 use kernel::{prelude::*, sync::Arc, workqueue::WorkItem};
@@ -21,8 +22,8 @@ use kernel::{prelude::*, sync::Arc, workqueue::WorkItem};
 #[no_mangle]
 pub(crate) unsafe extern "C" fn ibcm_rs_timewait(dw: *mut bindings::delayed_work) {
     // SAFETY: `dw` is the `timewait` field of a live `CmDevice` (caller contract).
-    let dev = unsafe { CmDevice::from_timewait_work(dw) };
-    while let Some(id) = timewait::next_due(dev, dw) {
+    let dev = unsafe { CmDevice::from_work(dw, DevWork::Timewait) };
+    while let Some(id) = timewait::next_due(dev) {
         expire(id);
         // A batch of expiries (removal ends them all at once) must not hog the CPU: each one
         // runs a handler.

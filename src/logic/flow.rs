@@ -77,3 +77,23 @@ pub(crate) fn admit(outstanding: u32, queued: u32, limit: Option<u32>, backlog_m
 pub(crate) fn may_dequeue(outstanding: u32, limit: Option<u32>) -> bool {
     limit.map_or(true, |l| outstanding < l)
 }
+
+/// Whether a received message of `attr` is queued for the CM's work, with `queued` received
+/// messages of its port waiting or being handled there, under `limit` (0: none, as cm.c,
+/// which queues every one). The CM workqueue runs one item at a time; a peer (or a storm of
+/// peers) that sends faster than it drains must not make the CM allocate without bound. Up to
+/// `limit` everything is queued; beyond it the requests that would make new state (REQ,
+/// SIDR_REQ) are dropped, and their senders retry; beyond twice the limit every message is
+/// dropped (answers and teardowns of existing connections are retried too, by the side that
+/// waits for them), so the queue of a port never holds more than twice the limit.
+pub(crate) fn admit_recv(queued: u32, limit: u32, attr: AttrId) -> bool {
+    if limit == 0 {
+        return true;
+    }
+    let bound = if matches!(attr, AttrId::Req | AttrId::SidrReq) {
+        limit
+    } else {
+        limit.saturating_mul(2)
+    };
+    queued < bound
+}

@@ -939,6 +939,55 @@ fn bounds_clamp_timeouts_and_retries() {
 /// Flow control: which messages wait (answers never), the derived and administered limits,
 /// and the admission decision, which keeps order and never exceeds the limit or the backlog.
 #[test]
+fn receive_overload_decisions() {
+    use crate::logic::flow;
+    use crate::logic::wire::AttrId;
+    // No limit: everything is queued, however deep the queue (cm.c).
+    for raw in 0x10u16..=0x1a {
+        let attr = AttrId::from_wire(raw).unwrap();
+        assert!(flow::admit_recv(u32::MAX - 1, 0, attr), "{attr:?}");
+    }
+    for limit in [1u32, 2, 7, 16384, u32::MAX] {
+        for raw in 0x10u16..=0x1a {
+            let attr = AttrId::from_wire(raw).unwrap();
+            let request = matches!(attr, AttrId::Req | AttrId::SidrReq);
+            let bound = if request {
+                limit
+            } else {
+                limit.saturating_mul(2)
+            };
+            // Counting up from an empty queue with nothing finishing: exactly `bound` are
+            // queued, every later one dropped.
+            let mut queued = 0u32;
+            let mut dropped = 0u32;
+            for _ in 0..bound.min(40).saturating_add(5) {
+                if flow::admit_recv(queued, limit, attr) {
+                    queued += 1;
+                } else {
+                    dropped += 1;
+                }
+            }
+            assert_eq!(
+                queued,
+                bound.min(40).saturating_add(5).min(bound),
+                "{attr:?} {limit}"
+            );
+            assert_eq!(dropped > 0, bound <= 40, "{attr:?} {limit}");
+            assert!(flow::admit_recv(bound - 1, limit, attr), "{attr:?} {limit}");
+            if bound < u32::MAX {
+                assert!(!flow::admit_recv(bound, limit, attr), "{attr:?} {limit}");
+            }
+        }
+    }
+    // Requests go first, answers keep flowing up to twice the limit.
+    assert!(!flow::admit_recv(4, 4, AttrId::Req));
+    assert!(!flow::admit_recv(4, 4, AttrId::SidrReq));
+    assert!(flow::admit_recv(4, 4, AttrId::Rep));
+    assert!(flow::admit_recv(7, 4, AttrId::Dreq));
+    assert!(!flow::admit_recv(8, 4, AttrId::Rtu));
+}
+
+#[test]
 fn flow_control_decisions() {
     use crate::logic::flow::{self, Admit};
     use crate::logic::wire::AttrId;

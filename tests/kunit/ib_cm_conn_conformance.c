@@ -2029,6 +2029,104 @@ static void mra_req_wait_per_policy(struct kunit *test)
 	KUNIT_EXPECT_LT(test, once, 8000);
 }
 
+#define OVERLOAD_SID 0x0000000001067200ULL
+
+/* The listener of recv_overload_drops_requests: the first REQ's handler holds the CM's work. */
+static struct {
+	struct completion release;
+	atomic_t reqs;
+} overload;
+
+static int overload_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
+{
+	if (ev->event != IB_CM_REQ_RECEIVED)
+		return 0;
+	if (atomic_inc_return(&overload.reqs) == 1)
+		wait_for_completion_timeout(&overload.release, msecs_to_jiffies(20000));
+	/* Refused: the CM rejects the REQ and destroys the id. */
+	return -ECONNREFUSED;
+}
+
+/* Puts ours' recv_queue_limit back to its default, however the case ended. */
+static void overload_defaults(void *unused)
+{
+	complete_all(&overload.release);
+	set_ib_cm_param("recv_queue_limit", "16384");
+}
+
+/*
+ * Ours' bound on received MADs waiting for the CM (recv_queue_limit; ours only: the C CM
+ * queues every one). A listener's handler that does not return holds the CM's work (one item
+ * at a time): with a limit of 2, the held REQ and one more are queued, and of six REQs sent
+ * meanwhile (each from its own QP) five are dropped and counted in cm_rx_dropped/overload,
+ * all six counted received. With the default limit back and the handler returned, the queued
+ * REQ is handled and the dropped ones come back as their senders retry (2.1 s later): all
+ * seven reach the handler, and nothing more is dropped.
+ */
+static void recv_overload_drops_requests(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	struct ib_cm_req_param req;
+	struct sa_path_rec fast;
+	const struct ib_gid_attr *sgid;
+	struct ib_cm_id *l, *a[7] = {};
+	long rx0, drop0;
+	int i;
+
+	KUNIT_ASSERT_EQ(test, make_path(c->d1, c->d0, &fast, &sgid, 0), 0);
+	/* Earlier cases' DREQs and REQs are done first: nothing else arrives meanwhile. */
+	KUNIT_ASSERT_EQ(test, wait_flow_idle(300, 100), 0);
+	init_completion(&overload.release);
+	atomic_set(&overload.reqs, 0);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, overload_defaults, NULL), 0);
+	KUNIT_ASSERT_EQ(test, set_ib_cm_param("recv_queue_limit", "2"), 0);
+	l = ib_create_cm_id(c->d0, overload_handler, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(l));
+	KUNIT_ASSERT_EQ(test, ib_cm_listen(l, cpu_to_be64(OVERLOAD_SID)), 0);
+	for (i = 0; i < ARRAY_SIZE(a); i++) {
+		a[i] = ib_create_cm_id(c->d1, flow_quiet_handler, NULL);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(a[i]));
+	}
+	/* The first REQ waits 17 s per try: it is not sent again while its handler holds. */
+	req_param(&req, &fast, sgid, 22, 1);
+	req.service_id = cpu_to_be64(OVERLOAD_SID);
+	req.qp_num = 0x700;
+	KUNIT_ASSERT_EQ(test, ib_send_cm_req(a[0], &req), 0);
+	for (i = 0; i < 500 && atomic_read(&overload.reqs) < 1; i++)
+		msleep(10);
+	KUNIT_ASSERT_EQ(test, atomic_read(&overload.reqs), 1);
+	rx0 = read_port_counter(dev0, "cm_rx_msgs", "req");
+	drop0 = read_port_counter(dev0, "cm_rx_dropped", "overload");
+	KUNIT_ASSERT_GE(test, drop0, 0);
+	for (i = 1; i < ARRAY_SIZE(a); i++) {
+		req_param(&req, &fast, sgid, 19, 5);
+		req.service_id = cpu_to_be64(OVERLOAD_SID);
+		req.qp_num = 0x700 + i;
+		KUNIT_ASSERT_EQ(test, ib_send_cm_req(a[i], &req), 0);
+	}
+	/* A MAD is counted received, then queued or dropped: wait for both counts. */
+	for (i = 0; i < 150 && read_port_counter(dev0, "cm_rx_dropped", "overload") < drop0 + 5;
+	     i++)
+		msleep(10);
+	msleep(50);
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev0, "cm_rx_msgs", "req"), rx0 + 6);
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev0, "cm_rx_dropped", "overload"), drop0 + 5);
+	/*
+	 * The default limit again before the handler returns: the five retries arrive together,
+	 * and with a limit of 2 some would be dropped again (and retried again).
+	 */
+	KUNIT_EXPECT_EQ(test, set_ib_cm_param("recv_queue_limit", "16384"), 0);
+	complete_all(&overload.release);
+	for (i = 0; i < 1000 && atomic_read(&overload.reqs) < 7; i++)
+		msleep(20);
+	KUNIT_EXPECT_GE(test, atomic_read(&overload.reqs), 7);
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev0, "cm_rx_dropped", "overload"), drop0 + 5);
+	for (i = 0; i < ARRAY_SIZE(a); i++)
+		ib_destroy_cm_id(a[i]);
+	ib_destroy_cm_id(l);
+	rdma_put_gid_attr(sgid);
+}
+
 /*
  * Cases that force a failure through a switch of ours' test build, or check a feature of ours
  * alone: guest-init.sh runs this suite with ours only, outside the traced comparison with C.
@@ -2039,6 +2137,7 @@ static struct kunit_case rs_only_cases[] = {
 	KUNIT_CASE(flow_control_destroy_and_raise),
 	KUNIT_CASE(timewait_and_rej_counted),
 	KUNIT_CASE_SLOW(mra_req_wait_per_policy),
+	KUNIT_CASE_SLOW(recv_overload_drops_requests),
 	{}
 };
 

@@ -6,13 +6,14 @@
 # rdma-core's RDMA CM tests, the NVMe-over-RDMA modules (null_blk, nvme-core, nvme-fabrics,
 # nvme-rdma, nvmet, nvmet-rdma), and the guest scripts.
 #
-#   initramfs.sh KDIR OUT.cpio.gz RS_KO TEST_MODULE_DIR CM_UMAD RS_PROD_KO [SOFTIB_KO]
+#   initramfs.sh KDIR OUT.cpio.gz RS_KO TEST_MODULE_DIR TOOLS_DIR RS_PROD_KO [SOFTIB_KO]
+# TOOLS_DIR holds tests/tools' cm_umad and cm_storm, installed in /usr/bin.
 # RS_KO is the test build (white-box KUnit compiled in) used by the tests; RS_PROD_KO the
 # production build, used by the benchmark (/lib/modules/rs-prod); SOFTIB_KO the soft IB HCA
 # (tests/softib), installed as /lib/modules/test/softib.ko.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-kdir=$1 out=$2 rs_ko=$3 test_dir=$4 tool=$5 prod_ko=$6 softib_ko=${7:-}
+kdir=$1 out=$2 rs_ko=$3 test_dir=$4 tools=$5 prod_ko=$6 softib_ko=${7:-}
 
 die() { echo "initramfs: error: $*" >&2; exit 1; }
 root=$(mktemp -d)
@@ -54,7 +55,8 @@ fi
 
 # Userspace: real binaries (busybox's own `ip` cannot create veth) and their libraries.
 bins=(/usr/bin/rping /usr/bin/ucmatose /usr/bin/udaddy /usr/bin/rdma_server /usr/bin/rdma_client
-      /usr/bin/cmtime /usr/bin/ib_send_bw /usr/bin/ibv_devices /usr/bin/rdma /usr/sbin/ip "$tool")
+      /usr/bin/cmtime /usr/bin/ib_send_bw /usr/bin/ibv_devices /usr/bin/rdma /usr/sbin/ip
+      "$tools/cm_umad" "$tools/cm_storm")
 # `make bench-conn PERF=1`: perf (package linux-perf) for a sampled profile of the guest.
 if [[ -n ${IBCM_PERF:-} ]]; then
 	[[ -x /usr/bin/perf ]] || die "PERF=1: /usr/bin/perf missing (apt-get install linux-perf)"
@@ -121,8 +123,6 @@ cp "$here/guest-init.sh" "$root/init"
 cp "$here/guest-pair.sh" "$root/pair.sh"
 cp "$here/guest-connbench.sh" "$root/connbench.sh"
 cp "$here/guest-storm.sh" "$root/storm.sh"
-[[ -x $tool ]] || die "cm_umad not built ($tool)"
-cp "$tool" "$root/usr/bin/cm_umad"
 chmod +x "$root/init"
 echo "root:x:0:0:root:/root:/bin/sh" >"$root/etc/passwd"
 echo "root:x:0:" >"$root/etc/group"

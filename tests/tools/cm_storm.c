@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * cm_storm: connections through rdma_cm with no QP, for the storm benchmark's no-QP shapes
+ * (tests/qemu/guest-storm.sh). rdma_cm lets a consumer connect an id that has no QP: the
+ * consumer names a QP number in rdma_connect/rdma_accept, the active side gets
+ * RDMA_CM_EVENT_CONNECT_RESPONSE for the REP and sends the RTU with rdma_establish. Every MAD
+ * of the handshake and the teardown still goes through the CM, but no CQ or QP is made, so
+ * the connection count is not bounded by rxe's 16384 CQs per device (cmtime's shapes are).
+ *
+ *   cm_storm -b BIND -p PORT -q QPN_BASE                 server: accept every request, until
+ *                                                        killed; disconnect what the peer
+ *                                                        disconnects
+ *   cm_storm -b BIND -s SERVER -p PORT -q QPN_BASE -c N  client: N connections at once, in
+ *                                                        cmtime's steps (every id resolves
+ *                                                        its address, then every id its
+ *                                                        route, then every id connects, then
+ *                                                        every connection is disconnected)
+ *
+ * QP numbers are QPN_BASE, QPN_BASE + 1, ...: the caller keeps them distinct among all of a
+ * device's connections, since a CM takes a second REQ or REP from a QP number it already has
+ * a connection with for a stale connection. The client prints one line of key=value pairs:
+ * connected, failed (and by event), the CLOCK_BOOTTIME millisecond at which its last
+ * connection was established (the clock of /proc/uptime), each step's duration. Exit status
+ * 0 if every connection was established and disconnected, 1 otherwise.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <rdma/rdma_cma.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum step { RESOLVING_ADDR, ADDR_RESOLVED, RESOLVING_ROUTE, ROUTED, CONNECTING, CONNECTED,
+	    DISCONNECTING, DONE, FAILED };
+
+struct conn {
+	struct rdma_cm_id *id;
+	enum step step;
+};
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "cm_storm: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static void addr_of(const char *host, int port, struct sockaddr_in *sin)
+{
+	memset(sin, 0, sizeof(*sin));
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons(port);
+	if (inet_pton(AF_INET, host, &sin->sin_addr) != 1) {
+		fprintf(stderr, "cm_storm: not an IPv4 address: %s\n", host);
+		exit(1);
+	}
+}
+
+static void conn_param(struct rdma_conn_param *p, uint32_t qpn)
+{
+	memset(p, 0, sizeof(*p));
+	p->qp_num = qpn & 0xffffff;
+	p->responder_resources = 1;
+	p->initiator_depth = 1;
+	p->retry_count = 7;
+	p->rnr_retry_count = 7;
+}
+
+/* Failures by the event that ended a connection. */
+static unsigned int n_failed, n_rejected, n_unreachable, n_conn_error, n_addr_error,
+	n_route_error, n_other;
+static char first_error[96];
+
+static void fail(struct conn *c, const struct rdma_cm_event *ev)
+{
+	c->step = FAILED;
+	n_failed++;
+	switch (ev->event) {
+	case RDMA_CM_EVENT_REJECTED: n_rejected++; break;
+	case RDMA_CM_EVENT_UNREACHABLE: n_unreachable++; break;
+	case RDMA_CM_EVENT_CONNECT_ERROR: n_conn_error++; break;
+	case RDMA_CM_EVENT_ADDR_ERROR: n_addr_error++; break;
+	case RDMA_CM_EVENT_ROUTE_ERROR: n_route_error++; break;
+	default: n_other++; break;
+	}
+	if (!first_error[0])
+		snprintf(first_error, sizeof(first_error), "%s/%d", rdma_event_str(ev->event),
+			 ev->status);
+}
+
+/* Handles events until no connection is in step `waiting`; returns the time of the last one. */
+static long long run_until(struct rdma_event_channel *ch, enum step waiting, int *pending,
+			   long long *last_estab)
+{
+	struct rdma_cm_event *ev;
+
+	while (*pending > 0) {
+		if (rdma_get_cm_event(ch, &ev))
+			die("rdma_get_cm_event");
+		struct conn *c = ev->id->context;
+		enum step was = c->step;
+
+		switch (ev->event) {
+		case RDMA_CM_EVENT_ADDR_RESOLVED:
+			c->step = ADDR_RESOLVED;
+			break;
+		case RDMA_CM_EVENT_ROUTE_RESOLVED:
+			c->step = ROUTED;
+			break;
+		case RDMA_CM_EVENT_CONNECT_RESPONSE:
+			if (rdma_establish(c->id)) {
+				fail(c, ev);
+			} else {
+				c->step = CONNECTED;
+				*last_estab = now_ms();
+			}
+			break;
+		case RDMA_CM_EVENT_ESTABLISHED:
+			c->step = CONNECTED;
+			*last_estab = now_ms();
+			break;
+		case RDMA_CM_EVENT_DISCONNECTED:
+			if (c->step == CONNECTED) {
+				/* The server disconnected first: answer, and count it. */
+				rdma_disconnect(c->id);
+				fail(c, ev);
+			} else {
+				c->step = DONE;
+			}
+			break;
+		case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+			break;
+		default:
+			fail(c, ev);
+			break;
+		}
+		rdma_ack_cm_event(ev);
+		if (was == waiting && c->step != waiting)
+			(*pending)--;
+	}
+	return now_ms();
+}
+
+static int client(const char *bind_host, const char *server, int port, uint32_t qpn_base,
+		  int n)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in src, dst;
+	struct conn *conns = calloc(n, sizeof(*conns));
+	struct rdma_conn_param p;
+	long long t0, t_addr, t_route, t_conn, t_disc, last_estab = 0;
+	int i, pending, connected = 0;
+
+	if (!ch || !conns)
+		die("set-up");
+	addr_of(bind_host, 0, &src);
+	addr_of(server, port, &dst);
+	t0 = now_ms();
+	pending = 0;
+	for (i = 0; i < n; i++) {
+		if (rdma_create_id(ch, &conns[i].id, &conns[i], RDMA_PS_TCP))
+			die("rdma_create_id");
+		conns[i].step = RESOLVING_ADDR;
+		if (rdma_resolve_addr(conns[i].id, (struct sockaddr *)&src,
+				      (struct sockaddr *)&dst, 2000)) {
+			conns[i].step = FAILED;
+			n_failed++;
+			n_addr_error++;
+			continue;
+		}
+		pending++;
+	}
+	t_addr = run_until(ch, RESOLVING_ADDR, &pending, &last_estab);
+	pending = 0;
+	for (i = 0; i < n; i++) {
+		if (conns[i].step != ADDR_RESOLVED)
+			continue;
+		conns[i].step = RESOLVING_ROUTE;
+		if (rdma_resolve_route(conns[i].id, 2000)) {
+			conns[i].step = FAILED;
+			n_failed++;
+			n_route_error++;
+			continue;
+		}
+		pending++;
+	}
+	t_route = run_until(ch, RESOLVING_ROUTE, &pending, &last_estab);
+	pending = 0;
+	for (i = 0; i < n; i++) {
+		if (conns[i].step != ROUTED)
+			continue;
+		conns[i].step = CONNECTING;
+		conn_param(&p, qpn_base + i);
+		if (rdma_connect(conns[i].id, &p)) {
+			conns[i].step = FAILED;
+			n_failed++;
+			n_other++;
+			continue;
+		}
+		pending++;
+	}
+	t_conn = run_until(ch, CONNECTING, &pending, &last_estab);
+	pending = 0;
+	for (i = 0; i < n; i++) {
+		if (conns[i].step != CONNECTED)
+			continue;
+		connected++;
+		conns[i].step = DISCONNECTING;
+		if (!rdma_disconnect(conns[i].id))
+			pending++;
+		else
+			conns[i].step = DONE;
+	}
+	t_disc = run_until(ch, DISCONNECTING, &pending, &last_estab);
+	for (i = 0; i < n; i++)
+		rdma_destroy_id(conns[i].id);
+	printf("cm_storm: connections=%d connected=%d failed=%u rejected=%u unreachable=%u "
+	       "connect_error=%u addr_error=%u route_error=%u other=%u first_error=%s "
+	       "start_ms=%lld last_established_ms=%lld resolve_addr_ms=%lld "
+	       "resolve_route_ms=%lld connect_ms=%lld disconnect_ms=%lld\n",
+	       n, connected, n_failed, n_rejected, n_unreachable, n_conn_error, n_addr_error,
+	       n_route_error, n_other, first_error[0] ? first_error : "none", t0, last_estab,
+	       t_addr - t0, t_route - t_addr, t_conn - t_route, t_disc - t_conn);
+	rdma_destroy_event_channel(ch);
+	free(conns);
+	return connected == n && n_failed == 0 ? 0 : 1;
+}
+
+static int server(const char *bind_host, int port, uint32_t qpn_base)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *listen_id;
+	struct rdma_conn_param p;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in sin;
+	uint32_t next = 0;
+
+	if (!ch)
+		die("rdma_create_event_channel");
+	addr_of(bind_host, port, &sin);
+	if (rdma_create_id(ch, &listen_id, NULL, RDMA_PS_TCP))
+		die("rdma_create_id");
+	if (rdma_bind_addr(listen_id, (struct sockaddr *)&sin))
+		die("rdma_bind_addr");
+	/* rdma_ucm takes the smaller of this and net.rdma_ucm.max_backlog. */
+	if (rdma_listen(listen_id, 65536))
+		die("rdma_listen");
+	for (;;) {
+		if (rdma_get_cm_event(ch, &ev))
+			die("rdma_get_cm_event");
+		struct rdma_cm_id *id = ev->id;
+		enum rdma_cm_event_type type = ev->event;
+
+		if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			conn_param(&p, qpn_base + next++);
+			if (rdma_accept(id, &p)) {
+				rdma_ack_cm_event(ev);
+				rdma_destroy_id(id);
+				continue;
+			}
+		}
+		rdma_ack_cm_event(ev);
+		switch (type) {
+		case RDMA_CM_EVENT_DISCONNECTED:
+			rdma_disconnect(id);
+			rdma_destroy_id(id);
+			break;
+		case RDMA_CM_EVENT_REJECTED:
+		case RDMA_CM_EVENT_CONNECT_ERROR:
+		case RDMA_CM_EVENT_UNREACHABLE:
+			rdma_destroy_id(id);
+			break;
+		default:
+			break;
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *bind_host = NULL, *server_host = NULL;
+	int port = 7471, n = 0, opt;
+	uint32_t qpn_base = 1;
+
+	while ((opt = getopt(argc, argv, "b:s:p:q:c:")) != -1) {
+		switch (opt) {
+		case 'b': bind_host = optarg; break;
+		case 's': server_host = optarg; break;
+		case 'p': port = atoi(optarg); break;
+		case 'q': qpn_base = strtoul(optarg, NULL, 0); break;
+		case 'c': n = atoi(optarg); break;
+		default: goto usage;
+		}
+	}
+	if (!bind_host || (server_host && n <= 0))
+		goto usage;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	return server_host ? client(bind_host, server_host, port, qpn_base, n) :
+			     server(bind_host, port, qpn_base);
+usage:
+	fprintf(stderr, "usage: cm_storm -b BIND -p PORT -q QPN_BASE [-s SERVER -c N]\n");
+	return 2;
+}
