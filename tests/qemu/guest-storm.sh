@@ -59,6 +59,7 @@ hist_off() {
 # From the histogram: the longest stretch whose stack has a function of the CM module (ib_cm),
 # and that function; "0/none" if none was 10 us or more.
 hist_cm() {
+	[ -e $TRS/events/synthetic/irqoff/hist ] || { echo "na/na"; return; }
 	awk '/^\{ common_stacktrace:/ { cm = ""; next }
 		/\[ib_cm\]/ && cm == "" { cm = $1; sub(/\+.*/, "", cm) }
 		/^, lat:/ { n = $3 + 0; if (cm != "" && n > max) { max = n; at = cm } }
@@ -201,7 +202,13 @@ for shape in $SHAPES; do
 	irq=na at=na cmirq=na
 	if [ -n "$hist" ]; then
 		cmirq=$(hist_cm)
-		klog "IBCM-STORM-CMIRQ: $CM $shape $(grep -c '^{ common_stacktrace' $TRS/events/synthetic/irqoff/hist) stacks, CM's longest $cmirq"
+		klog "IBCM-STORM-CMIRQ: $CM $shape $(grep -c '^{ common_stacktrace' $TRS/events/synthetic/irqoff/hist 2>/dev/null) stretches of 10 us or more, the CM's longest $cmirq"
+		# The CM's three longest with their stacks, for the log.
+		awk '/^\{ common_stacktrace:/ { st = ""; cm = 0; next }
+			/\[ib_cm\]/ { cm = 1 }
+			/^ +[^ ]/ && !/^, lat:/ { sub(/^ +/, ""); st = st " < " $0; next }
+			/^, lat:/ { if (cm) print $3 + 0, st }' $TRS/events/synthetic/irqoff/hist 2>/dev/null |
+			sort -rn | head -3 | while read -r line; do klog "IBCM-STORM-CMIRQ-STACK: $CM $shape $line"; done
 		hist_off
 	fi
 	if [ -n "$irqsoff" ]; then
