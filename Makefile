@@ -85,11 +85,11 @@ fuzz: deps
 bench: deps
 	@IBCM_PROF=$(PROF) $(TOP)/tests/bench/req_flood.sh $${ROUNDS:-2} $${N:-2000}
 	@IBCM_PROF=$(PROF) IBCM_PERF=$(PERF) IBCM_ICOUNT=$(ICOUNT) IBCM_TBPROF=$(TBPROF) $(TOP)/tests/bench/conn_bench.sh $${BOOTS:-2} $${CONNS:-100} $${CONN_ROUNDS:-4}
-	@$(TOP)/tests/bench/storm.sh $${STORM_BOOTS:-1} $${SHAPES:-m1:8x50,mm:8x50,m1:16x100,mm:16x100}
+	@$(TOP)/tests/bench/storm.sh $${STORM_BOOTS:-1} $${SHAPES:-m1:16x100,mm:16x100,m1:32x100,mm:32x100,m1n:32x512,mmn:32x512,m1n:512x32}
 
-# Only the connection storm benchmark (many cmtime clients at once, ours vs C).
+# Only the connection storm benchmark (many clients at once, ours vs C; up to 16k connections).
 bench-storm: deps
-	@$(TOP)/tests/bench/storm.sh $${BOOTS:-1} $${SHAPES:-m1:8x50,mm:8x50,m1:16x100,mm:16x100}
+	@$(TOP)/tests/bench/storm.sh $${BOOTS:-1} $${SHAPES:-m1:16x100,mm:16x100,m1:32x100,mm:32x100,m1n:32x512,mmn:32x512,m1n:512x32}
 
 # Only the connection benchmark (cmtime through rdma_cm, ours vs C).
 bench-conn: deps

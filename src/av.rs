@@ -66,8 +66,11 @@ impl Av {
 
     /// The attribute, read-only.
     fn raw(&self) -> &bindings::rdma_ah_attr {
-        // SAFETY: `attr` is initialised (type invariant); only the CM writes it, through
-        // `&mut self` or before the address is shared, so no write overlaps this borrow.
+        // SAFETY: `attr` is initialised (type invariant). The CM writes it through `&mut self`
+        // or before the address is shared; the C functions given `attr()` read it, except
+        // that `rdma_create_ah` fills and restores a NULL `sgid_attr` of a GRH address, which
+        // ours never has (ib_core's initialisers set it), and they run with the id's lock
+        // held, as every user of an id's addresses, so no write overlaps this short borrow.
         unsafe { &*self.attr.get() }
     }
 

@@ -25,7 +25,7 @@ use crate::{
     reply_ah::{self, ReplyAh, ReplyAhCache},
     tw_queue::TimewaitQueue,
     use_count,
-    wq::DelayedWork,
+    wq::{DelayedWork, DevWork},
 };
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use kernel::{
@@ -35,17 +35,6 @@ use kernel::{
     prelude::*,
     sync::{Arc, ArcBorrow},
 };
-
-/// The device's delayed works (which field a work function's `delayed_work` is).
-#[derive(Clone, Copy)]
-pub(crate) enum DevWork {
-    /// `timewait`: ends due timewaits (`ibcm_rs_timewait`).
-    Timewait,
-    /// `sweep`: evicts expired reply handles (`ibcm_rs_reply_sweep`).
-    Sweep,
-    /// `flow_kick`: lets waiting MADs out (`ibcm_rs_flow_kick`).
-    FlowKick,
-}
 
 /// CM state of one RDMA device with at least one CM-capable port, whose ids are of type `I`
 /// (`CmId`: the id holds its device, so the device is generic over the id type to keep this
@@ -218,9 +207,9 @@ impl<I> DeviceOf<I> {
                     ReplyAhCache::new(kernel::time::msecs_to_jiffies(reply_ah::TTL_MS)),
                     "CmDevice::reply_ahs"
                 ),
-                flow_kick <- DelayedWork::new(bindings::ibcm_glue_init_flow_work),
-                sweep <- DelayedWork::new(bindings::ibcm_glue_init_sweep_work),
-                timewait <- DelayedWork::new(bindings::ibcm_glue_init_delayed_work),
+                flow_kick <- DelayedWork::new(DevWork::FlowKick),
+                sweep <- DelayedWork::new(DevWork::Sweep),
+                timewait <- DelayedWork::new(DevWork::Timewait),
                 debugfs: AtomicPtr::new(core::ptr::null_mut()),
                 conn_ahs,
                 slow_destroys: AtomicU64::new(0),
@@ -239,8 +228,8 @@ impl<I> DeviceOf<I> {
         which: DevWork,
     ) -> &'a Self {
         let dw = dw.cast::<DelayedWork>();
-        // SAFETY: `dw` is field `which` of a live `CmDevice` (caller contract), and
-        // `DelayedWork` is a transparent wrapper of the `delayed_work`.
+        // SAFETY: `dw` is the `delayed_work` of field `which` of a live `CmDevice` (caller
+        // contract), at the address of its `DelayedWork` (`repr(C)`, the work first).
         unsafe {
             &*match which {
                 DevWork::Timewait => kernel::container_of!(dw, Self, timewait),
@@ -259,7 +248,7 @@ impl<I> DeviceOf<I> {
     /// Cancels the flow-control kick and waits for a run in progress (removal, after the send
     /// gate closed).
     pub(crate) fn stop_flow_kick(&self) {
-        self.flow_kick.cancel_sync();
+        self.flow_kick.retire();
     }
 
     /// Counts a destroy of one of its ids that waited longer than the id's budget.
@@ -369,8 +358,7 @@ impl<I> DeviceOf<I> {
     fn close_reply_ahs(&self) {
         let cached = self.reply_ahs.lock().take_all(true);
         drop(cached);
-        // The cache is closed, so nothing queues it again.
-        self.sweep.cancel_sync();
+        self.sweep.retire();
     }
 
     /// The cached reply handles' addresses, for the white-box tests.

@@ -74,9 +74,11 @@ pub(crate) fn end_all(dev: &CmDevice) {
     if wq.is_null() {
         return;
     }
-    // Flushing may sleep: removal runs in process context.
+    // Flushing may sleep: removal runs in process context. The last run queues nothing
+    // (`going_down`); retiring makes that final.
     dev.timewait.reschedule(0);
     dev.timewait.flush();
+    dev.timewait.retire();
     if !dev.inner.lock().timewait.is_empty() {
         pr_warn!("timewait queue not empty after device removal ended it\n");
     }

@@ -5,8 +5,14 @@
 //! work, timewait and the ids' connection handles, is ordered here.
 
 use crate::{
-    bindings, cm_id::CmDevice, comm_id, conn, device::DevWork, entry::debugfs, error, port::CmPort,
-    timewait, wq,
+    bindings,
+    cm_id::CmDevice,
+    comm_id, conn,
+    entry::debugfs,
+    error,
+    port::CmPort,
+    timewait,
+    wq::{self, DevWork},
 };
 use kernel::{alloc::KVec, ffi, prelude::*, sync::Arc};
 

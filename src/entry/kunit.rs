@@ -272,7 +272,7 @@ extern "C" fn timewait_expiry_races_destroy(_test: *mut bindings::kunit) {
     struct StopTimer<'a>(&'a CmDevice);
     impl Drop for StopTimer<'_> {
         fn drop(&mut self) {
-            self.0.timewait.cancel_sync();
+            self.0.timewait.retire();
         }
     }
     let _stop = StopTimer(&dev);

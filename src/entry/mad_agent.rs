@@ -9,7 +9,7 @@ use crate::{
     bindings,
     cm_id::{CmDevice, CmId},
     conn,
-    device::{device_of_agent, DevWork},
+    device::device_of_agent,
     logic::wire::{
         check_header,
         conn::{CommIdsView, Mra, Rej, RepView, ReqView},
@@ -21,7 +21,8 @@ use crate::{
     port::Counter,
     recv_wc::{RecvWc, RecvWork},
     send::{self, Completed},
-    tunables, wq,
+    tunables,
+    wq::{self, DevWork},
 };
 use kernel::{c_str, ffi, sync::ArcBorrow};
 

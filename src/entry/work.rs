@@ -7,8 +7,8 @@ use crate::{
     bindings,
     cm_id::{CmDevice, CmId},
     conn,
-    device::DevWork,
     timewait::{self, EstablishWork},
+    wq::DevWork,
 };
 use kernel::{prelude::*, sync::Arc, workqueue::WorkItem};
 

@@ -80,12 +80,14 @@ pub(crate) fn may_dequeue(outstanding: u32, limit: Option<u32>) -> bool {
 
 /// Whether a received message of `attr` is queued for the CM's work, with `queued` received
 /// messages of its port waiting or being handled there, under `limit` (0: none, as cm.c,
-/// which queues every one). The CM workqueue runs one item at a time; a peer (or a storm of
-/// peers) that sends faster than it drains must not make the CM allocate without bound. Up to
+/// which queues every one). The CM workqueue runs one item per CPU at a time; a peer (or a
+/// storm of peers) that sends faster than it drains must not make the CM allocate without
+/// bound. Up to
 /// `limit` everything is queued; beyond it the requests that would make new state (REQ,
 /// SIDR_REQ) are dropped, and their senders retry; beyond twice the limit every message is
-/// dropped (answers and teardowns of existing connections are retried too, by the side that
-/// waits for them), so the queue of a port never holds more than twice the limit.
+/// dropped, as a MAD lost on the wire (most are retried by the side that waits for them or
+/// answer one that is; a REJ and a destroy's DREQ are sent once), so the queue of a port never
+/// holds more than twice the limit.
 pub(crate) fn admit_recv(queued: u32, limit: u32, attr: AttrId) -> bool {
     if limit == 0 {
         return true;

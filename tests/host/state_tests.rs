@@ -936,8 +936,8 @@ fn bounds_clamp_timeouts_and_retries() {
     assert_eq!(b.timeout_ms(0), 0);
 }
 
-/// Flow control: which messages wait (answers never), the derived and administered limits,
-/// and the admission decision, which keeps order and never exceeds the limit or the backlog.
+/// The receive bound: nothing dropped without a limit; requests dropped at the limit, every
+/// message at twice it, never sooner.
 #[test]
 fn receive_overload_decisions() {
     use crate::logic::flow;
@@ -987,6 +987,8 @@ fn receive_overload_decisions() {
     assert!(!flow::admit_recv(8, 4, AttrId::Rtu));
 }
 
+/// Flow control: which messages wait (answers never), the derived and administered limits,
+/// and the admission decision, which keeps order and never exceeds the limit or the backlog.
 #[test]
 fn flow_control_decisions() {
     use crate::logic::flow::{self, Admit};

@@ -2047,21 +2047,51 @@ static int overload_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 	return -ECONNREFUSED;
 }
 
-/* Puts ours' recv_queue_limit back to its default, however the case ended. */
+/* The limit the module came with, read before the case changes it. */
+static char overload_limit0[16] = "16384";
+
+/* Lets a held handler go and puts ours' recv_queue_limit back, however the case ended. */
 static void overload_defaults(void *unused)
 {
 	complete_all(&overload.release);
-	set_ib_cm_param("recv_queue_limit", "16384");
+	set_ib_cm_param("recv_queue_limit", overload_limit0);
+}
+
+/* Destroys an id the case made, however it ended (after a held handler was let go). */
+static void overload_destroy(void *id)
+{
+	complete_all(&overload.release);
+	ib_destroy_cm_id(id);
+}
+
+static long read_ib_cm_param(const char *name)
+{
+	char path[96], buf[16] = {};
+	struct file *f;
+	loff_t pos = 0;
+	ssize_t n;
+	long v;
+
+	snprintf(path, sizeof(path), "/sys/module/ib_cm/parameters/%s", name);
+	f = filp_open(path, O_RDONLY, 0);
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	n = kernel_read(f, buf, sizeof(buf) - 1, &pos);
+	filp_close(f, NULL);
+	if (n < 0)
+		return n;
+	return kstrtol(strim(buf), 10, &v) ? -EINVAL : v;
 }
 
 /*
  * Ours' bound on received MADs waiting for the CM (recv_queue_limit; ours only: the C CM
- * queues every one). A listener's handler that does not return holds the CM's work (one item
- * at a time): with a limit of 2, the held REQ and one more are queued, and of six REQs sent
- * meanwhile (each from its own QP) five are dropped and counted in cm_rx_dropped/overload,
- * all six counted received. With the default limit back and the handler returned, the queued
- * REQ is handled and the dropped ones come back as their senders retry (2.1 s later): all
- * seven reach the handler, and nothing more is dropped.
+ * queues every one). A listener's handler that does not return keeps its REQ's place in the
+ * port's queue: with a limit of 1 that is the only place for a REQ, so all six REQs sent
+ * meanwhile (each from its own QP) are dropped and counted in cm_rx_dropped/overload, and
+ * counted received, whatever CPU their work would have run on (the CM workqueue runs one
+ * item per CPU). With the limit back and the handler returned, the dropped ones come back
+ * as their senders retry (2.1 s later): all seven reach the handler, and nothing more is
+ * dropped.
  */
 static void recv_overload_drops_requests(struct kunit *test)
 {
@@ -2074,18 +2104,23 @@ static void recv_overload_drops_requests(struct kunit *test)
 	int i;
 
 	KUNIT_ASSERT_EQ(test, make_path(c->d1, c->d0, &fast, &sgid, 0), 0);
-	/* Earlier cases' DREQs and REQs are done first: nothing else arrives meanwhile. */
+	/* Earlier cases' DREQs and REQs are done first. */
 	KUNIT_ASSERT_EQ(test, wait_flow_idle(300, 100), 0);
 	init_completion(&overload.release);
 	atomic_set(&overload.reqs, 0);
+	KUNIT_ASSERT_GT(test, read_ib_cm_param("recv_queue_limit"), 0);
+	snprintf(overload_limit0, sizeof(overload_limit0), "%ld",
+		 read_ib_cm_param("recv_queue_limit"));
 	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, overload_defaults, NULL), 0);
-	KUNIT_ASSERT_EQ(test, set_ib_cm_param("recv_queue_limit", "2"), 0);
+	KUNIT_ASSERT_EQ(test, set_ib_cm_param("recv_queue_limit", "1"), 0);
 	l = ib_create_cm_id(c->d0, overload_handler, NULL);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(l));
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, overload_destroy, l), 0);
 	KUNIT_ASSERT_EQ(test, ib_cm_listen(l, cpu_to_be64(OVERLOAD_SID)), 0);
 	for (i = 0; i < ARRAY_SIZE(a); i++) {
 		a[i] = ib_create_cm_id(c->d1, flow_quiet_handler, NULL);
 		KUNIT_ASSERT_FALSE(test, IS_ERR(a[i]));
+		KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, overload_destroy, a[i]), 0);
 	}
 	/* The first REQ waits 17 s per try: it is not sent again while its handler holds. */
 	req_param(&req, &fast, sgid, 22, 1);
@@ -2105,25 +2140,23 @@ static void recv_overload_drops_requests(struct kunit *test)
 		KUNIT_ASSERT_EQ(test, ib_send_cm_req(a[i], &req), 0);
 	}
 	/* A MAD is counted received, then queued or dropped: wait for both counts. */
-	for (i = 0; i < 150 && read_port_counter(dev0, "cm_rx_dropped", "overload") < drop0 + 5;
+	for (i = 0; i < 150 && read_port_counter(dev0, "cm_rx_dropped", "overload") < drop0 + 6;
 	     i++)
 		msleep(10);
 	msleep(50);
 	KUNIT_EXPECT_EQ(test, read_port_counter(dev0, "cm_rx_msgs", "req"), rx0 + 6);
-	KUNIT_EXPECT_EQ(test, read_port_counter(dev0, "cm_rx_dropped", "overload"), drop0 + 5);
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev0, "cm_rx_dropped", "overload"), drop0 + 6);
 	/*
-	 * The default limit again before the handler returns: the five retries arrive together,
-	 * and with a limit of 2 some would be dropped again (and retried again).
+	 * The limit back before the handler returns: the six retries arrive together, and with
+	 * a limit of 1 some would be dropped again (and retried again).
 	 */
-	KUNIT_EXPECT_EQ(test, set_ib_cm_param("recv_queue_limit", "16384"), 0);
+	KUNIT_EXPECT_EQ(test, set_ib_cm_param("recv_queue_limit", overload_limit0), 0);
 	complete_all(&overload.release);
 	for (i = 0; i < 1000 && atomic_read(&overload.reqs) < 7; i++)
 		msleep(20);
 	KUNIT_EXPECT_GE(test, atomic_read(&overload.reqs), 7);
-	KUNIT_EXPECT_EQ(test, read_port_counter(dev0, "cm_rx_dropped", "overload"), drop0 + 5);
-	for (i = 0; i < ARRAY_SIZE(a); i++)
-		ib_destroy_cm_id(a[i]);
-	ib_destroy_cm_id(l);
+	KUNIT_EXPECT_EQ(test, read_port_counter(dev0, "cm_rx_dropped", "overload"), drop0 + 6);
+	/* The ids go with the case's actions. */
 	rdma_put_gid_attr(sgid);
 }
 

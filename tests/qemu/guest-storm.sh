@@ -15,8 +15,10 @@
 #           connections named by QP number only), so no CQ or QP is made and the count is not
 #           bounded by rxe's 16384 CQs per device; every CM MAD is the same.
 # For each shape one IBCM-STORM line: the time from the storm's start until the last connection
-# was ESTABLISHED (from cmtime's step timings) and until the last client was done, the clients that
-# failed and the errors they printed, the CM's REQ and REP retransmissions and (ours) the
+# was ESTABLISHED (estab_ms; cmtime's shapes: from the clients' start, by cmtime's step
+# timings; cm_storm's: from the signal that starts every client's connects once all resolved
+# their routes, prep_ms after the clients' start) and until the last client was done, the
+# clients that failed and the errors they printed, the CM's REQ and REP retransmissions and (ours) the
 # messages whose retries ran out (per-port sysfs counters, both devices), hung-task messages
 # (threshold lowered to 10 s), and the peak of the kernel's slab and of used memory while the
 # shape ran. tests/bench/storm.sh compares the CMs.
@@ -26,44 +28,61 @@ echo 10 >/proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
 echo 1000 >/proc/sys/kernel/hung_task_warnings 2>/dev/null
 ulimit -n 65536 2>/dev/null
 # rdma_ucm queues at most max_backlog unanswered connect requests per listener and rejects the
-# rest; cm_storm's servers ask for 65536 (cmtime's for rdma_ucm's default 1024).
-echo 65536 >/proc/sys/net/rdma_ucm/max_backlog 2>/dev/null
+# rest. cmtime's servers (backlog 0) get rdma_ucm's own default; cm_storm's ask for 65536 and
+# the shapes without QPs raise max_backlog to that while they run (16k requests to one server).
+BACKLOG0=$(cat /proc/sys/net/rdma_ucm/max_backlog 2>/dev/null)
 
 # The latency variant's irqsoff tracer (make bench-storm VARIANT=latency): armed per shape.
 TRS=/sys/kernel/tracing
 mount -t tracefs tracefs $TRS 2>/dev/null
 irqsoff=
 grep -qw irqsoff $TRS/available_tracers 2>/dev/null && irqsoff=1
-# With histogram triggers as well (the latency variant): every interrupts-off stretch of at
-# least 10 us becomes a synthetic `irqoff` event with its length, timed per CPU from the
-# irq_disable to the irq_enable tracepoint, and a histogram keeps each (stack that turned
-# interrupts back on, length) pair. A stretch is the CM's when the CM module is on that
-# stack: the CM turned interrupts off in a function of its own or in one it called (a lock
-# released in the CM, the MAD layer or the driver called from it). Armed per shape.
+# With histogram triggers as well (the latency variant): every interrupts-off stretch becomes
+# a synthetic `irqoff` event with its length, timed per CPU from the irq_disable to the
+# irq_enable tracepoint; a histogram keyed by the stack that turned interrupts back on keeps
+# each stack's longest stretch of 10 us or more (onmax). A stretch is the CM's when a function
+# of the CM module (ib_cm) is on that stack before any interrupt-entry frame: the CM turned
+# interrupts off in a function of its own or in one it called (a lock released in the MAD
+# layer or the driver under a CM call), and it is not a hard interrupt that arrived while the
+# CM ran with interrupts on (its stack unwinds through the interrupt entry into the CM). The
+# stack holds 16 frames, the first four of them the tracer's own, so a stretch that ends
+# deeper than about ten calls below the CM is not seen as the CM's. Armed per shape.
 hist=
 if [ -n "$irqsoff" ] && [ -d $TRS/events/preemptirq ] && [ -e $TRS/synthetic_events ]; then
 	echo 'irqoff u64 lat' >>$TRS/synthetic_events && hist=1
 fi
+HIST_DIS='hist:keys=common_cpu:ts0=common_timestamp.usecs'
+HIST_EN='hist:keys=common_cpu:lat=common_timestamp.usecs-$ts0:onmatch(preemptirq.irq_disable).trace(irqoff,$lat)'
+HIST_SYN='hist:keys=common_stacktrace:mx=lat:onmax($mx).save(lat):size=16384 if lat >= 10'
 hist_on() {
-	echo 'hist:keys=common_cpu:ts0=common_timestamp.usecs' >$TRS/events/preemptirq/irq_disable/trigger
-	echo 'hist:keys=common_cpu:lat=common_timestamp.usecs-$ts0:onmatch(preemptirq.irq_disable).trace(irqoff,$lat)' \
-		>$TRS/events/preemptirq/irq_enable/trigger
-	echo 'hist:keys=common_stacktrace,lat:size=16384 if lat >= 10' >$TRS/events/synthetic/irqoff/trigger
+	echo "$HIST_DIS" >$TRS/events/preemptirq/irq_disable/trigger &&
+		echo "$HIST_EN" >$TRS/events/preemptirq/irq_enable/trigger &&
+		echo "$HIST_SYN" >$TRS/events/synthetic/irqoff/trigger
 }
 hist_off() {
-	echo '!hist:keys=common_stacktrace,lat:size=16384 if lat >= 10' >>$TRS/events/synthetic/irqoff/trigger
-	echo '!hist:keys=common_cpu:lat=common_timestamp.usecs-$ts0:onmatch(preemptirq.irq_disable).trace(irqoff,$lat)' \
-		>>$TRS/events/preemptirq/irq_enable/trigger
-	echo '!hist:keys=common_cpu:ts0=common_timestamp.usecs' >>$TRS/events/preemptirq/irq_disable/trigger
+	echo "!$HIST_SYN" >>$TRS/events/synthetic/irqoff/trigger
+	echo "!$HIST_EN" >>$TRS/events/preemptirq/irq_enable/trigger
+	echo "!$HIST_DIS" >>$TRS/events/preemptirq/irq_disable/trigger
 }
-# From the histogram: the longest stretch whose stack has a function of the CM module (ib_cm),
-# and that function; "0/none" if none was 10 us or more.
+# From the histogram: "max/function/stacks/dropped": the longest stretch whose stack is the
+# CM's (above) and the CM function on it ("0/none" if none was 10 us or more), the stacks
+# kept and the stretches the full table dropped; "na/na/na/na" without the histogram.
+HIST_AWK='
+	/^\{ common_stacktrace:/ { cm = ""; irq = 0; stacks++; st = ""; next }
+	/^ *Dropped:/ { dropped = $2; next }
+	/^ *(Hits|Entries):/ { next }
+	/^ +[^ ]/ {
+		st = st " < " $1 ($2 ~ /^\[/ ? " " $2 : "")
+		if (cm == "" && /asm_sysvec|asm_common_interrupt|irqentry_exit|asm_exc_/) irq = 1
+		if (cm == "" && !irq && /\[ib_cm\]/) { cm = $1; sub(/\+.*/, "", cm) }
+		next
+	}
+	/^[ \t]*max:/ { n = $2 + 0; if (cm != "" && n > max) { max = n; at = cm }; if (cm != "") print n, st > "/tmp/cmirq-stacks" }
+	END { printf "%d/%s/%d/%s", max, max ? at : "none", stacks, dropped == "" ? "na" : dropped }'
 hist_cm() {
-	[ -e $TRS/events/synthetic/irqoff/hist ] || { echo "na/na"; return; }
-	awk '/^\{ common_stacktrace:/ { cm = ""; next }
-		/\[ib_cm\]/ && cm == "" { cm = $1; sub(/\+.*/, "", cm) }
-		/^, lat:/ { n = $3 + 0; if (cm != "" && n > max) { max = n; at = cm } }
-		END { if (max) printf "%d/%s", max, at; else print "0/none" }' $TRS/events/synthetic/irqoff/hist
+	[ -e $TRS/events/synthetic/irqoff/hist ] || { echo "na/na/na/na"; return; }
+	rm -f /tmp/cmirq-stacks
+	awk "$HIST_AWK" $TRS/events/synthetic/irqoff/hist
 }
 ms() { read -r up _ </proc/uptime; echo "$up" | awk '{ printf "%d", $1 * 1000 }'; }
 # The CM's counters of both devices: cm_tx_msgs, cm_tx_retries and (ours) cm_tx_timeouts and
@@ -89,19 +108,31 @@ for shape in $SHAPES; do
 	P=${pc%x*}
 	C=${pc#*x}
 	rm -f /tmp/st-* /tmp/mem /tmp/mem.stop
+	case $kind in
+	m1n | mmn) echo 65536 >/proc/sys/net/rdma_ucm/max_backlog 2>/dev/null ;;
+	*) [ -z "$BACKLOG0" ] || echo "$BACKLOG0" >/proc/sys/net/rdma_ucm/max_backlog 2>/dev/null ;;
+	esac
 	cnt >/tmp/st-cnt0
 	klog "IBCM-STORM-MARK: $shape"
 	if [ -n "$irqsoff" ]; then
 		echo 0 >$TRS/tracing_max_latency
 		echo irqsoff >$TRS/current_tracer
 	fi
-	[ -z "$hist" ] || hist_on
+	harmed=
+	if [ -n "$hist" ]; then
+		if hist_on; then
+			harmed=1
+		else
+			klog "IBCM-STORM-NOTE: $CM $shape histogram triggers refused"
+			hist_off 2>/dev/null
+		fi
+	fi
 	sampler /tmp/mem &
 	samp=$!
 	srvs=""
 	i=0
 	while [ $i -lt "$P" ]; do
-		# cm_storm's QP numbers: servers from 0x800000, clients from 1, C apart (distinct
+		# cm_storm's QP numbers: servers from 0x800000, clients from 0x100, C apart (distinct
 		# among each device's connections, which a CM requires).
 		case $kind in
 		m1)
@@ -147,13 +178,41 @@ for shape in $SHAPES; do
 			ms >/tmp/st-start-$i
 			case $kind in
 			m1 | mm) timeout 600 cmtime -s $s -b $b -p $p -c "$C" >/tmp/st-cli-$i.log 2>&1 ;;
-			*) timeout 600 cm_storm -s $s -b $b -p $p -q $((1 + i * C)) -c "$C" >/tmp/st-cli-$i.log 2>&1 ;;
+			*) timeout 600 cm_storm -s $s -b $b -p $p -q $((0x100 + i * C)) -c "$C" -r /tmp/st-ready-$i \
+				>/tmp/st-cli-$i.log 2>&1 ;;
 			esac
 			echo "$? $(ms)" >/tmp/st-end-$i
 		) &
 		clis="$clis $!"
 		i=$((i + 1))
 	done
+	# cm_storm's clients resolve every address and route, then wait: once all are ready (or
+	# gone), one signal starts every connect at the same moment, and the storm is timed from
+	# there (cmtime's clients start connecting when each is ready, timed from their start).
+	tgo=$t0
+	case $kind in
+	m1n | mmn)
+		n=0
+		while [ $n -lt 3000 ]; do
+			# Clients ready, or gone before (a client that failed early).
+			j=0 r=0
+			while [ $j -lt "$P" ]; do
+				{ [ -e /tmp/st-ready-$j ] || [ -e /tmp/st-end-$j ]; } && r=$((r + 1))
+				j=$((j + 1))
+			done
+			[ "$r" -ge "$P" ] && break
+			sleep 0.1
+			n=$((n + 1))
+		done
+		tgo=$(ms)
+		pids= j=0
+		while [ $j -lt "$P" ]; do
+			[ -e /tmp/st-ready-$j ] && pids="$pids $(cat /tmp/st-ready-$j)"
+			j=$((j + 1))
+		done
+		kill -USR1 $pids 2>/dev/null
+		;;
+	esac
 	wait $clis
 	t1=$(ms)
 	touch /tmp/mem.stop
@@ -165,7 +224,7 @@ for shape in $SHAPES; do
 	# start: its own start plus cmtime's steps up to connect (each step's total runs from its
 	# first id's start to its last id's end, and the steps run one after the other); when it
 	# ended (disconnects and destroys included).
-	failed=0 errs=0 estab=0 last=0
+	failed=0 errs=0 estab=0 last=0 unreach=0 estab_active=
 	i=0
 	while [ $i -lt "$P" ]; do
 		read -r rc end </tmp/st-end-$i
@@ -173,7 +232,14 @@ for shape in $SHAPES; do
 		[ "$rc" = 0 ] || failed=$((failed + 1))
 		case $kind in
 		m1 | mm) e=$(grep -c -i -E 'error|fail|reject|unreach|timeout' /tmp/st-cli-$i.log) ;;
-		*) e=$(sed -n 's/.* failed=\([0-9]*\).*/\1/p' /tmp/st-cli-$i.log); e=${e:-1} ;;
+		*)
+			e=$(sed -n 's/.* failed=\([0-9]*\).*/\1/p' /tmp/st-cli-$i.log)
+			e=${e:-1}
+			# Connects whose REQ retries ran out (UNREACHABLE) or that failed otherwise.
+			u=$(sed -n 's/.* unreachable=\([0-9]*\) connect_error=\([0-9]*\).*/\1 \2/p' \
+				/tmp/st-cli-$i.log)
+			for x in $u; do unreach=$((unreach + x)); done
+			;;
 		esac
 		errs=$((errs + e))
 		case $kind in
@@ -186,29 +252,42 @@ for shape in $SHAPES; do
 		*)
 			# cm_storm prints the (uptime) millisecond of its last established connection.
 			c=$(sed -n 's/.* last_established_ms=\([0-9]*\).*/\1/p' /tmp/st-cli-$i.log)
-			[ -n "$c" ] && [ "$c" -gt 0 ] && c=$((c - t0)) || c=
+			[ -n "$c" ] && [ "$c" -gt 0 ] && c=$((c - tgo)) || c=
 			;;
 		esac
 		[ -n "$c" ] && [ "$c" -gt "$estab" ] && estab=$c
 		[ -n "$end" ] && [ $((end - t0)) -gt "$last" ] && last=$((end - t0))
 		i=$((i + 1))
 	done
+	# cm_storm's servers: when each saw its last connection ESTABLISHED (its RTU received).
+	# The connection is complete only then, so the later of the two sides counts.
+	estab_passive=na
+	case $kind in
+	m1n | mmn)
+		estab_passive=0
+		for f in /tmp/st-srv-*.log; do
+			c=$(sed -n 's/.* last_established_ms=\([0-9]*\).*/\1/p' "$f")
+			[ -n "$c" ] && [ "$c" -gt 0 ] && [ $((c - tgo)) -gt "$estab_passive" ] &&
+				estab_passive=$((c - tgo))
+		done
+		estab_active=$estab
+		[ "$estab_passive" -gt "$estab" ] && estab=$estab_passive
+		;;
+	esac
 	[ $failed = 0 ] || klog "IBCM-STORM-NOTE: $CM $shape first failed client: $(grep -l . /tmp/st-cli-* | head -1 | xargs tail -3 | tr '\n' ' ')"
 	hung=$(dmesg | sed -n "/IBCM-STORM-MARK: $shape\$/,\$p" | grep -c -E 'blocked for more than|soft lockup|self-detected stall|rcu_preempt detected|hard LOCKUP')
 	peak=$(awk 'NR == 1 { u0 = $1; s0 = $2 } { if ($1 > u) u = $1; if ($2 > s) s = $2 }
 		END { printf "%d %d", u - u0, s - s0 }' /tmp/mem)
 	# The longest stretch with interrupts off while the shape ran (us), and the functions that
 	# began and ended it (the irqsoff tracer's snapshot of the worst one).
-	irq=na at=na cmirq=na
-	if [ -n "$hist" ]; then
+	irq=na at=na cmirq=na/na/na/na
+	if [ -n "$harmed" ]; then
 		cmirq=$(hist_cm)
-		klog "IBCM-STORM-CMIRQ: $CM $shape $(grep -c '^{ common_stacktrace' $TRS/events/synthetic/irqoff/hist 2>/dev/null) stretches of 10 us or more, the CM's longest $cmirq"
+		klog "IBCM-STORM-CMIRQ: $CM $shape longest/function/stacks/dropped $cmirq"
 		# The CM's three longest with their stacks, for the log.
-		awk '/^\{ common_stacktrace:/ { st = ""; cm = 0; next }
-			/\[ib_cm\]/ { cm = 1 }
-			/^ +[^ ]/ && !/^, lat:/ { sub(/^ +/, ""); st = st " < " $0; next }
-			/^, lat:/ { if (cm) print $3 + 0, st }' $TRS/events/synthetic/irqoff/hist 2>/dev/null |
-			sort -rn | head -3 | while read -r line; do klog "IBCM-STORM-CMIRQ-STACK: $CM $shape $line"; done
+		sort -rn /tmp/cmirq-stacks 2>/dev/null | head -3 | while read -r line; do
+			klog "IBCM-STORM-CMIRQ-STACK: $CM $shape $line"
+		done
 		hist_off
 	fi
 	if [ -n "$irqsoff" ]; then
@@ -222,7 +301,7 @@ for shape in $SHAPES; do
 	# Ours: the most REQs/DREQs that waited for a flow-control slot on either device so far in
 	# this boot (the mark only rises; the C CM has none).
 	bhw=$(cat /sys/class/infiniband/rxe[01]/ports/1/cm_flow/backlog_high_water 2>/dev/null | sort -n | tail -1)
-	klog "IBCM-STORM: cm=$CM shape=$shape backlog_hw=${bhw:-na} irqsoff_max_us=$irq irqsoff_at=${at:-na} cm_irqsoff_us=${cmirq%%/*} cm_irqsoff_at=${cmirq#*/} conns=$((P * C)) wall_ms=$((t1 - t0)) last_client_ms=$last estab_ms=$estab failed_clients=$failed error_lines=$errs req_retries=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_retries/req$') rep_retries=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_retries/rep$') reqs_sent=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_msgs/req$') timeouts=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_timeouts/') rx_overload=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_rx_dropped/overload$') hung=$hung mem_peak_kb=${peak% *} slab_peak_kb=${peak#* }"
+	klog "IBCM-STORM: cm=$CM shape=$shape backlog_hw=${bhw:-na} irqsoff_max_us=$irq irqsoff_at=${at:-na} cm_irqsoff_us=$(echo $cmirq | cut -d/ -f1) cm_irqsoff_at=$(echo $cmirq | cut -d/ -f2) irq_stacks=$(echo $cmirq | cut -d/ -f3) irq_dropped=$(echo $cmirq | cut -d/ -f4) conns=$((P * C)) prep_ms=$((tgo - t0)) wall_ms=$((t1 - t0)) last_client_ms=$last estab_ms=$estab estab_active_ms=${estab_active:-na} estab_passive_ms=$estab_passive failed_clients=$failed error_lines=$errs conn_unreachable=$( [ "$kind" = m1n ] || [ "$kind" = mmn ] && echo $unreach || echo na) req_retries=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_retries/req$') rep_retries=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_retries/rep$') reqs_sent=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_msgs/req$') timeouts=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_tx_timeouts/') rx_overload=$(delta /tmp/st-cnt0 /tmp/st-cnt1 'cm_rx_dropped/overload$') hung=$hung mem_peak_kb=${peak% *} slab_peak_kb=${peak#* }"
 	port=$((port + 1000))
 	# The connections' timewaits (and the ids in them) end before the next shape.
 	sleep 5

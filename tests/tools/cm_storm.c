@@ -10,23 +10,31 @@
  *   cm_storm -b BIND -p PORT -q QPN_BASE                 server: accept every request, until
  *                                                        killed; disconnect what the peer
  *                                                        disconnects
- *   cm_storm -b BIND -s SERVER -p PORT -q QPN_BASE -c N  client: N connections at once, in
+ *   cm_storm -b BIND -s SERVER -p PORT -q QPN_BASE -c N [-r READY]
+ *                                                        client: N connections at once, in
  *                                                        cmtime's steps (every id resolves
  *                                                        its address, then every id its
  *                                                        route, then every id connects, then
  *                                                        every connection is disconnected)
  *
+ * With -r, the client writes its pid to READY once every route is resolved and connects only
+ * when it gets SIGUSR1: the storm bench starts all clients' connects at one moment, so that
+ * the storm is measured apart from process start-up and address resolution.
+ *
  * QP numbers are QPN_BASE, QPN_BASE + 1, ...: the caller keeps them distinct among all of a
  * device's connections, since a CM takes a second REQ or REP from a QP number it already has
- * a connection with for a stale connection. The client prints one line of key=value pairs:
- * connected, failed (and by event), the CLOCK_BOOTTIME millisecond at which its last
- * connection was established (the clock of /proc/uptime), each step's duration. Exit status
+ * a connection with for a stale connection. The server, killed with SIGTERM, prints how many
+ * connections it saw ESTABLISHED (the RTU received) and the millisecond of the last. The client prints one line of key=value pairs:
+ * connected, failed (and by event), the CLOCK_BOOTTIME millisecond at which it began to
+ * connect and at which its last connection was established (the clock of /proc/uptime), each
+ * step's duration. Exit status
  * 0 if every connection was established and disconnected, 1 otherwise.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <rdma/rdma_cma.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +90,16 @@ static unsigned int n_failed, n_rejected, n_unreachable, n_conn_error, n_addr_er
 	n_route_error, n_other;
 static char first_error[96];
 
+/* rdma_establish() failed: counted with the connect errors, the errno named. */
+static void fail_establish(struct conn *c, int err)
+{
+	c->step = FAILED;
+	n_failed++;
+	n_conn_error++;
+	if (!first_error[0])
+		snprintf(first_error, sizeof(first_error), "rdma_establish/%d", -err);
+}
+
 static void fail(struct conn *c, const struct rdma_cm_event *ev)
 {
 	c->step = FAILED;
@@ -120,7 +138,7 @@ static long long run_until(struct rdma_event_channel *ch, enum step waiting, int
 			break;
 		case RDMA_CM_EVENT_CONNECT_RESPONSE:
 			if (rdma_establish(c->id)) {
-				fail(c, ev);
+				fail_establish(c, errno);
 			} else {
 				c->step = CONNECTED;
 				*last_estab = now_ms();
@@ -131,12 +149,13 @@ static long long run_until(struct rdma_event_channel *ch, enum step waiting, int
 			*last_estab = now_ms();
 			break;
 		case RDMA_CM_EVENT_DISCONNECTED:
-			if (c->step == CONNECTED) {
-				/* The server disconnected first: answer, and count it. */
-				rdma_disconnect(c->id);
-				fail(c, ev);
-			} else {
+			if (c->step == DISCONNECTING) {
 				c->step = DONE;
+			} else {
+				/* Not asked for (the server went first, or a connect that failed). */
+				if (c->step == CONNECTED)
+					rdma_disconnect(c->id);
+				fail(c, ev);
 			}
 			break;
 		case RDMA_CM_EVENT_TIMEWAIT_EXIT:
@@ -152,14 +171,38 @@ static long long run_until(struct rdma_event_channel *ch, enum step waiting, int
 	return now_ms();
 }
 
+/* Writes our pid to `ready` and waits for SIGUSR1 (blocked since main began). */
+static void wait_for_go(const char *ready)
+{
+	sigset_t set;
+	char tmp[256];
+	FILE *f;
+	int sig;
+
+
+	/* Written whole, then renamed: whoever sees the file can read the pid. */
+	snprintf(tmp, sizeof(tmp), "%s.tmp", ready);
+	f = fopen(tmp, "w");
+	if (!f)
+		die(tmp);
+	fprintf(f, "%d\n", (int)getpid());
+	if (fclose(f) || rename(tmp, ready))
+		die(ready);
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	errno = sigwait(&set, &sig);
+	if (errno)
+		die("sigwait");
+}
+
 static int client(const char *bind_host, const char *server, int port, uint32_t qpn_base,
-		  int n)
+		  int n, const char *ready)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct sockaddr_in src, dst;
 	struct conn *conns = calloc(n, sizeof(*conns));
 	struct rdma_conn_param p;
-	long long t0, t_addr, t_route, t_conn, t_disc, last_estab = 0;
+	long long t0, t_addr, t_route, t_go, t_conn, t_disc, last_estab = 0;
 	int i, pending, connected = 0;
 
 	if (!ch || !conns)
@@ -196,6 +239,9 @@ static int client(const char *bind_host, const char *server, int port, uint32_t 
 		pending++;
 	}
 	t_route = run_until(ch, RESOLVING_ROUTE, &pending, &last_estab);
+	if (ready)
+		wait_for_go(ready);
+	t_go = now_ms();
 	pending = 0;
 	for (i = 0; i < n; i++) {
 		if (conns[i].step != ROUTED)
@@ -227,18 +273,29 @@ static int client(const char *bind_host, const char *server, int port, uint32_t 
 		rdma_destroy_id(conns[i].id);
 	printf("cm_storm: connections=%d connected=%d failed=%u rejected=%u unreachable=%u "
 	       "connect_error=%u addr_error=%u route_error=%u other=%u first_error=%s "
-	       "start_ms=%lld last_established_ms=%lld resolve_addr_ms=%lld "
-	       "resolve_route_ms=%lld connect_ms=%lld disconnect_ms=%lld\n",
+	       "start_ms=%lld connect_start_ms=%lld last_established_ms=%lld "
+	       "resolve_addr_ms=%lld resolve_route_ms=%lld connect_ms=%lld disconnect_ms=%lld\n",
 	       n, connected, n_failed, n_rejected, n_unreachable, n_conn_error, n_addr_error,
-	       n_route_error, n_other, first_error[0] ? first_error : "none", t0, last_estab,
-	       t_addr - t0, t_route - t_addr, t_conn - t_route, t_disc - t_conn);
+	       n_route_error, n_other, first_error[0] ? first_error : "none", t0, t_go, last_estab,
+	       t_addr - t0, t_route - t_addr, t_conn - t_go, t_disc - t_conn);
 	rdma_destroy_event_channel(ch);
 	free(conns);
 	return connected == n && n_failed == 0 ? 0 : 1;
 }
 
+static volatile sig_atomic_t stop;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
 static int server(const char *bind_host, int port, uint32_t qpn_base)
 {
+	struct sigaction sa = { .sa_handler = on_term };
+	long long last_estab = 0;
+	unsigned int established = 0;
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct rdma_cm_id *listen_id;
 	struct rdma_conn_param p;
@@ -248,6 +305,10 @@ static int server(const char *bind_host, int port, uint32_t qpn_base)
 
 	if (!ch)
 		die("rdma_create_event_channel");
+	/* No SA_RESTART: SIGTERM ends the wait for an event, and the server reports. */
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGTERM, &sa, NULL))
+		die("sigaction");
 	addr_of(bind_host, port, &sin);
 	if (rdma_create_id(ch, &listen_id, NULL, RDMA_PS_TCP))
 		die("rdma_create_id");
@@ -256,9 +317,12 @@ static int server(const char *bind_host, int port, uint32_t qpn_base)
 	/* rdma_ucm takes the smaller of this and net.rdma_ucm.max_backlog. */
 	if (rdma_listen(listen_id, 65536))
 		die("rdma_listen");
-	for (;;) {
-		if (rdma_get_cm_event(ch, &ev))
+	while (!stop) {
+		if (rdma_get_cm_event(ch, &ev)) {
+			if (errno == EINTR)
+				continue;
 			die("rdma_get_cm_event");
+		}
 		struct rdma_cm_id *id = ev->id;
 		enum rdma_cm_event_type type = ev->event;
 
@@ -272,6 +336,10 @@ static int server(const char *bind_host, int port, uint32_t qpn_base)
 		}
 		rdma_ack_cm_event(ev);
 		switch (type) {
+		case RDMA_CM_EVENT_ESTABLISHED:
+			established++;
+			last_estab = now_ms();
+			break;
 		case RDMA_CM_EVENT_DISCONNECTED:
 			rdma_disconnect(id);
 			rdma_destroy_id(id);
@@ -285,31 +353,39 @@ static int server(const char *bind_host, int port, uint32_t qpn_base)
 			break;
 		}
 	}
+	printf("cm_storm: server established=%u last_established_ms=%lld\n", established,
+	       last_estab);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	const char *bind_host = NULL, *server_host = NULL;
+	const char *bind_host = NULL, *server_host = NULL, *ready = NULL;
+	sigset_t usr1;
 	int port = 7471, n = 0, opt;
 	uint32_t qpn_base = 1;
 
-	while ((opt = getopt(argc, argv, "b:s:p:q:c:")) != -1) {
+	/* Blocked from the start, so a SIGUSR1 that comes early waits for sigwait(). */
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, NULL);
+	while ((opt = getopt(argc, argv, "b:s:p:q:c:r:")) != -1) {
 		switch (opt) {
 		case 'b': bind_host = optarg; break;
 		case 's': server_host = optarg; break;
 		case 'p': port = atoi(optarg); break;
 		case 'q': qpn_base = strtoul(optarg, NULL, 0); break;
 		case 'c': n = atoi(optarg); break;
+		case 'r': ready = optarg; break;
 		default: goto usage;
 		}
 	}
 	if (!bind_host || (server_host && n <= 0))
 		goto usage;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	return server_host ? client(bind_host, server_host, port, qpn_base, n) :
+	return server_host ? client(bind_host, server_host, port, qpn_base, n, ready) :
 			     server(bind_host, port, qpn_base);
 usage:
-	fprintf(stderr, "usage: cm_storm -b BIND -p PORT -q QPN_BASE [-s SERVER -c N]\n");
+	fprintf(stderr, "usage: cm_storm -b BIND -p PORT -q QPN_BASE [-s SERVER -c N [-r READY]]\n");
 	return 2;
 }
