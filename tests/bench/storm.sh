@@ -101,7 +101,7 @@ for s in shapes:
               + (f"connects unreachable or failed (clients' count) {fmt(med(cm, s, 'conn_unreachable'))}, "
                  f"last ESTABLISHED active / passive side {fmt(med(cm, s, 'estab_active_ms'), ' ms')} / "
                  f"{fmt(med(cm, s, 'estab_passive_ms'), ' ms')}, "
-                 if med(cm, s, "conn_unreachable") is not None else "") +
+                 if med(cm, s, "conn_unreachable") is not None else "")
               + (f"received MADs dropped as overload {fmt(med(cm, s, 'rx_overload'))}, " if cm == "rs" else "") +
               f"hung-task messages {fmt(med(cm, s, 'hung'))}, "
               f"peak memory +{fmt(med(cm, s, 'mem_peak_kb'), ' kB')} (slab +{fmt(med(cm, s, 'slab_peak_kb'), ' kB')})"
