@@ -60,11 +60,11 @@ pub(crate) struct DeviceOf<I> {
     #[pin]
     reply_ahs: SpinLockIrq<ReplyAhCache>,
     /// Evicts expired reply handles when no traffic does (`ibcm_rs_reply_sweep`, [`CmDevice::sweep_reply_ahs`]); queued
-    /// only under `reply_ahs`'s lock while the cache is open, cancelled by removal.
+    /// only under `reply_ahs`'s lock while the cache is open, retired by removal.
     #[pin]
     sweep: DelayedWork,
     /// Lets waiting MADs out when slots are free without a completion to do it (a raised
-    /// `flow_control_limit`): `ibcm_rs_flow_kick`; queued only inside the send gate, cancelled
+    /// `flow_control_limit`): `ibcm_rs_flow_kick`; queued only inside the send gate, retired
     /// by removal.
     #[pin]
     flow_kick: DelayedWork,

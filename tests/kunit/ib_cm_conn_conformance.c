@@ -2057,6 +2057,11 @@ static void overload_defaults(void *unused)
 	set_ib_cm_param("recv_queue_limit", overload_limit0);
 }
 
+static void overload_put_sgid(void *sgid)
+{
+	rdma_put_gid_attr(sgid);
+}
+
 /* Destroys an id the case made, however it ended (after a held handler was let go). */
 static void overload_destroy(void *id)
 {
@@ -2100,17 +2105,18 @@ static void recv_overload_drops_requests(struct kunit *test)
 	struct sa_path_rec fast;
 	const struct ib_gid_attr *sgid;
 	struct ib_cm_id *l, *a[7] = {};
-	long rx0, drop0;
+	long rx0, drop0, limit0;
 	int i;
 
 	KUNIT_ASSERT_EQ(test, make_path(c->d1, c->d0, &fast, &sgid, 0), 0);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, overload_put_sgid, (void *)sgid), 0);
 	/* Earlier cases' DREQs and REQs are done first. */
 	KUNIT_ASSERT_EQ(test, wait_flow_idle(300, 100), 0);
 	init_completion(&overload.release);
 	atomic_set(&overload.reqs, 0);
-	KUNIT_ASSERT_GT(test, read_ib_cm_param("recv_queue_limit"), 0);
-	snprintf(overload_limit0, sizeof(overload_limit0), "%ld",
-		 read_ib_cm_param("recv_queue_limit"));
+	limit0 = read_ib_cm_param("recv_queue_limit");
+	KUNIT_ASSERT_GE(test, limit0, 0);
+	snprintf(overload_limit0, sizeof(overload_limit0), "%ld", limit0);
 	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, overload_defaults, NULL), 0);
 	KUNIT_ASSERT_EQ(test, set_ib_cm_param("recv_queue_limit", "1"), 0);
 	l = ib_create_cm_id(c->d0, overload_handler, NULL);
@@ -2156,8 +2162,7 @@ static void recv_overload_drops_requests(struct kunit *test)
 		msleep(20);
 	KUNIT_EXPECT_GE(test, atomic_read(&overload.reqs), 7);
 	KUNIT_EXPECT_EQ(test, read_port_counter(dev0, "cm_rx_dropped", "overload"), drop0 + 6);
-	/* The ids go with the case's actions. */
-	rdma_put_gid_attr(sgid);
+	/* The ids and the GID attribute go with the case's actions. */
 }
 
 /*

@@ -37,52 +37,62 @@ TRS=/sys/kernel/tracing
 mount -t tracefs tracefs $TRS 2>/dev/null
 irqsoff=
 grep -qw irqsoff $TRS/available_tracers 2>/dev/null && irqsoff=1
-# With histogram triggers as well (the latency variant): every interrupts-off stretch becomes
-# a synthetic `irqoff` event with its length, timed per CPU from the irq_disable to the
-# irq_enable tracepoint; a histogram keyed by the stack that turned interrupts back on keeps
-# each stack's longest stretch of 10 us or more (onmax). A stretch is the CM's when a function
-# of the CM module (ib_cm) is on that stack before any interrupt-entry frame: the CM turned
-# interrupts off in a function of its own or in one it called (a lock released in the MAD
-# layer or the driver under a CM call), and it is not a hard interrupt that arrived while the
-# CM ran with interrupts on (its stack unwinds through the interrupt entry into the CM). The
-# stack holds 16 frames, the first four of them the tracer's own, so a stretch that ends
-# deeper than about ten calls below the CM is not seen as the CM's. Armed per shape.
+# With histogram triggers as well (the latency variant), in a tracing instance of their own
+# (their absolute timestamps would upset the irqsoff tracer's): the CM's own interrupts-off
+# stretches. The irq_disable and irq_enable tracepoints carry the address of the function that
+# called the lock or irq-save (`parent_offs`, from _stext; the latency kernel has frame
+# pointers for it); a stretch whose disable and enable both come from the CM module's code
+# (/proc/modules) is timed per CPU and becomes a synthetic `irqoff` event with its length, and
+# a histogram keyed by the stack of the enable keeps each stack's longest of 10 us or more
+# (onmax). Interrupts the CM turns off in its own code are timed until the CM turns them on
+# again, MAD-layer and driver calls made meanwhile included; a stretch some other code began
+# (the CM called with interrupts off) is not the CM's. Armed per shape.
 hist=
+INST=$TRS/instances/ibcm
 if [ -n "$irqsoff" ] && [ -d $TRS/events/preemptirq ] && [ -e $TRS/synthetic_events ]; then
-	echo 'irqoff u64 lat' >>$TRS/synthetic_events && hist=1
+	echo 'irqoff u64 lat' >>$TRS/synthetic_events && mkdir -p $INST && [ -d $INST/events/synthetic ] && hist=1
 fi
-HIST_DIS='hist:keys=common_cpu:ts0=common_timestamp.usecs'
-HIST_EN='hist:keys=common_cpu:lat=common_timestamp.usecs-$ts0:onmatch(preemptirq.irq_disable).trace(irqoff,$lat)'
+# The CM module's code as offsets from _stext (kernel text and modules share the top 4 GiB
+# on x86_64, so the low 32 bits of the addresses suffice).
+cm_range() {
+	st=$(awk '$3 == "_stext" { print $1; exit }' /proc/kallsyms)
+	set -- $(awk '$1 == "ib_cm" { print $2, $6 }' /proc/modules)
+	[ -n "$st" ] && [ -n "${2:-}" ] || return 1
+	lo=$((0x${2#0x????????} - 0x${st#????????}))
+	hi=$((lo + $1))
+	HIST_DIS="hist:keys=common_cpu:ts0=common_timestamp.usecs if parent_offs >= $lo && parent_offs < $hi"
+	HIST_EN="hist:keys=common_cpu:lat=common_timestamp.usecs-\$ts0:onmatch(preemptirq.irq_disable).trace(irqoff,\$lat) if parent_offs >= $lo && parent_offs < $hi"
+}
 HIST_SYN='hist:keys=common_stacktrace:mx=lat:onmax($mx).save(lat):size=16384 if lat >= 10'
 hist_on() {
-	echo "$HIST_DIS" >$TRS/events/preemptirq/irq_disable/trigger &&
-		echo "$HIST_EN" >$TRS/events/preemptirq/irq_enable/trigger &&
-		echo "$HIST_SYN" >$TRS/events/synthetic/irqoff/trigger
+	cm_range &&
+		echo "$HIST_DIS" >$INST/events/preemptirq/irq_disable/trigger &&
+		echo "$HIST_EN" >$INST/events/preemptirq/irq_enable/trigger &&
+		echo "$HIST_SYN" >$INST/events/synthetic/irqoff/trigger
 }
 hist_off() {
-	echo "!$HIST_SYN" >>$TRS/events/synthetic/irqoff/trigger
-	echo "!$HIST_EN" >>$TRS/events/preemptirq/irq_enable/trigger
-	echo "!$HIST_DIS" >>$TRS/events/preemptirq/irq_disable/trigger
+	echo "!$HIST_SYN" >>$INST/events/synthetic/irqoff/trigger
+	echo "!$HIST_EN" >>$INST/events/preemptirq/irq_enable/trigger
+	echo "!$HIST_DIS" >>$INST/events/preemptirq/irq_disable/trigger
 }
-# From the histogram: "max/function/stacks/dropped": the longest stretch whose stack is the
-# CM's (above) and the CM function on it ("0/none" if none was 10 us or more), the stacks
-# kept and the stretches the full table dropped; "na/na/na/na" without the histogram.
+# From the histogram: "max/function/stacks/dropped": the longest stretch and the first CM
+# function on its stack ("0/none" if none was 10 us or more), the stacks kept and the
+# stretches a full table dropped; "na/na/na/na" without the histogram.
 HIST_AWK='
-	/^\{ common_stacktrace:/ { cm = ""; irq = 0; stacks++; st = ""; next }
+	/^\{ common_stacktrace:/ { cm = ""; stacks++; st = ""; next }
 	/^ *Dropped:/ { dropped = $2; next }
 	/^ *(Hits|Entries):/ { next }
 	/^ +[^ ]/ {
 		st = st " < " $1 ($2 ~ /^\[/ ? " " $2 : "")
-		if (cm == "" && /asm_sysvec|asm_common_interrupt|irqentry_exit|asm_exc_/) irq = 1
-		if (cm == "" && !irq && /\[ib_cm\]/) { cm = $1; sub(/\+.*/, "", cm) }
+		if (cm == "" && /\[ib_cm\]/) { cm = $1; sub(/\+.*/, "", cm) }
 		next
 	}
-	/^[ \t]*max:/ { n = $2 + 0; if (cm != "" && n > max) { max = n; at = cm }; if (cm != "") print n, st > "/tmp/cmirq-stacks" }
+	/^[ \t]*max:/ { n = $2 + 0; if (n > max) { max = n; at = cm == "" ? "?" : cm }; print n, st > "/tmp/cmirq-stacks" }
 	END { printf "%d/%s/%d/%s", max, max ? at : "none", stacks, dropped == "" ? "na" : dropped }'
 hist_cm() {
-	[ -e $TRS/events/synthetic/irqoff/hist ] || { echo "na/na/na/na"; return; }
+	[ -e $INST/events/synthetic/irqoff/hist ] || { echo "na/na/na/na"; return; }
 	rm -f /tmp/cmirq-stacks
-	awk "$HIST_AWK" $TRS/events/synthetic/irqoff/hist
+	awk "$HIST_AWK" $INST/events/synthetic/irqoff/hist
 }
 ms() { read -r up _ </proc/uptime; echo "$up" | awk '{ printf "%d", $1 * 1000 }'; }
 # The CM's counters of both devices: cm_tx_msgs, cm_tx_retries and (ours) cm_tx_timeouts and
@@ -204,12 +214,15 @@ for shape in $SHAPES; do
 			sleep 0.1
 			n=$((n + 1))
 		done
-		tgo=$(ms)
 		pids= j=0
 		while [ $j -lt "$P" ]; do
-			[ -e /tmp/st-ready-$j ] && pids="$pids $(cat /tmp/st-ready-$j)"
+			if [ -e /tmp/st-ready-$j ]; then
+				read -r pid </tmp/st-ready-$j
+				pids="$pids $pid"
+			fi
 			j=$((j + 1))
 		done
+		tgo=$(ms)
 		kill -USR1 $pids 2>/dev/null
 		;;
 	esac
@@ -217,6 +230,10 @@ for shape in $SHAPES; do
 	t1=$(ms)
 	touch /tmp/mem.stop
 	wait $samp
+	# A server may be between its check of the signal and its wait for an event, which a
+	# second signal then interrupts. (cm_storm's servers report on SIGTERM, then exit.)
+	kill $srvs 2>/dev/null
+	sleep 0.3
 	kill $srvs 2>/dev/null
 	wait $srvs 2>/dev/null
 	cnt >/tmp/st-cnt1
@@ -306,3 +323,4 @@ for shape in $SHAPES; do
 	# The connections' timewaits (and the ids in them) end before the next shape.
 	sleep 5
 done
+[ -z "$BACKLOG0" ] || echo "$BACKLOG0" >/proc/sys/net/rdma_ucm/max_backlog 2>/dev/null

@@ -130,6 +130,12 @@ static long long run_until(struct rdma_event_channel *ch, enum step waiting, int
 		struct conn *c = ev->id->context;
 		enum step was = c->step;
 
+		/* A connection that ended is not counted again (a late DISCONNECTED, ...). */
+		if (was == FAILED || was == DONE) {
+			rdma_ack_cm_event(ev);
+			continue;
+		}
+
 		switch (ev->event) {
 		case RDMA_CM_EVENT_ADDR_RESOLVED:
 			c->step = ADDR_RESOLVED;
@@ -330,6 +336,8 @@ static int server(const char *bind_host, int port, uint32_t qpn_base)
 		if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
 			conn_param(&p, qpn_base + next++);
 			if (rdma_accept(id, &p)) {
+				/* Answered at once (a REJ), not left to the peer's retries. */
+				rdma_reject(id, NULL, 0);
 				rdma_ack_cm_event(ev);
 				continue;
 			}
