@@ -5,8 +5,8 @@
 //! A handle made for one send is owned by that send (`send.rs`); a cached reply handle by the
 //! device's reply cache (`reply_ah.rs`).
 
-use crate::bindings;
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use crate::{bindings, use_count::Places};
+use core::sync::atomic::{AtomicU64, Ordering};
 
 /// How many connection handles a device may hold (`conn_ahs_per_device` in
 /// `/sys/module/ib_cm/parameters/`): below zero (the default) half the device's `max_ah`, which
@@ -37,10 +37,9 @@ pub(crate) fn forced_failure() -> bool {
 pub(crate) struct AhBudget {
     /// The device's `attrs.max_ah`.
     max_ah: u32,
-    /// Handles held.
-    held: AtomicU32,
-    /// REQs and REPs sent on a handle of their own because the budget was spent.
-    over_budget: AtomicU64,
+    /// Handles held; refused: REQs and REPs sent on a handle of their own because the budget
+    /// was spent.
+    held: Places,
     /// REQs and REPs sent on a handle of their own because creating the connection's failed.
     failed: AtomicU64,
 }
@@ -62,8 +61,7 @@ impl AhBudget {
     pub(crate) const fn new(max_ah: u32) -> Self {
         Self {
             max_ah,
-            held: AtomicU32::new(0),
-            over_budget: AtomicU64::new(0),
+            held: Places::new(),
             failed: AtomicU64::new(0),
         }
     }
@@ -72,30 +70,21 @@ impl AhBudget {
     /// counts a send over budget.
     pub(crate) fn claim(&self) -> bool {
         let limit = limit(self.max_ah);
-        let taken = self
-            .held
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
-                (n < limit).then_some(n + 1)
-            })
-            .is_ok();
-        if !taken {
-            self.over_budget.fetch_add(1, Ordering::Relaxed);
-        }
-        taken
+        self.held.take(|n| n < limit)
     }
 
     /// Gives back a claim whose handle could not be created, and counts the failure.
     pub(crate) fn unclaim_failed(&self) {
-        self.held.fetch_sub(1, Ordering::Relaxed);
+        self.held.give_back();
         self.failed.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The figures, for debugfs.
     pub(crate) fn stats(&self) -> AhBudgetStats {
         AhBudgetStats {
-            held: self.held.load(Ordering::Relaxed),
+            held: self.held.taken(),
             limit: limit(self.max_ah),
-            over_budget: self.over_budget.load(Ordering::Relaxed),
+            over_budget: self.held.refused(),
             failed: self.failed.load(Ordering::Relaxed),
         }
     }
@@ -154,7 +143,7 @@ impl ConnAh {
         if let Some(ah) = self.0.take() {
             // SAFETY: Ours alone (type invariant), no longer used (caller).
             unsafe { bindings::ibcm_glue_destroy_ah(ah.as_ptr()) };
-            budget.held.fetch_sub(1, Ordering::Relaxed);
+            budget.held.give_back();
         }
     }
 }

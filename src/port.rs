@@ -13,8 +13,9 @@ use crate::{
         flow,
         wire::{AttrId, ATTR_COUNT},
     },
+    use_count::Places,
 };
-use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use kernel::prelude::*;
 
 /// Counter groups, in the order of `enum ibcm_counter_group` (`include/ib_cm_glue.h`).
@@ -47,10 +48,9 @@ pub(crate) struct CmPort {
     agent: AtomicPtr<bindings::ib_mad_agent>,
     counters: [[AtomicU64; ATTR_COUNT]; 5],
     malformed: AtomicU64,
-    /// Received MADs queued for the CM's work and not yet handled (`logic::flow::admit_recv`).
-    recv_queued: AtomicU32,
-    /// Received MADs dropped because too many waited (`cm_rx_dropped/overload`).
-    overload: AtomicU64,
+    /// Received MADs queued for the CM's work and not yet handled (`logic::flow::admit_recv`);
+    /// refused: those dropped because too many waited (`cm_rx_dropped/overload`).
+    recv: Places,
     /// REJs sent (`[0]`) and received (`[1]`), by reason (`[.][0]`: a reason IBTA does not
     /// define).
     rej: [[AtomicU64; REJ_REASONS]; 2],
@@ -67,8 +67,7 @@ impl CmPort {
             agent: AtomicPtr::new(core::ptr::null_mut()),
             counters: [const { [const { AtomicU64::new(0) }; ATTR_COUNT] }; 5],
             malformed: AtomicU64::new(0),
-            recv_queued: AtomicU32::new(0),
-            overload: AtomicU64::new(0),
+            recv: Places::new(),
             rej: [const { [const { AtomicU64::new(0) }; REJ_REASONS] }; 2],
             flow: KBox::pin_init(new_spinlock_irq!(Flow::new(), "CmPort::flow"), GFP_KERNEL)?,
         })
@@ -128,29 +127,17 @@ impl CmPort {
     /// (`tunables::recv_queue_limit`); false, counted, if it is to be dropped. A place taken
     /// is given back by [`CmPort::recv_done`] when the MAD's work ends.
     pub(crate) fn queue_recv(&self, limit: u32, attr: AttrId) -> bool {
-        let taken = self
-            .recv_queued
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |q| {
-                flow::admit_recv(q, limit, attr).then_some(q + 1)
-            })
-            .is_ok();
-        if !taken {
-            self.overload.fetch_add(1, Ordering::Relaxed);
-        }
-        taken
+        self.recv.take(|q| flow::admit_recv(q, limit, attr))
     }
 
     /// Gives back the place of a received MAD whose work ended.
     pub(crate) fn recv_done(&self) {
-        self.recv_queued.fetch_sub(1, Ordering::Relaxed);
+        self.recv.give_back();
     }
 
     /// Received MADs waiting for the CM's work now, and those dropped as too many so far.
     pub(crate) fn recv_stats(&self) -> (u32, u64) {
-        (
-            self.recv_queued.load(Ordering::Relaxed),
-            self.overload.load(Ordering::Relaxed),
-        )
+        (self.recv.taken(), self.recv.refused())
     }
 
     /// Reads counter `index` of sysfs group `group` (`enum ibcm_counter_group`): 0 to 3 are
@@ -178,7 +165,7 @@ impl CmPort {
             4 => {
                 return match index {
                     0 => self.malformed.load(Ordering::Relaxed),
-                    1 => self.overload.load(Ordering::Relaxed),
+                    1 => self.recv.refused(),
                     _ => 0,
                 };
             }

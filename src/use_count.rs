@@ -7,9 +7,11 @@
 //! keyed by the counter's address (`wait_var_event`), so an id carries 4 bytes for this instead
 //! of a `struct completion`: waits are rare (only a destroy that races a use in flight sleeps),
 //! and the hashed queue is shared with the rest of the kernel.
+//!
+//! Beside it, [`Places`]: a bounded count of places with a count of refusals.
 
 use crate::bindings;
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// The use count; see the module documentation.
 pub(crate) struct UseCount(AtomicU32);
@@ -74,4 +76,51 @@ pub(crate) fn wait_zero_ms(counter: &AtomicU32, ms: u32) -> bool {
     // SAFETY: The counter is live for the call; the glue only reads it (an acquire load) and
     // uses its address as the wait key, as `wake_zero_waiter` does.
     unsafe { bindings::ibcm_glue_wait_var_zero(counter.as_ptr(), ms) }
+}
+
+/// Places taken under a bound the taker names, and the takes refused: a device's connection
+/// address handles (`ah.rs`), a port's received MADs waiting for the CM (`port.rs`).
+pub(crate) struct Places {
+    taken: AtomicU32,
+    refused: AtomicU64,
+}
+
+impl Places {
+    /// None taken, none refused.
+    pub(crate) const fn new() -> Self {
+        Self {
+            taken: AtomicU32::new(0),
+            refused: AtomicU64::new(0),
+        }
+    }
+
+    /// Takes a place if `admit` allows one more with its argument taken already; otherwise
+    /// counts a refusal.
+    pub(crate) fn take(&self, admit: impl Fn(u32) -> bool) -> bool {
+        let taken = self
+            .taken
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                admit(n).then_some(n + 1)
+            })
+            .is_ok();
+        if !taken {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+        }
+        taken
+    }
+
+    /// Gives back a place [`Places::take`] gave.
+    pub(crate) fn give_back(&self) {
+        self.taken.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// The places taken now.
+    pub(crate) fn taken(&self) -> u32 {
+        self.taken.load(Ordering::Relaxed)
+    }
+
+    /// The takes refused so far.
+    pub(crate) fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
 }
