@@ -43,8 +43,8 @@
 #include <time.h>
 #include <unistd.h>
 
-enum step { RESOLVING_ADDR, ADDR_RESOLVED, RESOLVING_ROUTE, ROUTED, CONNECTING, CONNECTED,
-	    DISCONNECTING, DONE, FAILED };
+enum step { CREATED, RESOLVING_ADDR, ADDR_RESOLVED, RESOLVING_ROUTE, ROUTED, CONNECTING,
+	    CONNECTED, DISCONNECTING, DONE, FAILED };
 
 struct conn {
 	struct rdma_cm_id *id;
@@ -202,67 +202,83 @@ static void wait_for_go(const char *ready)
 		die("sigwait");
 }
 
+/* What the client's steps need besides the connection. */
+struct steps {
+	struct sockaddr_in src, dst;
+	uint32_t qpn_base;
+};
+
+/* Starts step `to` for connection `i`: 0, or -1 with errno (librdmacm's calls). */
+static int start_one(struct conn *c, int i, enum step to, const struct steps *s)
+{
+	struct rdma_conn_param p;
+
+	switch (to) {
+	case RESOLVING_ADDR:
+		return rdma_resolve_addr(c->id, (struct sockaddr *)&s->src,
+					 (struct sockaddr *)&s->dst, 2000);
+	case RESOLVING_ROUTE:
+		return rdma_resolve_route(c->id, 2000);
+	case CONNECTING:
+		conn_param(&p, s->qpn_base + i);
+		return rdma_connect(c->id, &p);
+	default:
+		errno = EINVAL;
+		return -1;
+	}
+}
+
+/*
+ * Moves every connection in step `from` on to step `to`; one whose call fails fails, counted
+ * in `*err`. Returns how many now wait for their event.
+ */
+static int start_step(struct conn *conns, int n, enum step from, enum step to,
+		      const struct steps *s, unsigned int *err)
+{
+	int i, pending = 0;
+
+	for (i = 0; i < n; i++) {
+		if (conns[i].step != from)
+			continue;
+		conns[i].step = to;
+		if (start_one(&conns[i], i, to, s)) {
+			conns[i].step = FAILED;
+			n_failed++;
+			(*err)++;
+			continue;
+		}
+		pending++;
+	}
+	return pending;
+}
+
 static int client(const char *bind_host, const char *server, int port, uint32_t qpn_base,
 		  int n, const char *ready)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
-	struct sockaddr_in src, dst;
+	struct steps s = { .qpn_base = qpn_base };
 	struct conn *conns = calloc(n, sizeof(*conns));
-	struct rdma_conn_param p;
 	long long t0, t_addr, t_route, t_go, t_conn, t_disc, last_estab = 0;
 	int i, pending, connected = 0;
 
 	if (!ch || !conns)
 		die("set-up");
-	addr_of(bind_host, 0, &src);
-	addr_of(server, port, &dst);
+	addr_of(bind_host, 0, &s.src);
+	addr_of(server, port, &s.dst);
 	t0 = now_ms();
-	pending = 0;
 	for (i = 0; i < n; i++) {
 		if (rdma_create_id(ch, &conns[i].id, &conns[i], RDMA_PS_TCP))
 			die("rdma_create_id");
-		conns[i].step = RESOLVING_ADDR;
-		if (rdma_resolve_addr(conns[i].id, (struct sockaddr *)&src,
-				      (struct sockaddr *)&dst, 2000)) {
-			conns[i].step = FAILED;
-			n_failed++;
-			n_addr_error++;
-			continue;
-		}
-		pending++;
+		conns[i].step = CREATED;
 	}
+	pending = start_step(conns, n, CREATED, RESOLVING_ADDR, &s, &n_addr_error);
 	t_addr = run_until(ch, RESOLVING_ADDR, &pending, &last_estab);
-	pending = 0;
-	for (i = 0; i < n; i++) {
-		if (conns[i].step != ADDR_RESOLVED)
-			continue;
-		conns[i].step = RESOLVING_ROUTE;
-		if (rdma_resolve_route(conns[i].id, 2000)) {
-			conns[i].step = FAILED;
-			n_failed++;
-			n_route_error++;
-			continue;
-		}
-		pending++;
-	}
+	pending = start_step(conns, n, ADDR_RESOLVED, RESOLVING_ROUTE, &s, &n_route_error);
 	t_route = run_until(ch, RESOLVING_ROUTE, &pending, &last_estab);
 	if (ready)
 		wait_for_go(ready);
 	t_go = now_ms();
-	pending = 0;
-	for (i = 0; i < n; i++) {
-		if (conns[i].step != ROUTED)
-			continue;
-		conns[i].step = CONNECTING;
-		conn_param(&p, qpn_base + i);
-		if (rdma_connect(conns[i].id, &p)) {
-			conns[i].step = FAILED;
-			n_failed++;
-			n_other++;
-			continue;
-		}
-		pending++;
-	}
+	pending = start_step(conns, n, ROUTED, CONNECTING, &s, &n_other);
 	t_conn = run_until(ch, CONNECTING, &pending, &last_estab);
 	pending = 0;
 	for (i = 0; i < n; i++) {
