@@ -126,26 +126,27 @@ void ibcm_glue_clear_cm_sup(struct ib_device *device, u32 port_num);
 struct ib_ah *ibcm_glue_ah_from_wc(struct ib_mad_agent *agent, const struct ib_wc *wc,
 				   const struct ib_grh *grh);
 void ibcm_glue_destroy_ah(struct ib_ah *ah);
-int ibcm_glue_conn_ahs_per_device(void);
 bool ibcm_glue_fail_conn_ahs(void); /* test builds only */
 
 /*
- * The administrator's retry policy and bounds (module parameters; src/tunables.rs reads them,
- * Documentation/install.rst documents them). The defaults are cm.c's behaviour.
+ * The administrator's tunables (module parameters; src/tunables.rs reads them, Documentation/
+ * install.rst documents them), all in one place that Rust reads a field of with one volatile
+ * load, no call: sysfs writes each field whole (param_set_bool/int, or a range setter's
+ * WRITE_ONCE). The defaults are cm.c's behaviour.
  */
-struct ibcm_tunables {
+struct ibcm_params {
 	bool mra_wait_once;
 	int retry_backoff_after; /* -1: no backoff */
-	u8 cm_response_timeout_floor;
-	u8 cm_response_timeout_cap;
-	u8 cm_retries_floor;
-	u8 cm_retries_cap;
+	int cm_response_timeout_floor;
+	int cm_response_timeout_cap;
+	int cm_retries_floor;
+	int cm_retries_cap;
 	int flow_control_limit; /* -1: a quarter of the MAD receive queue; 0: none */
 	int flow_control_backlog;
+	int recv_queue_limit; /* 0: none */
+	int conn_ahs_per_device; /* -1: half the device's max_ah; 0: none */
 };
-void ibcm_glue_tunables(struct ibcm_tunables *t);
-/* recv_queue_limit (read by every received MAD, so apart from the others). */
-u32 ibcm_glue_recv_queue_limit(void);
+extern struct ibcm_params ibcm_params;
 /* Work requests on the receive queue of the port's MAD QP (0: unknown). May sleep. */
 u32 ibcm_glue_mad_recv_queue_size(struct ib_mad_agent *agent);
 bool ibcm_glue_fail_send_mads(void); /* test builds only */

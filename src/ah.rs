@@ -14,9 +14,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 /// limit of 32767); zero turns connection handles off (a handle per send, as cm.c); a positive
 /// value is a cap, itself capped at `max_ah`.
 fn limit(max_ah: u32) -> u32 {
-    // SAFETY: Reads an `int` module parameter.
-    let param = unsafe { bindings::ibcm_glue_conn_ahs_per_device() };
-    match u32::try_from(param) {
+    match u32::try_from(crate::tunables::conn_ahs_per_device()) {
         Ok(n) => n.min(max_ah),
         Err(_) => max_ah / 2,
     }

@@ -323,20 +323,26 @@ void ibcm_glue_destroy_ah(struct ib_ah *ah)
 	rdma_destroy_ah(ah, 0);
 }
 
-/* The budget of connection address handles (src/ah.rs); documented in install.rst. */
-static int conn_ahs_per_device = -1;
-module_param(conn_ahs_per_device, int, 0644);
+/* The tunables (include/ib_cm_glue.h); the defaults are cm.c's behaviour. */
+struct ibcm_params ibcm_params = {
+	.retry_backoff_after = -1,
+	.cm_response_timeout_cap = 31,
+	.cm_retries_cap = 15,
+	.flow_control_limit = -1,
+	.flow_control_backlog = 16384,
+	.recv_queue_limit = 16384,
+	.conn_ahs_per_device = -1,
+};
+
+/* The budget of connection address handles (src/ah.rs). */
+module_param_named(conn_ahs_per_device, ibcm_params.conn_ahs_per_device, int, 0644);
 MODULE_PARM_DESC(conn_ahs_per_device,
 		 "Address handles a device's connection ends may keep (-1: half the device's max_ah; 0: one per MAD, as the in-tree CM)");
 
-int ibcm_glue_conn_ahs_per_device(void)
-{
-	return READ_ONCE(conn_ahs_per_device);
-}
-
 /*
- * The retry policy and the bounds on what callers pass (src/tunables.rs). Each range parameter
- * refuses a value outside its range with -EINVAL; every value is read afresh by each send.
+ * The retry policy, the bounds on what callers pass, flow control and the receive bound
+ * (src/tunables.rs). Each range parameter refuses a value outside its range with -EINVAL;
+ * every value is read afresh where it is used.
  */
 static int ibcm_param_set_range(const char *val, const struct kernel_param *kp, int min,
 				int max)
@@ -352,8 +358,7 @@ static int ibcm_param_set_range(const char *val, const struct kernel_param *kp, 
 	return 0;
 }
 
-#define IBCM_RANGE_PARAM(name, def, min, max, desc)					\
-	static int name = def;								\
+#define IBCM_RANGE_PARAM(name, min, max, desc)						\
 	static int ibcm_param_set_##name(const char *val, const struct kernel_param *kp) \
 	{										\
 		return ibcm_param_set_range(val, kp, min, max);				\
@@ -362,44 +367,26 @@ static int ibcm_param_set_range(const char *val, const struct kernel_param *kp, 
 		.set = ibcm_param_set_##name,						\
 		.get = param_get_int,							\
 	};										\
-	module_param_cb(name, &ibcm_param_ops_##name, &name, 0644);			\
+	module_param_cb(name, &ibcm_param_ops_##name, &ibcm_params.name, 0644);	\
 	MODULE_PARM_DESC(name, desc)
 
-static bool mra_wait_once;
-module_param(mra_wait_once, bool, 0644);
+module_param_named(mra_wait_once, ibcm_params.mra_wait_once, bool, 0644);
 MODULE_PARM_DESC(mra_wait_once,
 		 "An MRA stretches only the wait it interrupts, not every remaining retry (default N: as the in-tree CM)");
-IBCM_RANGE_PARAM(retry_backoff_after, -1, -1, 15,
+IBCM_RANGE_PARAM(retry_backoff_after, -1, 15,
 		 "Retries at a message's own timeout before each further one waits twice as long (-1: never, as the in-tree CM)");
-IBCM_RANGE_PARAM(cm_response_timeout_floor, 0, 0, 31,
+IBCM_RANGE_PARAM(cm_response_timeout_floor, 0, 31,
 		 "Least CM response timeout exponent callers get (0: no floor)");
-IBCM_RANGE_PARAM(cm_response_timeout_cap, 31, 0, 31,
+IBCM_RANGE_PARAM(cm_response_timeout_cap, 0, 31,
 		 "Greatest CM response timeout exponent callers get (31: no cap)");
-IBCM_RANGE_PARAM(cm_retries_floor, 0, 0, 15, "Least CM retry count callers get (0: no floor)");
-IBCM_RANGE_PARAM(cm_retries_cap, 15, 0, 15, "Greatest CM retry count callers get (15: no cap)");
-IBCM_RANGE_PARAM(flow_control_limit, -1, -1, 65536,
+IBCM_RANGE_PARAM(cm_retries_floor, 0, 15, "Least CM retry count callers get (0: no floor)");
+IBCM_RANGE_PARAM(cm_retries_cap, 0, 15, "Greatest CM retry count callers get (15: no cap)");
+IBCM_RANGE_PARAM(flow_control_limit, -1, 65536,
 		 "REQ/DREQ/LAP/SIDR_REQ MADs a port keeps outstanding, the rest wait in order (-1: a quarter of the MAD receive queue; 0: no limit, as the 6.12 in-tree CM)");
-IBCM_RANGE_PARAM(flow_control_backlog, 16384, 0, 262144,
+IBCM_RANGE_PARAM(flow_control_backlog, 0, 262144,
 		 "REQ/DREQ/LAP/SIDR_REQ MADs that may wait per port; a send beyond fails with -ENOMEM");
-IBCM_RANGE_PARAM(recv_queue_limit, 16384, 0, 1048576,
+IBCM_RANGE_PARAM(recv_queue_limit, 0, 1048576,
 		 "Received MADs a port may have waiting for the CM; beyond it REQs and SIDR_REQs are dropped, beyond twice it all (0: no limit, as the in-tree CM)");
-
-u32 ibcm_glue_recv_queue_limit(void)
-{
-	return READ_ONCE(recv_queue_limit);
-}
-
-void ibcm_glue_tunables(struct ibcm_tunables *t)
-{
-	t->mra_wait_once = READ_ONCE(mra_wait_once);
-	t->retry_backoff_after = READ_ONCE(retry_backoff_after);
-	t->cm_response_timeout_floor = READ_ONCE(cm_response_timeout_floor);
-	t->cm_response_timeout_cap = READ_ONCE(cm_response_timeout_cap);
-	t->cm_retries_floor = READ_ONCE(cm_retries_floor);
-	t->cm_retries_cap = READ_ONCE(cm_retries_cap);
-	t->flow_control_limit = READ_ONCE(flow_control_limit);
-	t->flow_control_backlog = READ_ONCE(flow_control_backlog);
-}
 
 u32 ibcm_glue_mad_recv_queue_size(struct ib_mad_agent *agent)
 {

@@ -10,42 +10,40 @@ use crate::{
     logic::timeout::{Bounds, RetryPolicy},
 };
 
-/// The parameters, each read once; an administrator changing two at the same moment may be
-/// seen half-way (harmless: a cap wins over a floor either way).
-fn read() -> bindings::ibcm_tunables {
-    let mut t = bindings::ibcm_tunables {
-        mra_wait_once: false,
-        retry_backoff_after: -1,
-        cm_response_timeout_floor: 0,
-        cm_response_timeout_cap: 31,
-        cm_retries_floor: 0,
-        cm_retries_cap: 15,
-        flow_control_limit: -1,
-        flow_control_backlog: 16384,
+/// One parameter's value now: one load of its field of `glue.c`'s `ibcm_params`, no call.
+/// Parameters read together may be seen half-way through an administrator's change of two at
+/// once (harmless: a cap wins over a floor either way).
+macro_rules! tunable {
+    ($field:ident) => {
+        // SAFETY: `ibcm_params` is a static of `glue.c`, live while the module is; sysfs
+        // writes each field whole, so a volatile load of the aligned field reads one value of
+        // its C type (a `bool` only ever holds 0 or 1).
+        unsafe { core::ptr::read_volatile(&raw const bindings::ibcm_params.$field) }
     };
-    // SAFETY: Fills the struct `t` points at from the module parameters.
-    unsafe { bindings::ibcm_glue_tunables(&mut t) };
-    t
+}
+
+/// A parameter the range setter keeps in `0..=255`, as a `u8` (out of range cannot happen;
+/// it would read as the widest value).
+fn small(v: i32) -> u8 {
+    u8::try_from(v).unwrap_or(u8::MAX)
 }
 
 /// The retry policy (`mra_wait_once`, `retry_backoff_after`).
 pub(crate) fn retry_policy() -> RetryPolicy {
-    let t = read();
     RetryPolicy {
-        mra_once: t.mra_wait_once,
-        backoff_after: u8::try_from(t.retry_backoff_after).ok(),
+        mra_once: tunable!(mra_wait_once),
+        backoff_after: u8::try_from(tunable!(retry_backoff_after)).ok(),
     }
 }
 
 /// The bounds on the CM response timeouts and retry counts callers pass
 /// (`cm_response_timeout_floor`/`_cap`, `cm_retries_floor`/`_cap`).
 pub(crate) fn bounds() -> Bounds {
-    let t = read();
     Bounds {
-        timeout_floor: t.cm_response_timeout_floor,
-        timeout_cap: t.cm_response_timeout_cap,
-        retries_floor: t.cm_retries_floor,
-        retries_cap: t.cm_retries_cap,
+        timeout_floor: small(tunable!(cm_response_timeout_floor)),
+        timeout_cap: small(tunable!(cm_response_timeout_cap)),
+        retries_floor: small(tunable!(cm_retries_floor)),
+        retries_cap: small(tunable!(cm_retries_cap)),
     }
 }
 
@@ -59,16 +57,20 @@ pub(crate) struct FlowControl {
 
 /// The flow-control parameters now.
 pub(crate) fn flow_control() -> FlowControl {
-    let t = read();
     FlowControl {
-        limit: t.flow_control_limit,
-        backlog: u32::try_from(t.flow_control_backlog).unwrap_or(0),
+        limit: tunable!(flow_control_limit),
+        backlog: u32::try_from(tunable!(flow_control_backlog)).unwrap_or(0),
     }
 }
 
 /// `recv_queue_limit`: how many received MADs a port may have waiting for the CM's work
 /// (`0`: no limit), read by every received MAD.
 pub(crate) fn recv_queue_limit() -> u32 {
-    // SAFETY: Reads one module parameter.
-    unsafe { bindings::ibcm_glue_recv_queue_limit() }
+    u32::try_from(tunable!(recv_queue_limit)).unwrap_or(0)
+}
+
+/// `conn_ahs_per_device`: below zero half the device's `max_ah`, zero none, else a cap
+/// (`ah.rs`).
+pub(crate) fn conn_ahs_per_device() -> i32 {
+    tunable!(conn_ahs_per_device)
 }
