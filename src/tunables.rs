@@ -15,10 +15,10 @@ use crate::{
 /// once (harmless: a cap wins over a floor either way).
 macro_rules! tunable {
     ($field:ident) => {
-        // SAFETY: `ibcm_params` is a static of `glue.c`, live while the module is; sysfs
-        // writes each field whole, so a volatile load of the aligned field reads one value of
-        // its C type (a `bool` only ever holds 0 or 1).
-        unsafe { core::ptr::read_volatile(&raw const bindings::ibcm_params.$field) }
+        // SAFETY: `ibcm_params` is a global of `glue.c` (static storage), live while the
+        // module is; sysfs writes each field whole, so a volatile load of the aligned field
+        // reads one value of its C type (a `bool` only ever holds 0 or 1).
+        unsafe { core::ptr::read_volatile(core::ptr::addr_of!(bindings::ibcm_params.$field)) }
     };
 }
 
