@@ -8,8 +8,9 @@
 //! receive completion until its event is done: a queued event stays valid after the receive
 //! work that made it has finished, and no event copies its MAD. An event carries path records
 //! only if its message does (REQ: one or two, LAP: one, [`Event::with_paths`]): they follow
-//! the event in its allocation. Events are allocated before the id's lock is taken; queueing
-//! only links them in. A received MAD waits on the CM workqueue in its own small work item
+//! the event in its allocation. Nothing is allocated for an event under the id's lock: events
+//! are boxed before it, or, for the other received messages, made in place ([`Pending`]) and
+//! boxed before the lock only if they must wait in the queue; queueing only links them in. A received MAD waits on the CM workqueue in its own small work item
 //! (`recv_wc.rs`); the handler that reports it allocates the event. The thread that finds the
 //! id idle becomes its deliverer (see `CmId::deliver`), calls the handler with no lock held
 //! and drains what others queued meanwhile; everyone else only queues. cm.c does the same with
@@ -107,6 +108,25 @@ impl Event {
         Ok(e)
     }
 
+    /// As [`Event::for_wc`] with no path records, made in `slot` (the receive work's stack)
+    /// instead of an allocation: a [`Pending`] event that is boxed only if it must wait in its
+    /// id's queue.
+    pub(crate) fn pending_for_wc<'a>(
+        wc: &RecvWc,
+        slot: &'a mut Option<Event>,
+    ) -> Result<Pending<'a>> {
+        if wc.mad().len() != MAD_LEN {
+            return Err(EINVAL);
+        }
+        let e = slot.insert(Self::blank(NonNull::slice_from_raw_parts(
+            NonNull::dangling(),
+            0,
+        )));
+        // INVARIANT: The MAD pointers are all NULL yet.
+        e.mad = Some(wc.mad_ref());
+        Ok(Pending::Inline(e))
+    }
+
     /// A zeroed event about no MAD.
     #[cfg_attr(not(ibcm_kunit), allow(dead_code))]
     pub(crate) fn empty() -> Result<CmBox<Event>> {
@@ -148,15 +168,20 @@ impl Event {
     }
 
     fn init(e: CmBox<MaybeUninit<Event>>, paths: NonNull<[PathRec]>) -> CmBox<Event> {
+        e.write(Self::blank(paths))
+    }
+
+    /// An event whose fields are all zero, with `paths` as the caller made them.
+    fn blank(paths: NonNull<[PathRec]>) -> Event {
         // SAFETY: All-zero is a valid `ib_cm_event` (plain C data whose pointers may be NULL).
         let ev = unsafe { core::mem::zeroed() };
         // INVARIANT: No MAD and NULL MAD pointers; `paths` as the caller made them.
-        e.write(Event {
+        Event {
             next: None,
             ev,
             mad: None,
             paths,
-        })
+        }
     }
 
     // The parameters of each event type: the members of `ib_cm_event.param`. Each member is
@@ -207,6 +232,74 @@ impl Event {
     /// Points `private_data` at payload offset `offset`.
     pub(crate) fn set_private_data(&mut self, offset: usize) {
         self.ev.private_data = self.payload_ptr(offset);
+    }
+}
+
+/// An event on its way to its id's handler: where the id has no deliverer, the thread that
+/// made it delivers it at once from where it is (a received MAD's event lives in a slot on the
+/// receive work's stack: no allocation, as cm.c's event lives in the work item it already
+/// has); only an event that must wait in the id's queue is in its own allocation. No event in
+/// a slot has path records or points into itself (its pointers go into its received MAD), so
+/// moving it into a box keeps it valid.
+pub(crate) enum Pending<'a> {
+    /// In a slot of the caller's (dropped with the slot).
+    Inline(&'a mut Event),
+    /// In its own allocation.
+    Boxed(CmBox<Event>),
+}
+
+impl Pending<'_> {
+    /// Whether the event is in its own allocation (so it can be queued).
+    pub(crate) fn is_boxed(&self) -> bool {
+        matches!(self, Pending::Boxed(_))
+    }
+
+    /// The event in its own allocation (with `flags`), moved there if it is not yet; its slot
+    /// is left holding an empty event. On failure the event stays where it is.
+    pub(crate) fn boxed(
+        self,
+        flags: kernel::alloc::Flags,
+    ) -> core::result::Result<CmBox<Event>, Self> {
+        match self {
+            Pending::Boxed(b) => Ok(b),
+            Pending::Inline(e) => {
+                #[cfg(ibcm_kunit)]
+                if FAIL_ALLOCS.load(core::sync::atomic::Ordering::Relaxed) {
+                    return Err(Pending::Inline(e));
+                }
+                let Ok(b) = CmBox::<Event>::new_uninit(flags) else {
+                    return Err(Pending::Inline(e));
+                };
+                let empty = Event::blank(NonNull::slice_from_raw_parts(NonNull::dangling(), 0));
+                Ok(CmBox::write(b, core::mem::replace(e, empty)))
+            }
+        }
+    }
+}
+
+impl From<CmBox<Event>> for Pending<'_> {
+    fn from(b: CmBox<Event>) -> Self {
+        Pending::Boxed(b)
+    }
+}
+
+impl core::ops::Deref for Pending<'_> {
+    type Target = Event;
+
+    fn deref(&self) -> &Event {
+        match self {
+            Pending::Inline(e) => e,
+            Pending::Boxed(b) => b,
+        }
+    }
+}
+
+impl core::ops::DerefMut for Pending<'_> {
+    fn deref_mut(&mut self) -> &mut Event {
+        match self {
+            Pending::Inline(e) => e,
+            Pending::Boxed(b) => b,
+        }
     }
 }
 

@@ -83,5 +83,5 @@ pub(crate) fn hand_over(id: Arc<CmId>, ev: CmBox<Event>, publish: bool) {
     // The delivery's use: nobody else holds the id yet, so its bias is there.
     id.add_user();
     let _handle = CmId::into_raw(id.clone());
-    id.deliver(ev);
+    id.deliver(ev.into());
 }

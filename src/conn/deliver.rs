@@ -2,7 +2,7 @@
 //! Delivery of an id's events to its handler (`cm_process_work()` in cm.c): one at a time, in
 //! arrival order, with no lock held; a handler's refusal destroys the id.
 
-use crate::{alloc::CmBox, cm_id::CmId, event::Event};
+use crate::{cm_id::CmId, event::Pending};
 use kernel::sync::Arc;
 
 impl CmId {
@@ -10,7 +10,7 @@ impl CmId {
     /// held (`cm_process_work`). The caller became the deliverer under the lock and hands over
     /// its use of the id; a non-zero handler return destroys the id (and consumes the caller's
     /// handle, which the CM then owns, as in cm.c).
-    pub(crate) fn deliver(self: &Arc<Self>, first: CmBox<Event>) {
+    pub(crate) fn deliver(self: &Arc<Self>, first: Pending<'_>) {
         let mut next = Some(first);
         while let Some(ev) = next {
             let refused = self.call_handler(&ev);
@@ -38,7 +38,7 @@ impl CmId {
                     next = None;
                     Some(g.events.take())
                 } else {
-                    next = g.events.pop();
+                    next = g.events.pop().map(Pending::Boxed);
                     if next.is_none() {
                         g.delivering = false;
                     }

@@ -4,8 +4,8 @@
 //! `cm_timewait_handler()`.
 
 use super::{
-    answer, begin_call, cancel_tracked, deliver_or_put, end_conn_ah, enter_timewait, queue_event,
-    recv_event, send_answer, send_msg, trace_refused, Recv,
+    answer, begin_call, cancel_tracked, deliver_or_put, end_conn_ah, enter_timewait,
+    lock_for_event, queue_event, recv_event, send_answer, send_msg, trace_refused, Recv,
 };
 use crate::{
     cm_id::{CmId, StoredPd},
@@ -101,11 +101,14 @@ pub(crate) fn on_dreq(
         trace::local(Local::NoPrivErr, l, r);
         return;
     };
-    let Some(ev) = recv_event(&id, wc, 12) else {
+    let mut slot = None;
+    let Some(ev) = recv_event(&id, wc, 12, &mut slot) else {
         return;
     };
     let recv = Recv::new(dev, port_num, AttrId::Dreq, hdr, wc);
-    let mut g = id.inner.lock();
+    let Some((mut g, ev)) = lock_for_event(&id, ev) else {
+        return;
+    };
     let (mut deliver, mut resend) = (None, None);
     if !g.destroyed && g.conn.local_qpn == dreq.dreq_remote_qpn() {
         match input::dreq_received(id.cm_state(), id.lap()) {
@@ -139,11 +142,14 @@ pub(crate) fn on_drep(wc: &RecvWc, drep: CommIdsView<'_>) {
     let Some(id) = comm_id::acquire(drep.remote_comm_id(), drep.local_comm_id()) else {
         return;
     };
-    let Some(ev) = recv_event(&id, wc, 8) else {
+    let mut slot = None;
+    let Some(ev) = recv_event(&id, wc, 8, &mut slot) else {
         return;
     };
     let mut unlinked = Unlinked::default();
-    let mut g = id.inner.lock();
+    let Some((mut g, ev)) = lock_for_event(&id, ev) else {
+        return;
+    };
     let mut deliver = None;
     if !g.destroyed {
         match input::drep_received(id.cm_state()) {

@@ -11,8 +11,8 @@
 //! every CM device); an APR's additional-information length is clamped to its 72 bytes.
 
 use super::{
-    answer, cancel_tracked, deliver_or_put, queue_event, recv_event, retire_conn_ah, send_answer,
-    trace_refused, Recv,
+    answer, cancel_tracked, deliver_or_put, lock_for_event, queue_event, recv_event,
+    retire_conn_ah, send_answer, trace_refused, Recv,
 };
 use crate::{
     av::{Av, SgidAttr},
@@ -136,7 +136,8 @@ pub(crate) fn on_apr(dev: &CmDevice, port_num: u32, wc: &RecvWc, apr: &Apr<'_>) 
     let Some(id) = comm_id::acquire(apr.remote_comm_id, apr.local_comm_id) else {
         return;
     };
-    let Some(mut ev) = recv_event(&id, wc, APR_PD_OFFSET) else {
+    let mut slot = None;
+    let Some(mut ev) = recv_event(&id, wc, APR_PD_OFFSET, &mut slot) else {
         return;
     };
     let info = ev.payload_ptr(APR_INFO_OFFSET);
@@ -144,7 +145,9 @@ pub(crate) fn on_apr(dev: &CmDevice, port_num: u32, wc: &RecvWc, apr: &Apr<'_>) 
     p.ap_status = apr.ap_status.into();
     p.apr_info = info;
     p.info_len = apr.info_length;
-    let mut g = id.inner.lock();
+    let Some((mut g, ev)) = lock_for_event(&id, ev) else {
+        return;
+    };
     let mut deliver = None;
     if !g.destroyed {
         match input::apr_received(id.cm_state(), id.lap()) {

@@ -33,7 +33,7 @@ use crate::alloc::CmBox;
 use crate::{
     bindings,
     cm_id::{CmId, CmIdInner},
-    event::Event,
+    event::{Event, Pending},
     lock::SpinLockIrqGuard,
     logic::{
         input::{self, Leave},
@@ -120,11 +120,16 @@ impl<'a> Recv<'a> {
 }
 
 /// A received MAD's event, pointing into the MAD (which it keeps), with its private data at
-/// payload offset `pd_offset`; its type is set once the input is accepted. Allocated before the
-/// id's lock; without memory the caller's use of `id` is given back and the MAD is dropped
-/// (the peer retransmits).
-pub(crate) fn recv_event(id: &CmId, wc: &RecvWc, pd_offset: usize) -> Option<CmBox<Event>> {
-    match Event::for_wc(0, wc) {
+/// payload offset `pd_offset`; its type is set once the input is accepted. Made in `slot` (the
+/// caller's stack), not allocated: [`lock_for_event`] boxes it only if it must wait in the
+/// id's queue. A MAD too short for an event is dropped and the caller's use of `id` given back.
+pub(crate) fn recv_event<'a>(
+    id: &CmId,
+    wc: &RecvWc,
+    pd_offset: usize,
+    slot: &'a mut Option<Event>,
+) -> Option<Pending<'a>> {
+    match Event::pending_for_wc(wc, slot) {
         Ok(mut ev) => {
             ev.set_private_data(pd_offset);
             Some(ev)
@@ -136,26 +141,57 @@ pub(crate) fn recv_event(id: &CmId, wc: &RecvWc, pd_offset: usize) -> Option<CmB
     }
 }
 
-/// Under the id's lock: `ev`, of type `e`, is for the caller to deliver (returned) unless
-/// another thread is delivering, which then finds it in the queue.
-pub(crate) fn queue_event(
-    g: &mut CmIdInner,
-    mut ev: CmBox<Event>,
-    e: state::Event,
-) -> Option<CmBox<Event>> {
-    ev.ev.event = e.raw();
-    if g.delivering {
-        g.events.push(ev);
-        None
-    } else {
-        g.delivering = true;
-        Some(ev)
+/// Takes the id's lock for an input that may queue `ev`: if another thread is delivering the
+/// id's events, `ev` must wait in the queue, so it is boxed first, outside the lock (nothing
+/// is allocated under it), and the lock is taken again. Under the returned guard `ev` is boxed
+/// or the id has no deliverer, so [`queue_event`] needs no allocation. Without memory the
+/// caller's use of `id` is given back and the MAD is dropped (the peer retransmits), as when
+/// an event could not be made.
+pub(crate) fn lock_for_event<'a, 'e>(
+    id: &'a CmId,
+    mut ev: Pending<'e>,
+) -> Option<(SpinLockIrqGuard<'a, CmIdInner>, Pending<'e>)> {
+    loop {
+        let g = id.inner.lock();
+        if !g.delivering || ev.is_boxed() {
+            return Some((g, ev));
+        }
+        drop(g);
+        match ev.boxed(GFP_KERNEL) {
+            Ok(b) => ev = Pending::Boxed(b),
+            Err(_) => {
+                id.put_user();
+                return None;
+            }
+        }
     }
+}
+
+/// Under the id's lock: `ev`, of type `e`, is for the caller to deliver (returned) unless
+/// another thread is delivering, which then finds it in the queue. An event in a slot is
+/// queued only if the caller took the lock some other way than [`lock_for_event`]: it is then
+/// boxed here without sleeping, and lost (with a warning) if that fails.
+pub(crate) fn queue_event<'e>(
+    g: &mut CmIdInner,
+    ev: impl Into<Pending<'e>>,
+    e: state::Event,
+) -> Option<Pending<'e>> {
+    let mut ev = ev.into();
+    ev.ev.event = e.raw();
+    if !g.delivering {
+        g.delivering = true;
+        return Some(ev);
+    }
+    match ev.boxed(GFP_ATOMIC) {
+        Ok(b) => g.events.push(b),
+        Err(_) => pr_warn!("ib_cm: an event was lost: no memory to queue it\n"),
+    }
+    None
 }
 
 /// After the id's lock: delivers `ev` (the caller's use of `id` goes with it) or gives the use
 /// back.
-pub(crate) fn deliver_or_put(id: &Arc<CmId>, ev: Option<CmBox<Event>>) {
+pub(crate) fn deliver_or_put(id: &Arc<CmId>, ev: Option<Pending<'_>>) {
     match ev {
         Some(ev) => id.deliver(ev),
         None => id.put_user(),

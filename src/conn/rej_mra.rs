@@ -3,8 +3,8 @@
 //! `cm_acquire_rejected_id()`) and `cm_mra_handler()` (with `cm_acquire_mraed_id()`).
 
 use super::{
-    begin_call, cancel_tracked, deliver_or_put, end_conn_ah, leave, queue_event, recv_event,
-    send_msg, trace_refused, REJ_TIMEOUT,
+    begin_call, cancel_tracked, deliver_or_put, end_conn_ah, leave, lock_for_event, queue_event,
+    recv_event, send_msg, trace_refused, REJ_TIMEOUT,
 };
 use crate::{
     cm_id::{CmDevice, CmId, StoredPd},
@@ -111,7 +111,8 @@ pub(crate) fn on_rej(wc: &RecvWc, rej: &Rej<'_>) {
         comm_id::acquire(rej.remote_comm_id, rej.local_comm_id)
     };
     let Some(id) = id else { return };
-    let Some(mut ev) = recv_event(&id, wc, 84) else {
+    let mut slot = None;
+    let Some(mut ev) = recv_event(&id, wc, 84, &mut slot) else {
         return;
     };
     let ari = ev.payload_ptr(12);
@@ -122,7 +123,9 @@ pub(crate) fn on_rej(wc: &RecvWc, rej: &Rej<'_>) {
     p.ari_length = rej.ari_length.min(72);
     let stale = rej.reason == super::REJ_STALE_CONN;
     let mut unlinked = Unlinked::default();
-    let mut g = id.inner.lock();
+    let Some((mut g, ev)) = lock_for_event(&id, ev) else {
+        return;
+    };
     let mut deliver = None;
     if !g.destroyed {
         match input::rej_received(id.cm_state(), id.lap(), stale) {
@@ -154,11 +157,14 @@ pub(crate) fn on_mra(dev: &CmDevice, port_num: u32, wc: &RecvWc, mra: &Mra<'_>) 
     };
     let Some(id) = id else { return };
     let t = mra.service_timeout;
-    let Some(mut ev) = recv_event(&id, wc, 10) else {
+    let mut slot = None;
+    let Some(mut ev) = recv_event(&id, wc, 10, &mut slot) else {
         return;
     };
     ev.mra_rcvd().service_timeout = t;
-    let mut g = id.inner.lock();
+    let Some((mut g, ev)) = lock_for_event(&id, ev) else {
+        return;
+    };
     let mut deliver = None;
     if !g.destroyed {
         match input::mra_received(id.cm_state(), id.lap(), kind) {

@@ -4,8 +4,8 @@
 //! `cm_establish_handler()` (the USER_ESTABLISHED work, the RTU's stand-in).
 
 use super::{
-    begin_call, cancel_tracked, deliver_or_put, on_duplicate, queue_event, recv_event,
-    refusal_errno, send_msg, trace_refused, Recv,
+    begin_call, cancel_tracked, deliver_or_put, lock_for_event, on_duplicate, queue_event,
+    recv_event, refusal_errno, send_msg, trace_refused, Recv,
 };
 use crate::{
     bindings,
@@ -194,14 +194,17 @@ pub(crate) fn on_rep(
         trace::remote(Remote::RemoteNoPrivErr, rep.remote_comm_id());
         return;
     };
-    let Some(mut ev) = recv_event(&id, wc, 36) else {
+    let mut slot = None;
+    let Some(ev) = recv_event(&id, wc, 36, &mut slot) else {
         return;
     };
     let Ok(res) = ConnReservation::new(GFP_KERNEL) else {
         id.put_user();
         return;
     };
-    let mut g = id.inner.lock();
+    let Some((mut g, mut ev)) = lock_for_event(&id, ev) else {
+        return;
+    };
     let mut refused = None;
     let mut deliver = None;
     if !g.destroyed {
@@ -251,10 +254,13 @@ pub(crate) fn on_rtu(
     let Some(id) = comm_id::acquire(rtu.remote_comm_id(), rtu.local_comm_id()) else {
         return;
     };
-    let Some(ev) = recv_event(&id, wc, 8) else {
+    let mut slot = None;
+    let Some(ev) = recv_event(&id, wc, 8, &mut slot) else {
         return;
     };
-    let mut g = id.inner.lock();
+    let Some((mut g, ev)) = lock_for_event(&id, ev) else {
+        return;
+    };
     let mut deliver = None;
     if !g.destroyed {
         match input::rtu_received(id.cm_state()) {

@@ -3,8 +3,8 @@
 //! (the listener match and the passive id) and `cm_sidr_rep_handler()`.
 
 use super::{
-    begin_call, cancel_tracked, deliver_or_put, leave_remote, queue_event, recv_event, send_msg,
-    trace_refused,
+    begin_call, cancel_tracked, deliver_or_put, leave_remote, lock_for_event, queue_event,
+    recv_event, send_msg, trace_refused,
 };
 use crate::{
     av::{Av, SgidAttr},
@@ -101,7 +101,8 @@ pub(crate) fn on_sidr_rep(wc: &RecvWc, rep: &SidrRep<'_>) {
     let Some(id) = comm_id::acquire(rep.request_id, 0) else {
         return;
     };
-    let Some(mut ev) = recv_event(&id, wc, 96) else {
+    let mut slot = None;
+    let Some(mut ev) = recv_event(&id, wc, 96, &mut slot) else {
         return;
     };
     let info = ev.payload_ptr(24);
@@ -111,7 +112,9 @@ pub(crate) fn on_sidr_rep(wc: &RecvWc, rep: &SidrRep<'_>) {
     p.qpn = rep.qpn;
     p.info = info;
     p.info_len = rep.info_length.min(72);
-    let mut g = id.inner.lock();
+    let Some((mut g, mut ev)) = lock_for_event(&id, ev) else {
+        return;
+    };
     let mut deliver = None;
     if !g.destroyed {
         match input::sidr_rep_received(id.cm_state()) {

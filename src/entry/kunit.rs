@@ -376,6 +376,109 @@ extern "C" fn own_events_survive_alloc_failure(_test: *mut bindings::kunit) {
     }
 }
 
+/// A received MAD's event is made in a slot (no allocation) and, when its id has no deliverer,
+/// delivered from there by the thread that made it. When another thread is delivering,
+/// `lock_for_event` boxes it before the lock: it queues pointing into the MAD it keeps, and
+/// its slot keeps none. Without memory for that box the event is dropped and the caller's use
+/// given back (the MAD is dropped; the peer retransmits).
+extern "C" fn pending_event_boxed_only_to_queue(_test: *mut bindings::kunit) {
+    use crate::conn::{deliver_or_put, lock_for_event, queue_event, recv_event};
+    use crate::logic::{state, wire::MAD_HDR_LEN, wire::MAD_LEN};
+    use crate::recv_wc::{RecvWork, RELEASED};
+    let dev = require!(fake_device());
+    let id = require!(new_id(&dev, Some(own_event_handler)));
+    let released = || RELEASED.load(Ordering::SeqCst);
+    let before = released();
+    let bytes = [0x5Au8; MAD_LEN];
+    let wc = require!(RecvWork::stand_in(&bytes));
+    let users = id.users();
+
+    // No deliverer: the event stays in its slot and this thread delivers it.
+    OWN_KIND.store(u32::MAX, Ordering::SeqCst);
+    OWN_COUNT.store(0, Ordering::SeqCst);
+    id.add_user();
+    let mut slot = None;
+    let Some(ev) = recv_event(&id, &wc, 8, &mut slot) else {
+        fail!("no event");
+        return;
+    };
+    let Some((mut g, ev)) = lock_for_event(&id, ev) else {
+        fail!("no lock");
+        return;
+    };
+    expect!(!ev.is_boxed());
+    let out = queue_event(&mut g, ev, state::Event::RtuReceived);
+    expect!(g.delivering);
+    drop(g);
+    expect!(out.as_ref().is_some_and(|e| !e.is_boxed()));
+    deliver_or_put(&id, out);
+    expect!(OWN_COUNT.load(Ordering::SeqCst) == 1);
+    expect!(OWN_KIND.load(Ordering::SeqCst) == bindings::ib_cm_event_type_IB_CM_RTU_RECEIVED);
+    expect!(!id.inner.lock().delivering && id.users() == users);
+    drop(slot);
+
+    // Another thread delivers: the event is boxed before the lock and queued.
+    id.add_user();
+    id.inner.lock().delivering = true;
+    let mut slot = None;
+    let Some(ev) = recv_event(&id, &wc, 8, &mut slot) else {
+        fail!("no event");
+        return;
+    };
+    let Some((mut g, ev)) = lock_for_event(&id, ev) else {
+        fail!("no lock");
+        return;
+    };
+    expect!(ev.is_boxed());
+    expect!(queue_event(&mut g, ev, state::Event::RtuReceived).is_none());
+    let queued = g.events.pop();
+    expect!(g.events.pop().is_none());
+    g.delivering = false;
+    drop(g);
+    id.put_user();
+    expect!(slot.as_ref().is_some_and(|e| e.ev.private_data.is_null()));
+    drop(slot);
+    let Some(queued) = queued else {
+        fail!("nothing queued");
+        return;
+    };
+    let pd = queued.ev.private_data.cast_const();
+    expect!(pd == wc.mad()[MAD_HDR_LEN + 8..].as_ptr().cast());
+    // The receive work is done; the queued event still holds the MAD.
+    drop(wc);
+    expect!(released() == before);
+    expect!(queued.ev.event == bindings::ib_cm_event_type_IB_CM_RTU_RECEIVED);
+    drop(queued);
+    expect!(released() == before + 1);
+
+    // Another thread delivers and there is no memory for the box: dropped, use given back.
+    let wc = require!(RecvWork::stand_in(&bytes));
+    id.add_user();
+    id.inner.lock().delivering = true;
+    let mut slot = None;
+    let Some(ev) = recv_event(&id, &wc, 8, &mut slot) else {
+        fail!("no event");
+        return;
+    };
+    crate::event::FAIL_ALLOCS.store(true, Ordering::SeqCst);
+    let locked = lock_for_event(&id, ev);
+    crate::event::FAIL_ALLOCS.store(false, Ordering::SeqCst);
+    expect!(locked.is_none());
+    drop(locked);
+    expect!(id.users() == users);
+    {
+        let mut g = id.inner.lock();
+        expect!(g.events.pop().is_none());
+        g.delivering = false;
+    }
+    drop(slot);
+    drop(wc);
+    expect!(released() == before + 2);
+    expect!(OWN_COUNT.load(Ordering::SeqCst) == 1);
+    expect!(destroy(&id));
+    expect!(id.users() == 0);
+}
+
 /// A send after device removal began fails with `-EINVAL`, as cm.c's `cm_alloc_msg` finds the
 /// port's MAD agent gone (it once gave `-ENODEV`). The id has an address, so the send gets as
 /// far as the device's send gate.
@@ -1222,7 +1325,7 @@ const fn suite(name: &[u8], cases: *mut bindings::kunit_case) -> bindings::kunit
 
 // KUnit writes run status into the cases and the suite, hence `static mut`; nothing in Rust
 // touches them after initialisation.
-static mut CASES: [bindings::kunit_case; 20] = [
+static mut CASES: [bindings::kunit_case; 21] = [
     case(c"tree_share_and_release", tree_share_and_release),
     case(c"conn_tables_vacancy_hint", conn_tables_vacancy_hint),
     case(c"listen_never_shares", listen_never_shares),
@@ -1268,6 +1371,10 @@ static mut CASES: [bindings::kunit_case; 20] = [
     case(
         c"send_after_removal_gets_einval",
         send_after_removal_gets_einval,
+    ),
+    case(
+        c"pending_event_boxed_only_to_queue",
+        pending_event_boxed_only_to_queue,
     ),
     // SAFETY: The zeroed terminator KUnit looks for.
     unsafe { core::mem::zeroed() },
