@@ -8,10 +8,12 @@
 //! receive completion until its event is done: a queued event stays valid after the receive
 //! work that made it has finished, and no event copies its MAD. An event carries path records
 //! only if its message does (REQ: one or two, LAP: one, [`Event::with_paths`]): they follow
-//! the event in its allocation. Nothing is allocated for an event under the id's lock: events
-//! are boxed before it, or, for the other received messages, made in place ([`Pending`]) and
-//! boxed before the lock only if they must wait in the queue; queueing only links them in. A received MAD waits on the CM workqueue in its own small work item
-//! (`recv_wc.rs`); the handler that reports it allocates the event. The thread that finds the
+//! the event in its allocation. Nothing is allocated for an event under the id's lock: the
+//! events of REQ, SIDR_REQ and LAP, and those the CM makes itself, are boxed before it; the
+//! other received messages' events are made in place ([`Pending`]) and boxed, before the lock,
+//! only if they must wait in the queue; queueing only links them in. A received MAD waits on
+//! the CM workqueue in its own small work item (`recv_wc.rs`); the handler that reports it
+//! makes the event. The thread that finds the
 //! id idle becomes its deliverer (see `CmId::deliver`), calls the handler with no lock held
 //! and drains what others queued meanwhile; everyone else only queues. cm.c does the same with
 //! `work_count`.
@@ -254,26 +256,40 @@ impl Pending<'_> {
         matches!(self, Pending::Boxed(_))
     }
 
-    /// The event in its own allocation (with `flags`), moved there if it is not yet; its slot
-    /// is left holding an empty event. On failure the event stays where it is.
-    pub(crate) fn boxed(
-        self,
-        flags: kernel::alloc::Flags,
-    ) -> core::result::Result<CmBox<Event>, Self> {
+    /// The event in its own allocation, moved there if it is not yet, with an allocation that
+    /// cannot fail (as [`Event::own`]'s: cm.c's event lives in the work item it already has,
+    /// so its queueing cannot fail either). Sleeps: the receive work only, with no lock held.
+    /// The slot is left holding an empty event.
+    pub(crate) fn boxed_nofail(self) -> CmBox<Event> {
+        match self {
+            Pending::Boxed(b) => b,
+            Pending::Inline(e) => CmBox::write(crate::alloc::new_uninit_nofail(), e.take()),
+        }
+    }
+
+    /// As [`Pending::boxed_nofail`], without sleeping: the event stays where it is if there
+    /// is no memory.
+    pub(crate) fn boxed_atomic(self) -> core::result::Result<CmBox<Event>, Self> {
         match self {
             Pending::Boxed(b) => Ok(b),
-            Pending::Inline(e) => {
-                #[cfg(ibcm_kunit)]
-                if FAIL_ALLOCS.load(core::sync::atomic::Ordering::Relaxed) {
-                    return Err(Pending::Inline(e));
-                }
-                let Ok(b) = CmBox::<Event>::new_uninit(flags) else {
-                    return Err(Pending::Inline(e));
-                };
-                let empty = Event::blank(NonNull::slice_from_raw_parts(NonNull::dangling(), 0));
-                Ok(CmBox::write(b, core::mem::replace(e, empty)))
-            }
+            Pending::Inline(e) => match CmBox::<Event>::new_uninit(GFP_ATOMIC) {
+                Ok(b) => Ok(CmBox::write(b, e.take())),
+                Err(_) => Err(Pending::Inline(e)),
+            },
         }
+    }
+}
+
+impl Event {
+    /// Moves the event out of its slot, leaving an empty one. Only an event without path
+    /// records is made in a slot (nothing in it points into itself), so the moved event stays
+    /// valid.
+    fn take(&mut self) -> Event {
+        debug_assert!(self.paths.len() == 0);
+        core::mem::replace(
+            self,
+            Self::blank(NonNull::slice_from_raw_parts(NonNull::dangling(), 0)),
+        )
     }
 }
 

@@ -106,9 +106,7 @@ pub(crate) fn on_dreq(
         return;
     };
     let recv = Recv::new(dev, port_num, AttrId::Dreq, hdr, wc);
-    let Some((mut g, ev)) = lock_for_event(&id, ev) else {
-        return;
-    };
+    let (mut g, ev) = lock_for_event(&id, ev);
     let (mut deliver, mut resend) = (None, None);
     if !g.destroyed && g.conn.local_qpn == dreq.dreq_remote_qpn() {
         match input::dreq_received(id.cm_state(), id.lap()) {
@@ -147,9 +145,7 @@ pub(crate) fn on_drep(wc: &RecvWc, drep: CommIdsView<'_>) {
         return;
     };
     let mut unlinked = Unlinked::default();
-    let Some((mut g, ev)) = lock_for_event(&id, ev) else {
-        return;
-    };
+    let (mut g, ev) = lock_for_event(&id, ev);
     let mut deliver = None;
     if !g.destroyed {
         match input::drep_received(id.cm_state()) {

@@ -145,9 +145,7 @@ pub(crate) fn on_apr(dev: &CmDevice, port_num: u32, wc: &RecvWc, apr: &Apr<'_>) 
     p.ap_status = apr.ap_status.into();
     p.apr_info = info;
     p.info_len = apr.info_length;
-    let Some((mut g, ev)) = lock_for_event(&id, ev) else {
-        return;
-    };
+    let (mut g, ev) = lock_for_event(&id, ev);
     let mut deliver = None;
     if !g.destroyed {
         match input::apr_received(id.cm_state(), id.lap()) {

@@ -142,49 +142,70 @@ pub(crate) fn recv_event<'a>(
 }
 
 /// Takes the id's lock for an input that may queue `ev`: if another thread is delivering the
-/// id's events, `ev` must wait in the queue, so it is boxed first, outside the lock (nothing
-/// is allocated under it), and the lock is taken again. Under the returned guard `ev` is boxed
-/// or the id has no deliverer, so [`queue_event`] needs no allocation. Without memory the
-/// caller's use of `id` is given back and the MAD is dropped (the peer retransmits), as when
-/// an event could not be made.
+/// id's events, `ev` must wait in the queue, so it is boxed first, outside the lock, with an
+/// allocation that cannot fail (nothing is allocated under the lock, and no MAD is dropped for
+/// want of memory here: cm.c's event is in the work item it already has), and the lock is
+/// taken again. Under the returned guard the event is boxed or the id has no deliverer, so
+/// [`queue_event`] needs no allocation; [`Ready`] is the only way to queue an event made in a
+/// slot.
 pub(crate) fn lock_for_event<'a, 'e>(
     id: &'a CmId,
     mut ev: Pending<'e>,
-) -> Option<(SpinLockIrqGuard<'a, CmIdInner>, Pending<'e>)> {
+) -> (SpinLockIrqGuard<'a, CmIdInner>, Ready<'e>) {
     loop {
         let g = id.inner.lock();
         if !g.delivering || ev.is_boxed() {
-            return Some((g, ev));
+            return (g, Ready(ev));
         }
         drop(g);
-        match ev.boxed(GFP_KERNEL) {
-            Ok(b) => ev = Pending::Boxed(b),
-            Err(_) => {
-                id.put_user();
-                return None;
-            }
-        }
+        ev = Pending::Boxed(ev.boxed_nofail());
+    }
+}
+
+/// A received MAD's event under its id's lock, as [`lock_for_event`] returns it: boxed, or
+/// its id had no deliverer when the lock was taken (and the caller keeps that guard until it
+/// queues the event).
+pub(crate) struct Ready<'e>(Pending<'e>);
+
+impl<'e> core::ops::Deref for Ready<'e> {
+    type Target = Pending<'e>;
+
+    fn deref(&self) -> &Pending<'e> {
+        &self.0
+    }
+}
+
+impl core::ops::DerefMut for Ready<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl<'e> From<CmBox<Event>> for Ready<'e> {
+    fn from(b: CmBox<Event>) -> Self {
+        Ready(Pending::Boxed(b))
     }
 }
 
 /// Under the id's lock: `ev`, of type `e`, is for the caller to deliver (returned) unless
-/// another thread is delivering, which then finds it in the queue. An event in a slot is
-/// queued only if the caller took the lock some other way than [`lock_for_event`]: it is then
-/// boxed here without sleeping, and lost (with a warning) if that fails.
+/// another thread is delivering, which then finds it in the queue. An event made in a slot
+/// comes here only through [`lock_for_event`], so it never has to be queued; if it ever had
+/// to (a caller that let that guard go), it is boxed without sleeping, and lost with a
+/// warning if that fails.
 pub(crate) fn queue_event<'e>(
     g: &mut CmIdInner,
-    ev: impl Into<Pending<'e>>,
+    ev: impl Into<Ready<'e>>,
     e: state::Event,
 ) -> Option<Pending<'e>> {
-    let mut ev = ev.into();
+    let mut ev = ev.into().0;
     ev.ev.event = e.raw();
     if !g.delivering {
         g.delivering = true;
         return Some(ev);
     }
-    match ev.boxed(GFP_ATOMIC) {
+    match ev.boxed_atomic() {
         Ok(b) => g.events.push(b),
-        Err(_) => pr_warn!("ib_cm: an event was lost: no memory to queue it\n"),
+        Err(_) => pr_warn!("ib_cm: an event was lost: it was queued without lock_for_event\n"),
     }
     None
 }

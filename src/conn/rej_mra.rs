@@ -123,9 +123,7 @@ pub(crate) fn on_rej(wc: &RecvWc, rej: &Rej<'_>) {
     p.ari_length = rej.ari_length.min(72);
     let stale = rej.reason == super::REJ_STALE_CONN;
     let mut unlinked = Unlinked::default();
-    let Some((mut g, ev)) = lock_for_event(&id, ev) else {
-        return;
-    };
+    let (mut g, ev) = lock_for_event(&id, ev);
     let mut deliver = None;
     if !g.destroyed {
         match input::rej_received(id.cm_state(), id.lap(), stale) {
@@ -162,9 +160,7 @@ pub(crate) fn on_mra(dev: &CmDevice, port_num: u32, wc: &RecvWc, mra: &Mra<'_>) 
         return;
     };
     ev.mra_rcvd().service_timeout = t;
-    let Some((mut g, ev)) = lock_for_event(&id, ev) else {
-        return;
-    };
+    let (mut g, ev) = lock_for_event(&id, ev);
     let mut deliver = None;
     if !g.destroyed {
         match input::mra_received(id.cm_state(), id.lap(), kind) {

@@ -202,9 +202,7 @@ pub(crate) fn on_rep(
         id.put_user();
         return;
     };
-    let Some((mut g, mut ev)) = lock_for_event(&id, ev) else {
-        return;
-    };
+    let (mut g, mut ev) = lock_for_event(&id, ev);
     let mut refused = None;
     let mut deliver = None;
     if !g.destroyed {
@@ -258,9 +256,7 @@ pub(crate) fn on_rtu(
     let Some(ev) = recv_event(&id, wc, 8, &mut slot) else {
         return;
     };
-    let Some((mut g, ev)) = lock_for_event(&id, ev) else {
-        return;
-    };
+    let (mut g, ev) = lock_for_event(&id, ev);
     let mut deliver = None;
     if !g.destroyed {
         match input::rtu_received(id.cm_state()) {

@@ -112,9 +112,7 @@ pub(crate) fn on_sidr_rep(wc: &RecvWc, rep: &SidrRep<'_>) {
     p.qpn = rep.qpn;
     p.info = info;
     p.info_len = rep.info_length.min(72);
-    let Some((mut g, mut ev)) = lock_for_event(&id, ev) else {
-        return;
-    };
+    let (mut g, mut ev) = lock_for_event(&id, ev);
     let mut deliver = None;
     if !g.destroyed {
         match input::sidr_rep_received(id.cm_state()) {

@@ -378,9 +378,9 @@ extern "C" fn own_events_survive_alloc_failure(_test: *mut bindings::kunit) {
 
 /// A received MAD's event is made in a slot (no allocation) and, when its id has no deliverer,
 /// delivered from there by the thread that made it. When another thread is delivering,
-/// `lock_for_event` boxes it before the lock: it queues pointing into the MAD it keeps, and
-/// its slot keeps none. Without memory for that box the event is dropped and the caller's use
-/// given back (the MAD is dropped; the peer retransmits).
+/// `lock_for_event` boxes it before the lock, with an allocation that cannot fail (failslab,
+/// here `FAIL_ALLOCS`, leaves it alone): it queues pointing into the MAD it keeps, and its slot
+/// keeps none.
 extern "C" fn pending_event_boxed_only_to_queue(_test: *mut bindings::kunit) {
     use crate::conn::{deliver_or_put, lock_for_event, queue_event, recv_event};
     use crate::logic::{state, wire::MAD_HDR_LEN, wire::MAD_LEN};
@@ -390,22 +390,21 @@ extern "C" fn pending_event_boxed_only_to_queue(_test: *mut bindings::kunit) {
     let released = || RELEASED.load(Ordering::SeqCst);
     let before = released();
     let bytes = [0x5Au8; MAD_LEN];
-    let wc = require!(RecvWork::stand_in(&bytes));
     let users = id.users();
 
     // No deliverer: the event stays in its slot and this thread delivers it.
     OWN_KIND.store(u32::MAX, Ordering::SeqCst);
     OWN_COUNT.store(0, Ordering::SeqCst);
+    let wc = require!(RecvWork::stand_in(&bytes));
     id.add_user();
     let mut slot = None;
+    // `recv_event` gives the use back if it makes no event.
     let Some(ev) = recv_event(&id, &wc, 8, &mut slot) else {
         fail!("no event");
+        expect!(destroy(&id));
         return;
     };
-    let Some((mut g, ev)) = lock_for_event(&id, ev) else {
-        fail!("no lock");
-        return;
-    };
+    let (mut g, ev) = lock_for_event(&id, ev);
     expect!(!ev.is_boxed());
     let out = queue_event(&mut g, ev, state::Event::RtuReceived);
     expect!(g.delivering);
@@ -416,19 +415,24 @@ extern "C" fn pending_event_boxed_only_to_queue(_test: *mut bindings::kunit) {
     expect!(OWN_KIND.load(Ordering::SeqCst) == bindings::ib_cm_event_type_IB_CM_RTU_RECEIVED);
     expect!(!id.inner.lock().delivering && id.users() == users);
     drop(slot);
+    drop(wc);
+    expect!(released() == before + 1);
 
-    // Another thread delivers: the event is boxed before the lock and queued.
+    // Another thread delivers, and every allocation that may fail fails: the event is still
+    // boxed before the lock and queued.
+    let wc = require!(RecvWork::stand_in(&bytes));
     id.add_user();
     id.inner.lock().delivering = true;
     let mut slot = None;
     let Some(ev) = recv_event(&id, &wc, 8, &mut slot) else {
         fail!("no event");
+        id.inner.lock().delivering = false;
+        expect!(destroy(&id));
         return;
     };
-    let Some((mut g, ev)) = lock_for_event(&id, ev) else {
-        fail!("no lock");
-        return;
-    };
+    crate::event::FAIL_ALLOCS.store(true, Ordering::SeqCst);
+    let (mut g, ev) = lock_for_event(&id, ev);
+    crate::event::FAIL_ALLOCS.store(false, Ordering::SeqCst);
     expect!(ev.is_boxed());
     expect!(queue_event(&mut g, ev, state::Event::RtuReceived).is_none());
     let queued = g.events.pop();
@@ -436,43 +440,24 @@ extern "C" fn pending_event_boxed_only_to_queue(_test: *mut bindings::kunit) {
     g.delivering = false;
     drop(g);
     id.put_user();
+    expect!(id.users() == users);
     expect!(slot.as_ref().is_some_and(|e| e.ev.private_data.is_null()));
     drop(slot);
-    let Some(queued) = queued else {
-        fail!("nothing queued");
-        return;
-    };
-    let pd = queued.ev.private_data.cast_const();
-    expect!(pd == wc.mad()[MAD_HDR_LEN + 8..].as_ptr().cast());
-    // The receive work is done; the queued event still holds the MAD.
-    drop(wc);
-    expect!(released() == before);
-    expect!(queued.ev.event == bindings::ib_cm_event_type_IB_CM_RTU_RECEIVED);
-    drop(queued);
-    expect!(released() == before + 1);
-
-    // Another thread delivers and there is no memory for the box: dropped, use given back.
-    let wc = require!(RecvWork::stand_in(&bytes));
-    id.add_user();
-    id.inner.lock().delivering = true;
-    let mut slot = None;
-    let Some(ev) = recv_event(&id, &wc, 8, &mut slot) else {
-        fail!("no event");
-        return;
-    };
-    crate::event::FAIL_ALLOCS.store(true, Ordering::SeqCst);
-    let locked = lock_for_event(&id, ev);
-    crate::event::FAIL_ALLOCS.store(false, Ordering::SeqCst);
-    expect!(locked.is_none());
-    drop(locked);
-    expect!(id.users() == users);
-    {
-        let mut g = id.inner.lock();
-        expect!(g.events.pop().is_none());
-        g.delivering = false;
+    match queued {
+        Some(queued) => {
+            let pd = queued.ev.private_data.cast_const();
+            expect!(pd == wc.mad()[MAD_HDR_LEN + 8..].as_ptr().cast());
+            expect!(queued.ev.event == bindings::ib_cm_event_type_IB_CM_RTU_RECEIVED);
+            // The receive work is done; the queued event still holds the MAD.
+            drop(wc);
+            expect!(released() == before + 1);
+            drop(queued);
+        }
+        None => {
+            fail!("nothing queued");
+            drop(wc);
+        }
     }
-    drop(slot);
-    drop(wc);
     expect!(released() == before + 2);
     expect!(OWN_COUNT.load(Ordering::SeqCst) == 1);
     expect!(destroy(&id));
