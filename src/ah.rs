@@ -154,7 +154,7 @@ impl Drop for ConnAh {
         // a bug; its PD may already be gone (ib_mad frees it once removal returns), so it is
         // leaked, loudly, rather than destroyed.
         if self.0.take().is_some() {
-            kernel::pr_warn!("ib_cm: connection address handle leaked by a freed id\n");
+            kernel::pr_warn!("connection address handle leaked by a freed id\n");
         }
     }
 }

@@ -205,7 +205,7 @@ pub(crate) fn queue_event<'e>(
     }
     match ev.boxed_atomic() {
         Ok(b) => g.events.push(b),
-        Err(_) => pr_warn!("ib_cm: an event was lost: it was queued without lock_for_event\n"),
+        Err(_) => pr_warn!("an event was lost: it was queued without lock_for_event\n"),
     }
     None
 }
