@@ -100,12 +100,10 @@ impl Event {
         wc: &RecvWc,
         paths: usize,
     ) -> Result<CmBox<Event>> {
-        if wc.mad().len() != MAD_LEN {
-            return Err(EINVAL);
-        }
+        let mad = Self::whole_mad(wc)?;
         let mut e = Self::zeroed(GFP_KERNEL, paths)?;
         // INVARIANT: The MAD pointers are all NULL yet.
-        e.mad = Some(wc.mad_ref());
+        e.mad = Some(mad);
         e.ev.event = kind;
         Ok(e)
     }
@@ -117,16 +115,25 @@ impl Event {
         wc: &RecvWc,
         slot: &'a mut Option<Event>,
     ) -> Result<Pending<'a>> {
+        let mad = Self::whole_mad(wc)?;
+        let e = slot.insert(Self::blank(Self::no_paths()));
+        // INVARIANT: The MAD pointers are all NULL yet.
+        e.mad = Some(mad);
+        Ok(Pending::Inline(e))
+    }
+
+    /// A reference to the received MAD an event may point into: refused for a MAD shorter
+    /// than [`MAD_LEN`] (see [`Event::for_wc`]).
+    fn whole_mad(wc: &RecvWc) -> Result<MadRef> {
         if wc.mad().len() != MAD_LEN {
             return Err(EINVAL);
         }
-        let e = slot.insert(Self::blank(NonNull::slice_from_raw_parts(
-            NonNull::dangling(),
-            0,
-        )));
-        // INVARIANT: The MAD pointers are all NULL yet.
-        e.mad = Some(wc.mad_ref());
-        Ok(Pending::Inline(e))
+        Ok(wc.mad_ref())
+    }
+
+    /// The path records of an event that has none: an empty slice.
+    fn no_paths() -> NonNull<[PathRec]> {
+        NonNull::slice_from_raw_parts(NonNull::dangling(), 0)
     }
 
     /// A zeroed event about no MAD.
@@ -140,9 +147,7 @@ impl Event {
     /// from memory it already holds, so a failed allocation must not leave the id in a state
     /// no input ends. Sleeps: the send completion, timewait and establish work only.
     pub(crate) fn own() -> CmBox<Event> {
-        let e = crate::alloc::new_uninit_nofail::<Event>();
-        let paths = NonNull::slice_from_raw_parts(NonNull::dangling(), 0);
-        Self::init(e, paths)
+        Self::init(crate::alloc::new_uninit_nofail::<Event>(), Self::no_paths())
     }
 
     /// The bytes of an event with `paths` path records.
@@ -286,10 +291,7 @@ impl Event {
     /// valid.
     fn take(&mut self) -> Event {
         debug_assert!(self.paths.len() == 0);
-        core::mem::replace(
-            self,
-            Self::blank(NonNull::slice_from_raw_parts(NonNull::dangling(), 0)),
-        )
+        core::mem::replace(self, Self::blank(Self::no_paths()))
     }
 }
 
