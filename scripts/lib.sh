@@ -35,15 +35,22 @@ KTOOLS_DEB=("${KTOOLS[@]/#LLVM=1/LLVM=-$KDEB_LLVM}")
 KTOOLS_DEB=("${KTOOLS_DEB[@]/#LIBCLANG_PATH=*/LIBCLANG_PATH=$(libclang_dir "$KDEB_LLVM")}")
 [[ -n $_m ]] || KTOOLS_DEB+=(LIBCLANG_PATH="$(libclang_dir "$KDEB_LLVM")")
 
-# The clang major version a configured kernel tree was built with (CONFIG_CC_VERSION_TEXT);
-# empty for gcc or an unconfigured tree.
-kdir_clang_major() {
+# The configuration file of a configured kernel tree: its .config, or, in a headers package
+# made by bindeb-pkg (which ships no .config), include/config/auto.conf; empty for neither.
+kdir_config() {
 	local c
 	for c in "$1/.config" "$1/include/config/auto.conf"; do
-		[[ -f $c ]] || continue
-		sed -n 's/^CONFIG_CC_VERSION_TEXT=".*clang version \([0-9][0-9]*\)\..*/\1/p' "$c" | head -1
-		return
+		[[ -f $c ]] && { echo "$c"; return; }
 	done
+}
+
+# The clang major version a configured kernel tree was built with (CONFIG_CC_VERSION_TEXT:
+# quoted in .config, unquoted in auto.conf since 5.16); empty for gcc or an unconfigured tree.
+kdir_clang_major() {
+	local c
+	c=$(kdir_config "$1")
+	[[ -n $c ]] || return 0
+	sed -n 's/^CONFIG_CC_VERSION_TEXT="\{0,1\}.*clang version \([0-9][0-9]*\)\..*/\1/p' "$c" | head -1
 }
 
 # ktools_for [KDIR]: the kernel make variables for building against KDIR with the compilers

@@ -166,7 +166,7 @@ WHY="modinfo version '$mv' commit '$mc', package $ver, source $("$top/scripts/ve
 echo "        modinfo: version: $mv; commit: $mc" >&2
 # The return thunks and retpolines the kernel's mitigations demand (none for the clang-14 test
 # kernel: skipped there; kernel-deb-test.sh checks the clang-19 build against Debian's config).
-thunk_check deb_module_has_the_thunks_its_kernel_demands "$mods/$inst" "$kdir/.config"
+thunk_check deb_module_has_the_thunks_its_kernel_demands "$mods/$inst" "$(kdir_config "$kdir")"
 WHY="the in-tree ib_cm.ko is gone or changed" check deb_keeps_in_tree_module \
 	cmp -s "$mods/kernel/drivers/infiniband/core/ib_cm.ko" "$kdir/drivers/infiniband/core/ib_cm.ko"
 if [[ -n $drel ]]; then

@@ -11,7 +11,10 @@
 #     and veth need, with their dependencies; the whole tree is gigabytes), and in the guest an
 #     unmodified `modprobe rdma_cm` must load ib_cm-rs, rping must listen through it and an
 #     rping client on a second rxe device must connect (tests/install/guest-init.sh, as for the
-#     test kernel's install check).
+#     test kernel's install check);
+#   - the same with the ib-cm-rs-dkms package (`make deb`) instead of make install: dpkg --root
+#     into a second scratch root whose build link is the headers, dkms builds ours with the
+#     kernel's clang, and the guest boot must pass with that module tree.
 # The guest's userspace is the test initramfs (out/VARIANT/initramfs.cpio.gz): if there is
 # none yet, tests/build.sh makes it, which builds the test kernel first (about 20 minutes once).
 # It is not part of `make check`: the packages take hours to build (Documentation/install.rst,
@@ -91,7 +94,7 @@ else
 	exit
 fi
 # Built with the kernel's clang 19: the return thunks and retpolines its mitigations demand.
-thunk_check kernel_deb_module_has_return_thunks_and_retpolines "$work/src/ib_cm.ko" "$kdir/.config"
+thunk_check kernel_deb_module_has_return_thunks_and_retpolines "$work/src/ib_cm.ko" "$(kdir_config "$kdir")"
 resolved=$(modinfo -b "$root" -k "$rel" -n ib_cm 2>&1)
 WHY="modinfo resolves ib_cm to '$resolved'" check kernel_deb_modinfo_resolves_updates \
 	bash -c '[[ $1 == "$2"/updates/ib_cm.ko* ]]' _ "$resolved" "$mods"
@@ -104,5 +107,41 @@ if ! read_counts "$res"; then
 else
 	npass=$((npass + p)) nfail=$((nfail + f))
 	WHY="$((p + f)) results from the guest" check kernel_deb_guest_gave_all_results test $((p + f)) -ge 7
+fi
+
+# The administrator's other way (Documentation/install.rst): the ib-cm-rs-dkms package, whose
+# postinst has dkms build ours against these headers (bindeb-pkg's headers have no .config:
+# the build must still take the kernel's clang 19 from include/config/auto.conf). dpkg works
+# on a second scratch root with the same module subset and no make-install module.
+droot=$work/droot dmods=$work/droot/lib/modules/$rel
+mkdir -p "$droot/var/lib/dpkg/info" "$droot/var/lib/dpkg/updates" "$droot/var/lib/dkms" "$droot/usr/src" "$dmods"
+touch "$droot/var/lib/dpkg/status"
+cp -a "$mods/." "$dmods/" && rm -rf "$dmods/updates"
+ln -sfn "$kdir" "$dmods/build"
+pver=$("$top/scripts/version.sh")
+if deb=$("$top/scripts/deb.sh" "$work/deb" 2>"$work/deb.err") && [[ -f $deb ]]; then
+	s=$(date +%s)
+	dpkg --root="$droot" --force-script-chrootless --force-depends --force-not-root -i "$deb" >"$out/kernel-deb-dkms.log" 2>&1
+	rc=$?
+	sed -n 's/^ib-cm-rs-dkms: /        postinst: /p' "$out/kernel-deb-dkms.log" >&2
+	st=$(dkms status -m ib-cm-rs --sourcetree "$droot/usr/src" --dkmstree "$droot/var/lib/dkms" --installtree "$droot/lib/modules" 2>&1)
+	WHY="dpkg -i exit $rc; dkms status: $st (log: $out/kernel-deb-dkms.log)" \
+		check "kernel_deb_dkms_package_builds_for_packaged_kernel ($(($(date +%s) - s)) s)" \
+		bash -c '(($1 == 0)) && grep -q "^ib-cm-rs/$2, $3, x86_64: installed" <<<"$4"' _ "$rc" "$pver" "$rel" "$st"
+	dko=$(cd "$dmods" && ls updates/dkms/ib_cm.ko* 2>/dev/null | head -1)
+	# scripts/dkms-make.sh traces the kernel make it runs into dkms' make.log.
+	mlog=$droot/var/lib/dkms/ib-cm-rs/$pver/$rel/x86_64/log/make.log
+	WHY="make.log: $(grep -m1 '^+ exec make' "$mlog" 2>&1)" check kernel_deb_dkms_build_uses_clang_$KDEB_LLVM \
+		grep -q "^+ exec make .* LLVM=-$KDEB_LLVM .*LIBCLANG_PATH=/usr/lib/llvm-$KDEB_LLVM/lib" "$mlog"
+	thunk_check kernel_deb_dkms_module_has_return_thunks_and_retpolines "$dmods/$dko" "$(kdir_config "$kdir")"
+	res=$(BZIMAGE=$bz IBCM_GUEST_TAINT=OE IBCM_GUEST_VERSION=$pver "$top/tests/install/guest-test.sh" "$variant" "$kdir" kernel-deb-dkms "$droot" | tail -1)
+	if ! read_counts "$res"; then
+		notok kernel_deb_dkms_guest_ran "no result line from guest-test.sh: '$res'"
+	else
+		npass=$((npass + p)) nfail=$((nfail + f))
+		WHY="$((p + f)) results from the guest" check kernel_deb_dkms_guest_gave_all_results test $((p + f)) -ge 7
+	fi
+else
+	notok kernel_deb_dkms_package_builds_for_packaged_kernel "scripts/deb.sh failed: $(tail -3 "$work/deb.err" | tr '\n' ' ')"
 fi
 result

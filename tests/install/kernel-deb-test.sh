@@ -84,6 +84,14 @@ if ddir=$("$kdeb" prepare 2>"$work/prepare.err"); then
 	read -r -a dtools <<<"$("$top/scripts/lib.sh" ktools "$ddir")"
 	WHY="ktools for the tree: ${dtools[*]}" check kernel_deb_module_build_uses_clang_$KDEB_LLVM \
 		bash -c '[[ " $* " == *" LLVM=-$0 "* && " $* " == *"LIBCLANG_PATH=/usr/lib/llvm-$0/lib "* ]]' "$KDEB_LLVM" "${dtools[@]}"
+	# The headers package bindeb-pkg makes has no .config, only include/config/auto.conf, whose
+	# strings are unquoted: DKMS and make against it must still pick the tree's clang.
+	mkdir -p "$work/hdrcfg/include/config"
+	cp "$ddir/include/config/auto.conf" "$work/hdrcfg/include/config/"
+	read -r -a htools <<<"$("$top/scripts/lib.sh" ktools "$work/hdrcfg")"
+	WHY="ktools for a tree with auto.conf only ($(grep -m1 '^CONFIG_CC_VERSION_TEXT=' "$work/hdrcfg/include/config/auto.conf")): ${htools[*]}" \
+		check kernel_deb_headers_tree_uses_clang_$KDEB_LLVM \
+		bash -c '[[ " $* " == *" LLVM=-$0 "* && " $* " == *"LIBCLANG_PATH=/usr/lib/llvm-$0/lib "* ]]' "$KDEB_LLVM" "${htools[@]}"
 	if make -C "$ddir" M="$work/d" "${dtools[@]}" "${symvers[@]}" modules >"$work/dbuild.log" 2>&1 &&
 		[[ -f $work/d/ib_cm.ko ]]; then
 		ok "kernel_deb_config_builds_ib_cm ($(($(date +%s) - s)) s, $how, vermagic $(modinfo -F vermagic "$work/d/ib_cm.ko"))"
