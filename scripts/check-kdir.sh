@@ -159,11 +159,11 @@ if [[ $rust == y ]]; then
 	[[ $bg == */* ]] || bg=$(command -v "$bg" 2>/dev/null || echo "$bg")
 	bgmin=0.65.1
 	if [[ ! -x $bg ]]; then
-		why "no bindgen ($bg): the module's bindings are generated at build time; scripts/deps.sh build (or make deps) builds bindgen-cli 0.70.1 there"
+		why "no bindgen ($bg): the module's bindings are generated at build time; $here/deps.sh build (as root) builds bindgen-cli 0.70.1 there"
 	else
 		bgv=$("$bg" --version 2>/dev/null | sed -n '1s/^bindgen \([0-9][0-9.]*\).*/\1/p')
 		[[ -n $bgv && $(printf '%s\n' "$bgmin" "$bgv" | sort -V | head -1) == "$bgmin" ]] ||
-			why "bindgen $bg is version '${bgv:-unknown}'; the kernel needs $bgmin or newer: scripts/deps.sh build (or make deps) builds bindgen-cli 0.70.1"
+			why "bindgen $bg is version '${bgv:-unknown}'; the kernel needs $bgmin or newer: $here/deps.sh build (as root) builds bindgen-cli 0.70.1"
 	fi
 	missing=()
 	for f in rust/libkernel.rmeta rust/libmacros.so rust/libcore.rmeta scripts/target.json; do

@@ -30,10 +30,12 @@ commit=$("$here/version.sh" --commit) || die "no commit (scripts/version.sh)"
 [[ $ver =~ ^[0-9][A-Za-z0-9.+~]*$ ]] || die "version '$ver' is not a valid Debian native version"
 
 # What the DKMS build reads: Kbuild (not the top-level Makefile, which finds the project's
-# test kernel), dkms.conf, the sources, and the scripts Kbuild, dkms.conf and the maintainer
-# scripts call.
+# test kernel), dkms.conf, the sources, the scripts Kbuild, dkms.conf and the maintainer
+# scripts call, and scripts/deps.sh, which the preflight names for bindgen-cli (no Debian 12
+# package has a version the kernel accepts).
 ship=(Kbuild dkms.conf version.c src include scripts/abi scripts/lib.sh
-      scripts/version.sh scripts/check-kdir.sh scripts/dkms-make.sh scripts/dkms-pkg.sh)
+      scripts/version.sh scripts/check-kdir.sh scripts/dkms-make.sh scripts/dkms-pkg.sh
+      scripts/deps.sh)
 list_files() {
 	# version.sh has already failed if a .git here is unreadable.
 	if [[ -e $top/.git ]]; then

@@ -64,7 +64,7 @@ WHY="$(dpkg-deb -f "$deb" Package Version Architecture Depends | tr '\n' ' ')" c
 		$(dpkg-deb -f "$1" Depends) == *clang-$4* && $(dpkg-deb -f "$1" Depends) == *rustc-web* ]]' \
 	_ "$deb" "$pkg" "$ver" "$KDEB_LLVM"
 WHY="$(dpkg-deb -c "$deb" | grep -c "usr/src/$name-$ver/") files under usr/src/$name-$ver" check deb_sources_under_usr_src \
-	bash -c 'c=$(dpkg-deb -c "$1"); for f in dkms.conf Kbuild version.c .version src/ include/ scripts/check-kdir.sh scripts/dkms-make.sh scripts/dkms-pkg.sh scripts/abi/ib_cm.h; do
+	bash -c 'c=$(dpkg-deb -c "$1"); for f in dkms.conf Kbuild version.c .version src/ include/ scripts/check-kdir.sh scripts/dkms-make.sh scripts/dkms-pkg.sh scripts/deps.sh scripts/abi/ib_cm.h; do
 		grep -q " ./usr/src/$2/$f" <<<"$c" || { echo "missing $f"; exit 1; }; done' _ "$deb" "$name-$ver"
 if command -v lintian >/dev/null; then
 	lintian --no-tag-display-limit "$deb" >"$work/lintian.out" 2>&1

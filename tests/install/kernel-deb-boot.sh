@@ -141,6 +141,15 @@ if deb=$("$top/scripts/deb.sh" "$work/deb" 2>"$work/deb.err") && [[ -f $deb ]]; 
 		npass=$((npass + p)) nfail=$((nfail + f))
 		WHY="$((p + f)) results from the guest" check kernel_deb_dkms_guest_gave_all_results test $((p + f)) -ge 7
 	fi
+	# Purging the package gives the kernel its in-tree ib_cm back and leaves dkms nothing.
+	dpkg --root="$droot" --force-script-chrootless --force-depends --force-not-root -P ib-cm-rs-dkms >>"$out/kernel-deb-dkms.log" 2>&1
+	rc=$?
+	got=$(modinfo -b "$droot" -k "$rel" -n ib_cm 2>&1)
+	st=$(dkms status -m ib-cm-rs --sourcetree "$droot/usr/src" --dkmstree "$droot/var/lib/dkms" --installtree "$droot/lib/modules" 2>&1)
+	WHY="dpkg -P exit $rc; modinfo resolves ib_cm to '$got'; dkms status: '$st'; updates/: $(ls -R "$dmods/updates" 2>/dev/null | tr '\n' ' ')" \
+		check kernel_deb_dkms_purge_restores_in_tree_ib_cm \
+		bash -c '(($1 == 0)) && [[ $2 == "$3"/kernel/drivers/infiniband/core/ib_cm.ko* && -z $4 ]] &&
+			! ls "$3"/updates/dkms/ib_cm.ko* >/dev/null 2>&1' _ "$rc" "$got" "$dmods" "$st"
 else
 	notok kernel_deb_dkms_package_builds_for_packaged_kernel "scripts/deb.sh failed: $(tail -3 "$work/deb.err" | tr '\n' ' ')"
 fi
