@@ -13,7 +13,7 @@
 # this module implements (scripts/abi/ib_cm.h, Linux 6.12). RUSTC (default /usr/bin/rustc)
 # names the compiler the module will be built with.
 set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+here=$(cd "$(dirname "$0")" && pwd -P)
 ref=$here/abi/ib_cm.h
 
 # Comments, line continuations and layout removed; one preprocessor line or C statement per

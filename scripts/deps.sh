@@ -29,7 +29,13 @@ case $PROFILE in all | build | kernel-deb) ;; *) echo "usage: $0 [build|kernel-d
 	python3)  # make deb: scripts/deb-changelog.sh
 # bindgen-cli is built with cargo: Debian's cargo-web (the version of rustc-web) if there is no
 # cargo at all (this machine kind has rustup's).
-command -v cargo >/dev/null || PKGS+=(cargo-web)
+# cargo-web depends on the rustc-web of its own version: pinned to the installed rustc-web, so
+# that installing it never upgrades the rustc the kernels were built with (an upgraded one makes
+# every Rust kernel refused; README.Debian says to hold it, and a hold makes apt refuse).
+if ! command -v cargo >/dev/null; then
+	rv=$(dpkg-query -W -f='${Version}' rustc-web 2>/dev/null || true)
+	PKGS+=("cargo-web${rv:+=$rv}")
+fi
 
 CACHE=${IBCM_CACHE:-/var/cache/ib_cm-rs}
 BINDGEN_VERSION=0.70.1
@@ -67,7 +73,7 @@ qemu_matching_utils() {
 [[ $PROFILE == build ]] || qemu_matching_utils
 missing=()
 for p in "${PKGS[@]}"; do
-	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	st=$(dpkg-query -W -f='${Status}' "${p%%=*}" 2>/dev/null || true)
 	[[ $st == "install ok installed" ]] || missing+=("$p")
 done
 
@@ -85,7 +91,7 @@ if ((${#missing[@]})); then
 fi
 
 for p in "${PKGS[@]}"; do
-	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	st=$(dpkg-query -W -f='${Status}' "${p%%=*}" 2>/dev/null || true)
 	[[ $st == "install ok installed" ]] || die "package $p is still not installed"
 done
 

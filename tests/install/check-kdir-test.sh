@@ -93,10 +93,11 @@ mkdir -p "$work/oldbg" "$work/nocache"
 printf '#!/bin/sh\necho "bindgen 0.60.1"\n' >"$work/oldbg/bindgen"
 chmod +x "$work/oldbg/bindgen"
 t=$(mktree bgpath)
-# The message names the deps.sh next to the preflight (the package ships both): an
-# administrator with only the package can follow it.
+# The message names the deps.sh next to the preflight (the package ships both), by its real
+# path (dkms runs the preflight through its source/ link to /usr/src): an administrator with
+# only the package can follow it.
 PATH=$work/oldbg:$PATH IBCM_CACHE=$work/nocache expect refuses_bindgen_from_path_only 1 "$t" "no bindgen ($work/nocache/bindgen-" \
-	"$(dirname "$chk")/deps.sh build (as root)"
+	"$(cd "$(dirname "$chk")" && pwd -P)/deps.sh build (as root)"
 t=$(mktree bgold)
 BINDGEN=$work/oldbg/bindgen expect refuses_old_bindgen 1 "$t" "version '0.60.1'" "0.65.1 or newer"
 t=$(mktree rustc); setcfg "$t" CONFIG_RUSTC_VERSION_TEXT '"rustc 1.78.0 (9b00956e5 2024-04-29)"'
