@@ -131,8 +131,7 @@ fi
 # --- installing it into a throwaway root ---
 root=$work/root
 mods=$root/lib/modules/$rel
-mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates" "$root/var/lib/dkms" "$root/usr/src"
-touch "$root/var/lib/dpkg/status"
+scratch_dpkg_root "$root"
 read -r -a ktools <<<"$("$top/scripts/lib.sh" ktools "$kdir")"
 make -s -C "$kdir" "${ktools[@]}" INSTALL_MOD_PATH="$root" modules_install >>"$log" 2>&1 ||
 	notok deb_setup_in_tree_modules "modules_install of the test kernel failed"
@@ -144,16 +143,14 @@ if dh=$(debian_headers); then
 	mkdir -p "$root/lib/modules/$drel"
 	ln -sfn "$dh" "$root/lib/modules/$drel/build"
 fi
-dpkg_root() { dpkg --root="$root" --force-script-chrootless --force-depends --force-not-root "$@"; }
 s=$(date +%s)
-dpkg_root -i "$deb" >"$work/install.out" 2>&1
+dpkg_in "$root" -i "$deb" >"$work/install.out" 2>&1
 rc=$?
 cat "$work/install.out" >>"$log"
 sed -n 's/^ib-cm-rs-dkms: /        postinst: /p' "$work/install.out" >&2
 WHY="dpkg -i exit $rc: $(tail -3 "$work/install.out" | tr '\n' ' ')" check "deb_dpkg_install_succeeds ($(($(date +%s) - s)) s)" \
 	bash -c '(($1 == 0)) && [[ $(dpkg --root="$2" -s "$3" 2>/dev/null | sed -n "s/^Status: //p") == "install ok installed" ]]' _ "$rc" "$root" "$pkg"
-dopts=(--sourcetree "$root/usr/src" --dkmstree "$root/var/lib/dkms" --installtree "$root/lib/modules")
-st=$(dkms status -m "$name" "${dopts[@]}" 2>&1)
+st=$(dkms_status_in "$root" -m "$name" 2>&1)
 WHY="dkms status: $st" check deb_postinst_dkms_installed_for_test_kernel \
 	grep -q "^$name/$ver, $rel, $arch: installed" <<<"$st"
 inst=$(cd "$mods" 2>/dev/null && ls updates/dkms/ib_cm.ko* 2>/dev/null | head -1)
@@ -173,9 +170,9 @@ if [[ -n $drel ]]; then
 	WHY="$(grep -A3 "cannot build against" "$work/install.out" | head -4 | tr '\n' ' ')" check deb_postinst_refuses_debian_kernel_with_preflight_message \
 		bash -c 'grep -q "ib_cm-rs: cannot build against KDIR=.*$1" "$2" && grep -q "CONFIG_RUST is not set" "$2" &&
 			grep -q "$1: not built (the reasons above)" "$2"' _ "$drel" "$work/install.out"
-	WHY="$(dkms status -m "$name" -k "$drel" "${dopts[@]}" 2>&1; ls "$root/lib/modules/$drel")" check deb_nothing_built_for_debian_kernel \
-		bash -c '[[ -z $(dkms status -m "$1" -k "$2" "${@:4}" 2>/dev/null | grep -E "built|installed") && ! -e $3/updates ]]' \
-		_ "$name" "$drel" "$root/lib/modules/$drel" "${dopts[@]}"
+	dst=$(dkms_status_in "$root" -m "$name" -k "$drel" 2>/dev/null)
+	WHY="$(dkms_status_in "$root" -m "$name" -k "$drel" 2>&1; ls "$root/lib/modules/$drel")" check deb_nothing_built_for_debian_kernel \
+		bash -c '[[ -z $(grep -E "built|installed" <<<"$1") && ! -e $2/updates ]]' _ "$dst" "$root/lib/modules/$drel"
 else
 	notok deb_postinst_refuses_debian_kernel_with_preflight_message "could not fetch Debian's linux-headers package"
 fi
@@ -196,7 +193,7 @@ if [[ -n ${cdeb:-} && -f $cdeb ]]; then
 		'exec /usr/sbin/dkms "$@"' >"$work/faildkms/dkms"
 	chmod +x "$work/faildkms/dkms"
 	s=$(date +%s)
-	PATH=$work/faildkms:$PATH dpkg_root -i "$cdeb" >"$work/upgrade.out" 2>&1
+	PATH=$work/faildkms:$PATH dpkg_in "$root" -i "$cdeb" >"$work/upgrade.out" 2>&1
 	rc=$?
 	cat "$work/upgrade.out" >>"$log"
 	sed -n 's/^ib-cm-rs-dkms: /        upgrade: /p' "$work/upgrade.out" >&2
@@ -204,7 +201,7 @@ if [[ -n ${cdeb:-} && -f $cdeb ]]; then
 		bash -c '(($1 == 0)) && [[ $(dpkg --root="$2" -s "$3" 2>/dev/null | sed -n "s/^Version: //p") == "$4" ]] &&
 			grep -q "dkms remove $5/$6 failed: removing its modules and its dkms entry by hand" "$7"' \
 		_ "$rc" "$root" "$pkg" "$rv" "$name" "$ver" "$work/upgrade.out"
-	st=$(dkms status -m "$name" "${dopts[@]}" 2>&1)
+	st=$(dkms_status_in "$root" -m "$name" 2>&1)
 	dangling=$(find "$root/var/lib/dkms" -xtype l 2>/dev/null)
 	WHY="dkms status: $st; dangling links: $dangling" check deb_upgrade_leaves_only_the_new_version \
 		bash -c '[[ -z $4 && $(grep -c . <<<"$1") == 1 && $1 == "$2/$3, "*": installed"* ]]' _ "$st" "$name" "$rv" "$dangling"
@@ -219,7 +216,7 @@ else
 fi
 
 # --- purge ---
-dpkg_root -P "$pkg" >"$work/purge.out" 2>&1
+dpkg_in "$root" -P "$pkg" >"$work/purge.out" 2>&1
 rc=$?
 cat "$work/purge.out" >>"$log"
 sed -n 's/^ib-cm-rs-dkms: /        prerm: /p' "$work/purge.out" >&2
@@ -244,9 +241,7 @@ npass=$((npass + p)) nfail=$((nfail + f))
 # in a mount namespace of their own.
 hook=/etc/kernel/postinst.d/dkms
 root2=$work/root2
-mkdir -p "$root2/var/lib/dpkg/info" "$root2/var/lib/dpkg/updates" "$root2/var/lib/dkms" "$root2/usr/src" "$root2/lib/modules"
-touch "$root2/var/lib/dpkg/status"
-dopts2=(--sourcetree "$root2/usr/src" --dkmstree "$root2/var/lib/dkms" --installtree "$root2/lib/modules")
+scratch_dpkg_root "$root2"
 # in_root2 CMD...: CMD with root2's trees where dkms and the hooks look.
 in_root2() {
 	unshare -m --propagation private bash -c 'r=$1; shift
@@ -259,10 +254,10 @@ if [[ ! -x $hook ]]; then
 	notok deb_kernel_hook_builds_for_new_rust_kernel "$hook missing (package dkms)"
 else
 	# The package first, with no kernel yet: registered, nothing built.
-	dpkg --root="$root2" --force-script-chrootless --force-depends --force-not-root -i "$deb" >"$work/install2.out" 2>&1
+	dpkg_in "$root2" -i "$deb" >"$work/install2.out" 2>&1
 	rc=$?
 	cat "$work/install2.out" >>"$log"
-	st=$(dkms status -m "$name" "${dopts2[@]}" 2>&1)
+	st=$(dkms_status_in "$root2" -m "$name" 2>&1)
 	WHY="dpkg -i exit $rc; dkms status: $st; postinst: $(grep '^ib-cm-rs-dkms:' "$work/install2.out" | tr '\n' ' ')" \
 		check deb_install_without_kernels_only_registers \
 		bash -c '(($1 == 0)) && [[ $2 == "$3/$4: added" ]] && grep -q "built for no kernel" "$5" &&
@@ -275,7 +270,7 @@ else
 	rc=$?
 	cat "$work/hook.out" >>"$log"
 	sed -n 's/^/        hook: /p' "$work/hook.out" | grep -E 'autoinstall|cannot build|error' >&2
-	st=$(dkms status -m "$name" "${dopts2[@]}" 2>&1)
+	st=$(dkms_status_in "$root2" -m "$name" 2>&1)
 	inst=$(cd "$root2/lib/modules/$rel" 2>/dev/null && ls updates/dkms/ib_cm.ko* 2>/dev/null | head -1)
 	got=$(modinfo -b "$root2" -k "$rel" -n ib_cm 2>/dev/null | sed "s|^$root2/lib/modules/$rel/||")
 	hv=$(modinfo -F version "$root2/lib/modules/$rel/$inst" 2>/dev/null)
@@ -302,7 +297,7 @@ else
 					while IFS= read -r l; do grep -qxF -- "$l" "$2" || { echo "missing: $l"; exit 1; }; done <<<"$4"' \
 				_ "$rc" "$work/hook-$h.out" "$drel" "$want"
 		done
-		st=$(dkms status -m "$name" "${dopts2[@]}" 2>&1)
+		st=$(dkms_status_in "$root2" -m "$name" 2>&1)
 		WHY="dkms status: $st; $(ls -d "$root2/var/lib/dkms/$name/$ver/$drel" "$root2/lib/modules/$drel/updates" 2>&1 | tr '
 ' ' ')" \
 			check deb_kernel_hook_leaves_no_entry_for_refused_kernel \

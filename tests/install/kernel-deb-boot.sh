@@ -114,17 +114,17 @@ fi
 # the build must still take the kernel's clang 19 from include/config/auto.conf). dpkg works
 # on a second scratch root with the same module subset and no make-install module.
 droot=$work/droot dmods=$work/droot/lib/modules/$rel
-mkdir -p "$droot/var/lib/dpkg/info" "$droot/var/lib/dpkg/updates" "$droot/var/lib/dkms" "$droot/usr/src" "$dmods"
-touch "$droot/var/lib/dpkg/status"
+scratch_dpkg_root "$droot"
+mkdir -p "$dmods"
 cp -a "$mods/." "$dmods/" && rm -rf "$dmods/updates"
 ln -sfn "$kdir" "$dmods/build"
 pver=$("$top/scripts/version.sh")
 if deb=$("$top/scripts/deb.sh" "$work/deb" 2>"$work/deb.err") && [[ -f $deb ]]; then
 	s=$(date +%s)
-	dpkg --root="$droot" --force-script-chrootless --force-depends --force-not-root -i "$deb" >"$out/kernel-deb-dkms.log" 2>&1
+	dpkg_in "$droot" -i "$deb" >"$out/kernel-deb-dkms.log" 2>&1
 	rc=$?
 	sed -n 's/^ib-cm-rs-dkms: /        postinst: /p' "$out/kernel-deb-dkms.log" >&2
-	st=$(dkms status -m ib-cm-rs --sourcetree "$droot/usr/src" --dkmstree "$droot/var/lib/dkms" --installtree "$droot/lib/modules" 2>&1)
+	st=$(dkms_status_in "$droot" -m ib-cm-rs 2>&1)
 	WHY="dpkg -i exit $rc; dkms status: $st (log: $out/kernel-deb-dkms.log)" \
 		check "kernel_deb_dkms_package_builds_for_packaged_kernel ($(($(date +%s) - s)) s)" \
 		bash -c '(($1 == 0)) && grep -q "^ib-cm-rs/$2, $3, x86_64: installed" <<<"$4"' _ "$rc" "$pver" "$rel" "$st"
@@ -142,10 +142,10 @@ if deb=$("$top/scripts/deb.sh" "$work/deb" 2>"$work/deb.err") && [[ -f $deb ]]; 
 		WHY="$((p + f)) results from the guest" check kernel_deb_dkms_guest_gave_all_results test $((p + f)) -ge 7
 	fi
 	# Purging the package gives the kernel its in-tree ib_cm back and leaves dkms nothing.
-	dpkg --root="$droot" --force-script-chrootless --force-depends --force-not-root -P ib-cm-rs-dkms >>"$out/kernel-deb-dkms.log" 2>&1
+	dpkg_in "$droot" -P ib-cm-rs-dkms >>"$out/kernel-deb-dkms.log" 2>&1
 	rc=$?
 	got=$(modinfo -b "$droot" -k "$rel" -n ib_cm 2>&1)
-	st=$(dkms status -m ib-cm-rs --sourcetree "$droot/usr/src" --dkmstree "$droot/var/lib/dkms" --installtree "$droot/lib/modules" 2>&1)
+	st=$(dkms_status_in "$droot" -m ib-cm-rs 2>&1)
 	WHY="dpkg -P exit $rc; modinfo resolves ib_cm to '$got'; dkms status: '$st'; updates/: $(ls -R "$dmods/updates" 2>/dev/null | tr '\n' ' ')" \
 		check kernel_deb_dkms_purge_restores_in_tree_ib_cm \
 		bash -c '(($1 == 0)) && [[ $2 == "$3"/kernel/drivers/infiniband/core/ib_cm.ko* && -z $4 ]] &&

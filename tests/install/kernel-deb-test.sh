@@ -65,6 +65,10 @@ mutate init_stack_zero_lost "lost after olddefconfig.*INIT_STACK_ALL_ZERO" \
 mutate unexpected_difference "kernel-deb:   CONFIG_ZRAM m n" 's/^CONFIG_ZRAM=m$/# CONFIG_ZRAM is not set/'
 
 read -r -a ktools <<<"$("$top/scripts/lib.sh" ktools)"
+# uses_kdeb_llvm MAKE-VARIABLES...: they name kernel-deb's LLVM and its libclang.
+uses_kdeb_llvm() {
+	[[ " $* " == *" LLVM=-$KDEB_LLVM "* && " $* " == *" LIBCLANG_PATH=/usr/lib/llvm-$KDEB_LLVM/lib "* ]]
+}
 
 # ib_cm.ko against Debian's configuration itself, not only against the test kernel's: options
 # Debian sets change the rdma structs and the types they name (CONFIG_CGROUP_RDMA puts a
@@ -83,15 +87,14 @@ if ddir=$("$kdeb" prepare 2>"$work/prepare.err"); then
 	# With the tree's own compilers: clang 19 (LLVM=-19, libclang 19), as DKMS and make do.
 	read -r -a dtools <<<"$("$top/scripts/lib.sh" ktools "$ddir")"
 	WHY="ktools for the tree: ${dtools[*]}" check kernel_deb_module_build_uses_clang_$KDEB_LLVM \
-		bash -c '[[ " $* " == *" LLVM=-$0 "* && " $* " == *"LIBCLANG_PATH=/usr/lib/llvm-$0/lib "* ]]' "$KDEB_LLVM" "${dtools[@]}"
+		uses_kdeb_llvm "${dtools[@]}"
 	# The headers package bindeb-pkg makes has no .config, only include/config/auto.conf, whose
 	# strings are unquoted: DKMS and make against it must still pick the tree's clang.
 	mkdir -p "$work/hdrcfg/include/config"
 	cp "$ddir/include/config/auto.conf" "$work/hdrcfg/include/config/"
 	read -r -a htools <<<"$("$top/scripts/lib.sh" ktools "$work/hdrcfg")"
 	WHY="ktools for a tree with auto.conf only ($(grep -m1 '^CONFIG_CC_VERSION_TEXT=' "$work/hdrcfg/include/config/auto.conf")): ${htools[*]}" \
-		check kernel_deb_headers_tree_uses_clang_$KDEB_LLVM \
-		bash -c '[[ " $* " == *" LLVM=-$0 "* && " $* " == *"LIBCLANG_PATH=/usr/lib/llvm-$0/lib "* ]]' "$KDEB_LLVM" "${htools[@]}"
+		check kernel_deb_headers_tree_uses_clang_$KDEB_LLVM uses_kdeb_llvm "${htools[@]}"
 	if make -C "$ddir" M="$work/d" "${dtools[@]}" "${symvers[@]}" modules >"$work/dbuild.log" 2>&1 &&
 		[[ -f $work/d/ib_cm.ko ]]; then
 		ok "kernel_deb_config_builds_ib_cm ($(($(date +%s) - s)) s, $how, vermagic $(modinfo -F vermagic "$work/d/ib_cm.ko"))"

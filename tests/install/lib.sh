@@ -21,6 +21,26 @@ check() {
 }
 result() { echo "RESULT $npass $nfail"; }
 
+# scratch_dpkg_root ROOT: an empty dpkg database and empty source, dkms and module trees under
+# ROOT, for a package installed there with dpkg_in and looked at with dkms_status_in.
+scratch_dpkg_root() {
+	mkdir -p "$1/var/lib/dpkg/info" "$1/var/lib/dpkg/updates" "$1/var/lib/dkms" "$1/usr/src" "$1/lib/modules"
+	touch "$1/var/lib/dpkg/status"
+}
+# dpkg_in ROOT ARGS...: dpkg on ROOT's database; the maintainer scripts run from the host with
+# DPKG_ROOT=ROOT (scripts/dkms-pkg.sh looks up its trees under it).
+dpkg_in() {
+	local r=$1
+	shift
+	dpkg --root="$r" --force-script-chrootless --force-depends --force-not-root "$@"
+}
+# dkms_status_in ROOT ARGS...: `dkms status ARGS` on ROOT's source, dkms and module trees.
+dkms_status_in() {
+	local r=$1
+	shift
+	dkms status "$@" --sourcetree "$r/usr/src" --dkmstree "$r/var/lib/dkms" --installtree "$r/lib/modules"
+}
+
 # tree_copy DIR: the module's sources as git has them, uncommitted files included, no build
 # outputs, copied into DIR (made if needed), with .version filled in as in a release tarball
 # (the copy has no .git for scripts/version.sh to ask).
