@@ -22,8 +22,9 @@ pub(crate) fn eisconn() -> Error {
 #[inline]
 pub(crate) fn is_err_or_null<T>(ptr: *const T) -> bool {
     // CAST: `IS_ERR_VALUE()` compares the address as an unsigned long.
+    // One compare: NULL wraps to the top, into the error range moved down by one.
     let addr = ptr as usize;
-    addr == 0 || addr >= (MAX_ERRNO as usize).wrapping_neg()
+    addr.wrapping_sub(1) >= (MAX_ERRNO as usize).wrapping_neg().wrapping_sub(1)
 }
 
 /// `MAX_ERRNO` of `<linux/err.h>`.
