@@ -33,7 +33,7 @@ use crate::{
     tw_queue::{Queued, TwLink},
     use_count::UseCount,
 };
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
     ffi,
     prelude::*,
@@ -150,9 +150,7 @@ pub(crate) struct CmIdInner {
     pub(crate) destroyed: bool,
     /// The id is in the comm-ID table (the table holds a reference).
     pub(crate) published: bool,
-    /// A thread is delivering this id's events (cm.c's `work_count >= 0`).
-    pub(crate) delivering: bool,
-    /// Events waiting for the deliverer.
+    /// Events waiting for the deliverer (counted in [`CmId`]'s `work` too).
     pub(crate) events: EventQueue,
     /// The tracked MAD (REQ, REP, DREQ or SIDR_REQ being retransmitted), or NULL.
     msg: *mut bindings::ib_mad_send_buf,
@@ -162,6 +160,10 @@ pub(crate) struct CmIdInner {
     /// MAD layer's ran out (`timeout::RetryPolicy::reposts`); 0 once it is cancelled. One byte:
     /// the id must stay in kmalloc-256.
     msg_reposts: u8,
+    /// The tracked MAD had to wait in its port's flow-control backlog when it was sent: only
+    /// then may it still be there (a drain moves it out without this lock, so `true` may be
+    /// stale; a MAD posted at once, or posted again by the CM, never waits there).
+    msg_queued: bool,
     /// The primary address.
     pub(crate) av: Option<CmBox<Av>>,
     /// The alternate address.
@@ -210,6 +212,9 @@ pub(crate) struct CmId {
     pub(crate) inner: SpinLockIrq<CmIdInner>,
     /// Uses in flight; see the type invariants.
     users: UseCount,
+    /// The deliverer and the events waiting for it (cm.c's `work_count` plus one); see
+    /// [`CmId::claim_delivery`].
+    work: AtomicU32,
     /// Gives the comm table's reference back after a grace period.
     #[pin]
     rcu: Opaque<bindings::callback_head>,
@@ -240,17 +245,22 @@ unsafe impl Send for CmIdInner {}
 ///
 /// The buffer was posted or queued for the id whose lock the holder of this value holds, and
 /// that lock has not been dropped since.
-pub(crate) struct PostedMad(*mut bindings::ib_mad_send_buf, u8);
+pub(crate) struct PostedMad(*mut bindings::ib_mad_send_buf, u8, bool);
 
 impl PostedMad {
     /// # Safety
     ///
     /// `buf` was just posted for an id whose lock the caller holds, and the value is consumed
     /// before that lock is dropped.
-    /// `reposts` is how many retries the CM makes itself once the MAD layer's ran out.
-    pub(crate) unsafe fn new(buf: *mut bindings::ib_mad_send_buf, reposts: u8) -> Self {
+    /// `reposts` is how many retries the CM makes itself once the MAD layer's ran out;
+    /// `queued`, whether the buffer waits in its port's backlog instead of being posted.
+    pub(crate) unsafe fn new(
+        buf: *mut bindings::ib_mad_send_buf,
+        reposts: u8,
+        queued: bool,
+    ) -> Self {
         // INVARIANT: the caller's contract.
-        Self(buf, reposts)
+        Self(buf, reposts, queued)
     }
 }
 
@@ -262,6 +272,7 @@ impl CmIdInner {
         self.msg = mad.0;
         self.msg_state = state;
         self.msg_reposts = mad.1;
+        self.msg_queued = mad.2;
     }
 
     /// Whether `buf`, whose wait for an answer ran out, is the tracked MAD, sent in `state`
@@ -333,7 +344,9 @@ impl CmIdInner {
         // SAFETY: A live buffer the id built (type invariant): its agent stays registered
         // until every such buffer has completed.
         let port_num = u32::from(unsafe { (*(*msg).mad_agent).port_num });
-        if let Some(r) = dev.port(port_num).and_then(|p| waiting(&mut p.flow(), msg)) {
+        // One posted when it was sent was never in the backlog: no look there.
+        let in_backlog = || dev.port(port_num).and_then(|p| waiting(&mut p.flow(), msg));
+        if let Some(r) = self.msg_queued.then(in_backlog).flatten() {
             // INVARIANT: still in the backlog or taken out of it, never posted: no completion
             // of the id's will clear it.
             self.msg = core::ptr::null_mut();
@@ -446,16 +459,24 @@ impl CmId {
             remote: None,
             delivering: false,
         };
-        let id = Self::build(dev, init)?;
+        // Marked published when made: nobody else holds the id before the table has it, so
+        // publishing takes no lock (`CmId::publish` is for ids made unpublished).
+        let id = Self::make(dev, init, publish)?;
         if publish {
-            id.publish();
+            id.comm_id().publish(&id);
         }
         Ok(id)
     }
 
     /// Builds an id that nobody else can see yet (`cm_alloc_id_priv` plus the fields a
-    /// received REQ or SIDR_REQ sets).
+    /// received REQ or SIDR_REQ sets), not yet published.
     pub(crate) fn build(dev: Arc<CmDevice>, init: Init) -> Result<Arc<Self>> {
+        Self::make(dev, init, false)
+    }
+
+    /// [`CmId::build`], marked `published` for a caller that publishes it before anyone else
+    /// can hold it.
+    fn make(dev: Arc<CmDevice>, init: Init, published: bool) -> Result<Arc<Self>> {
         let comm = CommId::alloc()?;
         let device = dev.ib_dev();
         let local_id = comm.wire().to_be();
@@ -482,12 +503,12 @@ impl CmId {
                 inner <- new_spinlock_irq!(
                     CmIdInner {
                         destroyed: false,
-                        published: false,
-                        delivering: init.delivering,
+                        published,
                         events: EventQueue::default(),
                         msg: core::ptr::null_mut(),
                         msg_state: State::Idle,
                         msg_reposts: 0,
+                        msg_queued: false,
                         av: init.av,
                         alt_av: init.alt_av,
                         conn: init.conn,
@@ -501,6 +522,7 @@ impl CmId {
                     "CmId::inner"
                 ),
                 users: UseCount::new(),
+                work: AtomicU32::new(if init.delivering { 1 } else { 0 }),
                 rcu: Opaque::uninit(),
                 timewait: TwLink::new(),
             }),
@@ -703,6 +725,33 @@ impl CmId {
     /// Ends a use (`cm_deref_id`).
     pub(crate) fn put_user(&self) {
         self.users.put();
+    }
+
+    /// Whether a thread is delivering the id's events. Under `inner`'s lock (`_g`) a `false`
+    /// holds until this holder claims the delivery: only holders of the lock add to the count.
+    pub(crate) fn has_deliverer(&self, _g: &CmIdInner) -> bool {
+        self.work.load(Ordering::Acquire) != 0
+    }
+
+    /// Under `inner`'s lock: counts one more event (`atomic_inc_and_test(&work_count)`);
+    /// `true` if there was no deliverer and the caller now is it, else the caller queues the
+    /// event in `events` before it lets the lock go, where the deliverer will look for it.
+    pub(crate) fn claim_delivery(&self, _g: &mut CmIdInner) -> bool {
+        self.work.fetch_add(1, Ordering::AcqRel) == 0
+    }
+
+    /// The deliverer, after one event: `false` if none more is counted, and the caller is no
+    /// longer the deliverer (`atomic_add_negative(-1, &work_count)`): the common case takes
+    /// no lock. `true`: more were counted, queued by holders of the lock.
+    pub(crate) fn delivered_one(&self) -> bool {
+        self.work.fetch_sub(1, Ordering::AcqRel) != 1
+    }
+
+    /// Under `inner`'s lock: no thread delivers from now on, whatever was counted (the
+    /// deliverer found the id destroyed, or no event behind the count: one lost when it
+    /// could not be queued).
+    pub(crate) fn end_delivery(&self, _g: &mut CmIdInner) {
+        self.work.store(0, Ordering::Release);
     }
 
     /// Pins a listener found in the tree for one handler invocation. Called under the device

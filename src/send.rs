@@ -411,12 +411,15 @@ pub(crate) fn send_for_id(
             i32::from(retries)
         };
     }
-    let ret = if flow::controlled(msg.attr_id()) {
+    let (ret, queued) = if flow::controlled(msg.attr_id()) {
         // SAFETY: `buf` is ready and ours, built for `port`.
-        unsafe { post_controlled(dev, port, buf) }
+        match unsafe { post_controlled(dev, port, buf) } {
+            Ok(queued) => (0, queued),
+            Err(e) => (e, false),
+        }
     } else {
         // SAFETY: `buf` is ready; on failure it is still ours.
-        unsafe { bindings::ib_post_send_mad(buf, core::ptr::null_mut()) }
+        (unsafe { bindings::ib_post_send_mad(buf, core::ptr::null_mut()) }, false)
     };
     if ret != 0 {
         // SAFETY: Not posted, so the buffer, its handle and the id reference are still ours.
@@ -432,13 +435,13 @@ pub(crate) fn send_for_id(
     }
     // SAFETY: Posted just above, under the id lock (`g` proves it is held), which the caller
     // keeps until it records or drops the value.
-    Ok((unsafe { PostedMad::new(buf, reposts) }, tid))
+    Ok((unsafe { PostedMad::new(buf, reposts, queued) }, tid))
 }
 
 /// Posts a controlled MAD (`logic::flow::controlled`) of `port` of `dev`, or queues it in the
-/// port's backlog behind those waiting already; 0, or the errno of the refusal (`-ENOMEM`: the
-/// backlog is full, or no node for it) or of the post. Posting under the port's lock keeps a
-/// slot from being seen taken by a post that then fails.
+/// port's backlog behind those waiting already; whether it was queued, or the errno of the
+/// refusal (`-ENOMEM`: the backlog is full, or no node for it) or of the post. Posting under
+/// the port's lock keeps a slot from being seen taken by a post that then fails.
 ///
 /// # Safety
 ///
@@ -449,7 +452,7 @@ unsafe fn post_controlled(
     dev: &CmDevice,
     port: &CmPort,
     buf: *mut bindings::ib_mad_send_buf,
-) -> ffi::c_int {
+) -> core::result::Result<bool, ffi::c_int> {
     let params = tunables::flow_control();
     let mut spare = None;
     loop {
@@ -459,10 +462,11 @@ unsafe fn post_controlled(
             Admit::Post => {
                 // SAFETY: `buf` is ready (caller).
                 let ret = unsafe { bindings::ib_post_send_mad(buf, core::ptr::null_mut()) };
-                if ret == 0 {
-                    f.outstanding += 1;
+                if ret != 0 {
+                    return Err(ret);
                 }
-                return ret;
+                f.outstanding += 1;
+                return Ok(false);
             }
             Admit::Queue => match spare.take() {
                 Some(node) => {
@@ -473,7 +477,7 @@ unsafe fn post_controlled(
                     if flow::may_dequeue(f.outstanding, limit) {
                         dev.kick_flow();
                     }
-                    return 0;
+                    return Ok(true);
                 }
                 None => {
                     // The node is allocated outside the port's lock; the decision is taken
@@ -481,13 +485,13 @@ unsafe fn post_controlled(
                     drop(f);
                     match Spare::new() {
                         Ok(node) => spare = Some(node),
-                        Err(e) => return e.to_errno(),
+                        Err(e) => return Err(e.to_errno()),
                     }
                 }
             },
             Admit::Refuse => {
                 f.refused += 1;
-                return ENOMEM.to_errno();
+                return Err(ENOMEM.to_errno());
             }
         }
     }

@@ -176,7 +176,7 @@ pub(crate) fn send_done(id: &Arc<CmId>, tracked_in: Option<State>, status: bindi
             id.set_state(f.next.raw());
             end_conn_ah(id, &mut g);
             *ev.send_status() = status;
-            deliver = queue_event(&mut g, ev, f.event);
+            deliver = queue_event(id, &mut g, ev, f.event);
         }
     }
     drop(g);

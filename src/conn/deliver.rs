@@ -31,16 +31,21 @@ impl CmId {
                 drop(handle);
                 return;
             }
+            if !self.delivered_one() {
+                // Nothing came meanwhile: no lock taken, and no longer the deliverer.
+                break;
+            }
+            // More were counted: their producers queued them under the lock.
             let leftover = {
                 let mut g = self.inner.lock();
                 if g.destroyed {
-                    g.delivering = false;
+                    self.end_delivery(&mut g);
                     next = None;
                     Some(g.events.take())
                 } else {
                     next = g.events.pop().map(Pending::Boxed);
                     if next.is_none() {
-                        g.delivering = false;
+                        self.end_delivery(&mut g);
                     }
                     None
                 }

@@ -116,7 +116,7 @@ pub(crate) fn on_dreq(
                 }
                 g.conn.tid = recv.tid;
                 id.set_state(State::DreqRcvd.raw());
-                deliver = queue_event(&mut g, ev, state::Event::DreqReceived);
+                deliver = queue_event(&id, &mut g, ev, state::Event::DreqReceived);
             }
             Ok(DreqReceived::Resend) => {
                 crate::recv::count_duplicate(dev, port_num, AttrId::Dreq);
@@ -152,7 +152,7 @@ pub(crate) fn on_drep(wc: &RecvWc, drep: CommIdsView<'_>) {
             Ok(()) => {
                 enter_timewait(&id, &mut g, true, &mut unlinked);
                 cancel_tracked(&id, &mut g);
-                deliver = queue_event(&mut g, ev, state::Event::DrepReceived);
+                deliver = queue_event(&id, &mut g, ev, state::Event::DrepReceived);
             }
             Err(r) => trace_refused(&id, Input::RecvDrep, r),
         }
@@ -171,7 +171,7 @@ pub(crate) fn timewait_expired(id: &Arc<CmId>) {
     if !g.destroyed && input::timewait_expired(id.cm_state()).is_ok() {
         id.set_state(State::Idle.raw());
         end_conn_ah(id, &mut g);
-        deliver = queue_event(&mut g, ev, state::Event::TimewaitExit);
+        deliver = queue_event(id, &mut g, ev, state::Event::TimewaitExit);
     }
     drop(g);
     deliver_or_put(id, deliver);

@@ -106,7 +106,7 @@ pub(crate) fn on_lap(dev: &CmDevice, port_num: u32, wc: &RecvWc, hdr: &RecvHdr<'
             Ok(LapReceived::Accept) => {
                 g.conn.tid = recv.tid;
                 id.set_lap(LapState::Rcvd);
-                deliver = queue_event(&mut g, ev, state::Event::LapReceived);
+                deliver = queue_event(&id, &mut g, ev, state::Event::LapReceived);
             }
             Ok(LapReceived::Resend) => {
                 crate::recv::count_duplicate(dev, port_num, AttrId::Lap);
@@ -152,7 +152,7 @@ pub(crate) fn on_apr(dev: &CmDevice, port_num: u32, wc: &RecvWc, apr: &Apr<'_>) 
             Ok(()) => {
                 cancel_tracked(&id, &mut g);
                 id.set_lap(LapState::Idle);
-                deliver = queue_event(&mut g, ev, state::Event::AprReceived);
+                deliver = queue_event(&id, &mut g, ev, state::Event::AprReceived);
             }
             Err(r) => trace_refused(&id, Input::RecvApr, r),
         }

@@ -154,7 +154,7 @@ pub(crate) fn lock_for_event<'a, 'e>(
 ) -> (SpinLockIrqGuard<'a, CmIdInner>, Ready<'e>) {
     loop {
         let g = id.inner.lock();
-        if !g.delivering || ev.is_boxed() {
+        if !id.has_deliverer(&g) || ev.is_boxed() {
             return (g, Ready(ev));
         }
         drop(g);
@@ -193,14 +193,14 @@ impl<'e> From<CmBox<Event>> for Ready<'e> {
 /// to (a caller that let that guard go), it is boxed without sleeping, and lost with a
 /// warning if that fails.
 pub(crate) fn queue_event<'e>(
+    id: &CmId,
     g: &mut CmIdInner,
     ev: impl Into<Ready<'e>>,
     e: state::Event,
 ) -> Option<Pending<'e>> {
     let mut ev = ev.into().0;
     ev.ev.event = e.raw();
-    if !g.delivering {
-        g.delivering = true;
+    if id.claim_delivery(g) {
         return Some(ev);
     }
     match ev.boxed_atomic() {

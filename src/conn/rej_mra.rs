@@ -134,7 +134,7 @@ pub(crate) fn on_rej(wc: &RecvWc, rej: &Rej<'_>) {
                 leave(&id, &mut g, r.leave, &mut unlinked);
                 id.set_state(r.next().raw());
                 end_conn_ah(&id, &mut g);
-                deliver = queue_event(&mut g, ev, state::Event::RejReceived);
+                deliver = queue_event(&id, &mut g, ev, state::Event::RejReceived);
             }
             Err(r) => trace_refused(&id, Input::RecvRej { stale }, r),
         }
@@ -177,7 +177,7 @@ pub(crate) fn on_mra(dev: &CmDevice, port_num: u32, wc: &RecvWc, mra: &Mra<'_>) 
                     g.retag_tracked(m.next);
                     id.set_state(m.next.raw());
                     id.set_lap(m.lap);
-                    deliver = queue_event(&mut g, ev, state::Event::MraReceived);
+                    deliver = queue_event(&id, &mut g, ev, state::Event::MraReceived);
                 }
             }
             Err(r) => {

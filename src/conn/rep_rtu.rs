@@ -32,7 +32,6 @@ use kernel::{prelude::*, sync::Arc};
 /// `ib_send_cm_rep()`: `param`'s scalars and its private data `pd` (borrowed by the entry
 /// layer).
 pub(crate) fn send_rep(id: &Arc<CmId>, param: &bindings::ib_cm_rep_param, pd: &[u8]) -> Result {
-    let xrc_tgt = id.inner.lock().conn.qp_type() == bindings::ib_qp_type_IB_QPT_XRC_TGT;
     // Read inside the device's send gate. Once removal began they read as zeros: the handler
     // still checks the state first (a wrong one traces `icm_send_rep_err`, as cm.c), and the
     // send then fails with EINVAL (as cm.c, whose port has no MAD agent any more), so the
@@ -40,6 +39,8 @@ pub(crate) fn send_rep(id: &Arc<CmId>, param: &bindings::ib_cm_rep_param, pd: &[
     let guid = id.dev.node_guid().unwrap_or(0);
     let ack_delay = id.dev.ack_delay().unwrap_or(0);
     let qpn = param.qp_num & 0x00FF_FFFF;
+    let mut g = id.inner.lock();
+    let xrc_tgt = g.conn.qp_type() == bindings::ib_qp_type_IB_QPT_XRC_TGT;
     let mut msg = CmMessage::Rep(crate::logic::wire::conn::Rep {
         local_comm_id: 0,
         remote_comm_id: 0,
@@ -58,7 +59,6 @@ pub(crate) fn send_rep(id: &Arc<CmId>, param: &bindings::ib_cm_rep_param, pd: &[
         local_ca_guid: u64::from_be(guid),
         private_data: Bytes::new(pd),
     });
-    let mut g = id.inner.lock();
     if g.destroyed {
         return Err(EINVAL);
     }
@@ -218,7 +218,7 @@ pub(crate) fn on_rep(
                     cancel_tracked(&id, &mut g);
                     id.set_state(State::RepRcvd.raw());
                     fill_rep_event(&mut ev, rep, g.conn.qp_type(), hdr.attr_mod());
-                    deliver = queue_event(&mut g, ev, state::Event::RepReceived);
+                    deliver = queue_event(&id, &mut g, ev, state::Event::RepReceived);
                 }
             },
         }
@@ -263,7 +263,7 @@ pub(crate) fn on_rtu(
             Ok(()) => {
                 cancel_tracked(&id, &mut g);
                 id.set_state(State::Established.raw());
-                deliver = queue_event(&mut g, ev, state::Event::RtuReceived);
+                deliver = queue_event(&id, &mut g, ev, state::Event::RtuReceived);
             }
             Err(r) => {
                 if r == state::Refusal::Duplicate {
@@ -285,7 +285,7 @@ pub(crate) fn user_established(id: &Arc<CmId>) {
     let mut deliver = None;
     if !g.destroyed && input::user_established(id.cm_state()).is_ok() {
         cancel_tracked(id, &mut g);
-        deliver = queue_event(&mut g, ev, state::Event::UserEstablished);
+        deliver = queue_event(id, &mut g, ev, state::Event::UserEstablished);
     }
     drop(g);
     deliver_or_put(id, deliver);

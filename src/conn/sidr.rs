@@ -121,7 +121,7 @@ pub(crate) fn on_sidr_rep(wc: &RecvWc, rep: &SidrRep<'_>) {
                     g.av.as_ref().map_or(core::ptr::null(), |av| av.sgid_attr());
                 cancel_tracked(&id, &mut g);
                 id.set_state(State::Idle.raw());
-                deliver = queue_event(&mut g, ev, state::Event::SidrRepReceived);
+                deliver = queue_event(&id, &mut g, ev, state::Event::SidrRepReceived);
             }
             Err(r) => trace_refused(&id, Input::RecvSidrRep, r),
         }

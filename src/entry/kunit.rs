@@ -406,14 +406,14 @@ extern "C" fn pending_event_boxed_only_to_queue(_test: *mut bindings::kunit) {
     };
     let (mut g, ev) = lock_for_event(&id, ev);
     expect!(!ev.is_boxed());
-    let out = queue_event(&mut g, ev, state::Event::RtuReceived);
-    expect!(g.delivering);
+    let out = queue_event(&id, &mut g, ev, state::Event::RtuReceived);
+    expect!(id.has_deliverer(&g));
     drop(g);
     expect!(out.as_ref().is_some_and(|e| !e.is_boxed()));
     deliver_or_put(&id, out);
     expect!(OWN_COUNT.load(Ordering::SeqCst) == 1);
     expect!(OWN_KIND.load(Ordering::SeqCst) == bindings::ib_cm_event_type_IB_CM_RTU_RECEIVED);
-    expect!(!id.inner.lock().delivering && id.users() == users);
+    expect!(!id.has_deliverer(&id.inner.lock()) && id.users() == users);
     drop(slot);
     drop(wc);
     expect!(released() == before + 1);
@@ -422,11 +422,11 @@ extern "C" fn pending_event_boxed_only_to_queue(_test: *mut bindings::kunit) {
     // boxed before the lock and queued.
     let wc = require!(RecvWork::stand_in(&bytes));
     id.add_user();
-    id.inner.lock().delivering = true;
+    expect!(id.claim_delivery(&mut id.inner.lock()));
     let mut slot = None;
     let Some(ev) = recv_event(&id, &wc, 8, &mut slot) else {
         fail!("no event");
-        id.inner.lock().delivering = false;
+        id.end_delivery(&mut id.inner.lock());
         expect!(destroy(&id));
         return;
     };
@@ -434,10 +434,10 @@ extern "C" fn pending_event_boxed_only_to_queue(_test: *mut bindings::kunit) {
     let (mut g, ev) = lock_for_event(&id, ev);
     crate::event::FAIL_ALLOCS.store(false, Ordering::SeqCst);
     expect!(ev.is_boxed());
-    expect!(queue_event(&mut g, ev, state::Event::RtuReceived).is_none());
+    expect!(queue_event(&id, &mut g, ev, state::Event::RtuReceived).is_none());
     let queued = g.events.pop();
     expect!(g.events.pop().is_none());
-    g.delivering = false;
+    id.end_delivery(&mut g);
     drop(g);
     id.put_user();
     expect!(id.users() == users);
