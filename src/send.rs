@@ -419,7 +419,10 @@ pub(crate) fn send_for_id(
         }
     } else {
         // SAFETY: `buf` is ready; on failure it is still ours.
-        (unsafe { bindings::ib_post_send_mad(buf, core::ptr::null_mut()) }, false)
+        (
+            unsafe { bindings::ib_post_send_mad(buf, core::ptr::null_mut()) },
+            false,
+        )
     };
     if ret != 0 {
         // SAFETY: Not posted, so the buffer, its handle and the id reference are still ours.

@@ -21,32 +21,39 @@ use crate::{
 };
 use kernel::sync::Arc;
 
-/// The completion `done` of a send of `id`. If it is the tracked MAD, its wait ran out, and
-/// the retry policy left the CM retries of its own, it goes out again (`None`: nothing is
-/// left to do). Otherwise the id gives back the send's use of its connection handle and, if
-/// it was the tracked MAD, forgets it: returned are the completion, to be freed once the lock
-/// is dropped, and the state the tracked MAD was sent in (`cm_process_send_error`'s check).
-pub(crate) fn untrack<'a>(
+/// The completion `done` of a send of `id` whose wait for an answer ran out: if it is the
+/// tracked MAD and the retry policy left the CM retries of its own, it goes out again
+/// (`None`: nothing is left to do). Otherwise as [`untrack`], returning the completion too.
+pub(crate) fn repost_or_untrack<'a>(
     id: &Arc<CmId>,
     mut done: Completed<'a>,
 ) -> Option<(Completed<'a>, Option<State>)> {
     let mut g = id.inner.lock();
-    if done.status == bindings::ib_wc_status_IB_WC_RESP_TIMEOUT_ERR && !g.destroyed {
-        if g.take_repost(done.buf(), id.cm_state()) {
-            match done.repost(id, &mut g) {
-                Ok(()) => return None,
-                // The device is going away or the post failed: the timeout stands.
-                Err(back) => done = back,
-            }
+    if !g.destroyed && g.take_repost(done.buf(), id.cm_state()) {
+        match done.repost(id, &mut g) {
+            Ok(()) => return None,
+            // The device is going away or the post failed: the timeout stands.
+            Err(back) => done = back,
         }
     }
+    let sent_in = untrack_locked(id, &mut g, &done);
+    drop(g);
+    Some((done, sent_in))
+}
+
+/// The completion `done` of a send of `id`: the id gives back the send's use of its connection
+/// handle and, if it was the tracked MAD, forgets it. Returned is the state the tracked MAD was
+/// sent in (`cm_process_send_error`'s check); the caller frees the completion after.
+pub(crate) fn untrack(id: &CmId, done: &Completed<'_>) -> Option<State> {
+    untrack_locked(id, &mut id.inner.lock(), done)
+}
+
+fn untrack_locked(id: &CmId, g: &mut CmIdInner, done: &Completed<'_>) -> Option<State> {
     if done.on_conn_ah && ah_in_flight(g.ah_sends) != 0 {
         g.ah_sends -= 1;
     }
-    end_conn_ah(id, &mut g);
-    let sent_in = g.untrack(done.buf());
-    drop(g);
-    Some((done, sent_in))
+    end_conn_ah(id, g);
+    g.untrack(done.buf())
 }
 
 /// Cancels the id's tracked MAD (`ib_cancel_mad`): one at the MAD layer completes with a

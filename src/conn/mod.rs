@@ -26,7 +26,7 @@ mod resend;
 pub(crate) mod sidr;
 
 use conn_ah::{cancel_tracked, end_conn_ah, on_conn_ah, retire_conn_ah};
-pub(crate) use conn_ah::{conn_ah_status, retire_conn_ahs, send_done, untrack};
+pub(crate) use conn_ah::{conn_ah_status, repost_or_untrack, retire_conn_ahs, send_done, untrack};
 use resend::{resend, Resend};
 
 use crate::alloc::CmBox;

@@ -194,12 +194,20 @@ pub(crate) fn complete(dev: &CmDevice, mut done: Completed<'_>) {
     if let Some(id) = done.id.take() {
         let status = done.status;
         // The id forgets the buffer (if it is its tracked one) before the buffer is freed, and
-        // gives back its use of the connection handle (the last one destroys it); or the
-        // buffer goes out again, a retry of the CM's own, keeping its slot.
-        let Some((done, failed_in)) = conn::untrack(&id, done) else {
-            return;
+        // gives back its use of the connection handle (the last one destroys it); or a buffer
+        // whose wait ran out goes out again, a retry of the CM's own, keeping its slot. The
+        // common case borrows the completion (no copy of it in and out).
+        let failed_in = if status == bindings::ib_wc_status_IB_WC_RESP_TIMEOUT_ERR {
+            let Some((done, failed_in)) = conn::repost_or_untrack(&id, done) else {
+                return;
+            };
+            drop(done);
+            failed_in
+        } else {
+            let failed_in = conn::untrack(&id, &done);
+            drop(done);
+            failed_in
         };
-        drop(done);
         if held_slot {
             release_slot(dev, port_num);
         }

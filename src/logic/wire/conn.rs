@@ -220,7 +220,10 @@ impl<'a> Req<'a> {
         set(p, 51, 4, 1, u64::from(self.srq));
         set(p, 51, 5, 3, u64::from(self.extended_transport_type));
         self.primary.encode_req(p, 52);
-        self.alternate.encode_req(p, 96);
+        // The payload is zeroed: an all-zero alternate (none) leaves nothing to write.
+        if self.alternate != Path::default() {
+            self.alternate.encode_req(p, 96);
+        }
         set(p, 139, 5, 1, u64::from(self.sap_supported));
         self.private_data.put(p, 140);
     }
