@@ -198,6 +198,11 @@ pub(crate) struct CmIdInner {
 ///   `remote_cm_qpn` at any time, so every read of those is volatile.
 /// - `users` is 1 (the owner's bias, until destroy) plus the uses in flight; once it reaches 0
 ///   it never rises again.
+/// - `work` is 1 while a thread delivers the id's events plus the events queued in
+///   `inner.events` for it (and any that could not be queued, until the deliverer finds the
+///   queue empty), except once destroy or a refused event took the queue. It rises only under
+///   `inner`'s lock, with the push of the event it counts; only the deliverer lowers it; it is
+///   reset to 0 only under `inner`'s lock.
 #[pin_data]
 pub(crate) struct CmId {
     /// The ABI handle. Must stay the object C callers point at; see [`CmId::from_raw`].
@@ -341,11 +346,13 @@ impl CmIdInner {
         }
         self.msg_reposts = 0;
         let msg = self.msg;
-        // SAFETY: A live buffer the id built (type invariant): its agent stays registered
-        // until every such buffer has completed.
-        let port_num = u32::from(unsafe { (*(*msg).mad_agent).port_num });
         // One posted when it was sent was never in the backlog: no look there.
-        let in_backlog = || dev.port(port_num).and_then(|p| waiting(&mut p.flow(), msg));
+        let in_backlog = || {
+            // SAFETY: A live buffer the id built (type invariant): its agent stays registered
+            // until every such buffer has completed.
+            let port_num = u32::from(unsafe { (*(*msg).mad_agent).port_num });
+            dev.port(port_num).and_then(|p| waiting(&mut p.flow(), msg))
+        };
         if let Some(r) = self.msg_queued.then(in_backlog).flatten() {
             // INVARIANT: still in the backlog or taken out of it, never posted: no completion
             // of the id's will clear it.
@@ -744,7 +751,10 @@ impl CmId {
     /// longer the deliverer (`atomic_add_negative(-1, &work_count)`): the common case takes
     /// no lock. `true`: more were counted, queued by holders of the lock.
     pub(crate) fn delivered_one(&self) -> bool {
-        self.work.fetch_sub(1, Ordering::AcqRel) != 1
+        let before = self.work.fetch_sub(1, Ordering::AcqRel);
+        // Only the deliverer, which a claim (or `Init::delivering`) made, gets here.
+        debug_assert!(before != 0);
+        before != 1
     }
 
     /// Under `inner`'s lock: no thread delivers from now on, whatever was counted (the
