@@ -185,8 +185,10 @@ pub(crate) struct Entry {
     ah: Arc<ReplyAh>,
 }
 
-/// Handles removed from the cache, dropped by the caller after it unlocks.
-pub(crate) type Evicted = Evicted_<Entry, SLOTS>;
+/// Handles removed from the cache, dropped by the caller after it unlocks: their references
+/// only, not the whole entries (a sweep's frame would otherwise hold several copies of 16
+/// keys).
+pub(crate) type Evicted = Evicted_<Arc<ReplyAh>, SLOTS>;
 
 /// The cached handles of one device; lives behind the device's cache lock. The slot and
 /// expiry policy is `logic::ttl_slots`: lookups skip expired handles, inserts reuse their slots
@@ -245,7 +247,7 @@ impl ReplyAhCache {
     /// The sweep at `now`: evicts what has expired and says in how many jiffies the next
     /// entry expires (`None`: the cache is empty, no sweep is needed until the next insert).
     pub(crate) fn next_sweep(&mut self, now: usize) -> (Evicted, Option<usize>) {
-        let evicted = self.slots.expire(now);
+        let evicted = self.slots.expire(now, |e| e.ah);
         (evicted, self.slots.next_expiry(now))
     }
 
@@ -277,6 +279,6 @@ impl ReplyAhCache {
     /// caller drops the handles after unlocking.
     pub(crate) fn take_all(&mut self, close: bool) -> Evicted {
         self.closed |= close;
-        self.slots.take_all()
+        self.slots.take_all(|e| e.ah)
     }
 }

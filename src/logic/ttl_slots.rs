@@ -42,13 +42,14 @@ impl<T, const N: usize> TtlSlots<T, N> {
         self.ttl
     }
 
-    /// Removes every entry that has expired at `now`.
-    pub(crate) fn expire(&mut self, now: usize) -> Evicted<T, N> {
+    /// Removes every entry that has expired at `now`, handing back what `keep` takes of each
+    /// (what the caller must drop after it unlocks: only that part is copied out).
+    pub(crate) fn expire<U>(&mut self, now: usize, keep: impl Fn(T) -> U) -> Evicted<U, N> {
         let ttl = self.ttl;
         let mut out = [const { None }; N];
         for (o, s) in out.iter_mut().zip(self.slots.iter_mut()) {
             if matches!(s, Some((born, _)) if !fresh(*born, now, ttl)) {
-                *o = s.take().map(|(_, t)| t);
+                *o = s.take().map(|(_, t)| keep(t));
             }
         }
         out
@@ -90,11 +91,11 @@ impl<T, const N: usize> TtlSlots<T, N> {
             .min()
     }
 
-    /// Removes every entry.
-    pub(crate) fn take_all(&mut self) -> Evicted<T, N> {
+    /// Removes every entry, handing back what `keep` takes of each (as [`TtlSlots::expire`]).
+    pub(crate) fn take_all<U>(&mut self, keep: impl Fn(T) -> U) -> Evicted<U, N> {
         let mut out = [const { None }; N];
         for (o, s) in out.iter_mut().zip(self.slots.iter_mut()) {
-            *o = s.take().map(|(_, t)| t);
+            *o = s.take().map(|(_, t)| keep(t));
         }
         out
     }
@@ -130,8 +131,8 @@ mod tests {
         assert!(s.insert(1000, 7).is_none());
         assert_eq!(s.find(1000 + TTL - 1, |&v| v == 7), Some(&7));
         assert_eq!(s.find(1000 + TTL, |&v| v == 7), None);
-        assert_eq!(count(&s.expire(1000 + TTL - 1)), 0);
-        assert_eq!(count(&s.expire(1000 + TTL)), 1);
+        assert_eq!(count(&s.expire(1000 + TTL - 1, |t| t)), 0);
+        assert_eq!(count(&s.expire(1000 + TTL, |t| t)), 1);
         assert_eq!(live(&s), [0; 4]);
         assert_eq!(s.next_expiry(1000 + TTL), None);
     }
@@ -146,11 +147,11 @@ mod tests {
         assert!(now < born);
         assert_eq!(s.find(now, |_| true), Some(&1));
         assert_eq!(s.next_expiry(now), Some(TTL - 20));
-        assert_eq!(count(&s.expire(now)), 0);
+        assert_eq!(count(&s.expire(now, |t| t)), 0);
         // And it expires on time after the wrap.
         let later = born.wrapping_add(TTL);
         assert_eq!(s.find(later, |_| true), None);
-        assert_eq!(count(&s.expire(later)), 1);
+        assert_eq!(count(&s.expire(later, |t| t)), 1);
     }
 
     #[test]
@@ -200,7 +201,7 @@ mod tests {
         // The first 5 expired at 250; the second is found.
         assert_eq!(s.find(300, |&v| v == 5), Some(&5));
         assert_eq!(s.find(300, |&v| v == 8), None);
-        assert_eq!(count(&s.expire(300)), 1);
+        assert_eq!(count(&s.expire(300, |t| t)), 1);
         assert_eq!(live(&s), [0, 5, 6, 0]);
     }
 
@@ -209,7 +210,7 @@ mod tests {
         let mut s = TtlSlots::<u32, 2>::new(TTL);
         s.insert(0, 1);
         s.insert(0, 2);
-        assert_eq!(count(&s.take_all()), 2);
+        assert_eq!(count(&s.take_all(|t| t)), 2);
         assert_eq!(live(&s), [0, 0]);
         assert_eq!(s.next_expiry(0), None);
     }
