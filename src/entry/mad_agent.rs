@@ -144,11 +144,29 @@ fn process(dev: ArcBorrow<'_, CmDevice>, port_num: u32, attr: AttrId, wc: &RecvW
     let dev: &CmDevice = &owner;
     match attr {
         AttrId::Req => conn::req::on_req(owner, port_num, wc, &hdr, ReqView(p)),
-        AttrId::SidrReq => conn::sidr::on_sidr_req(owner, port_num, wc, &hdr, &SidrReq::decode(p)),
         AttrId::Rep => conn::rep_rtu::on_rep(dev, port_num, wc, &hdr, RepView(p)),
         AttrId::Rtu => conn::rep_rtu::on_rtu(dev, port_num, wc, CommIdsView(p)),
         AttrId::Dreq => conn::dreq_drep::on_dreq(dev, port_num, wc, &hdr, CommIdsView(p)),
         AttrId::Drep => conn::dreq_drep::on_drep(wc, CommIdsView(p)),
+        _ => process_other(owner, port_num, attr, wc, &hdr, p),
+    }
+}
+
+/// The messages a connection of rdma_cm's usual kind never receives (SIDR, REJ, MRA, LAP,
+/// APR): decoded and handled out of line, so that their decoded messages and their handlers'
+/// locals do not grow the receive work's frame on the common path.
+#[inline(never)]
+fn process_other(
+    owner: ArcBorrow<'_, CmDevice>,
+    port_num: u32,
+    attr: AttrId,
+    wc: &RecvWc,
+    hdr: &RecvHdr<'_>,
+    p: &[u8],
+) {
+    let dev: &CmDevice = &owner;
+    match attr {
+        AttrId::SidrReq => conn::sidr::on_sidr_req(owner, port_num, wc, hdr, &SidrReq::decode(p)),
         AttrId::Rej => {
             let rej = Rej::decode(p);
             if let Some(port) = dev.port(port_num) {
@@ -158,8 +176,10 @@ fn process(dev: ArcBorrow<'_, CmDevice>, port_num: u32, attr: AttrId, wc: &RecvW
         }
         AttrId::Mra => conn::rej_mra::on_mra(dev, port_num, wc, &Mra::decode(p)),
         AttrId::SidrRep => conn::sidr::on_sidr_rep(wc, &SidrRep::decode(p)),
-        AttrId::Lap => conn::lap_apr::on_lap(dev, port_num, wc, &hdr, &Lap::decode(p)),
+        AttrId::Lap => conn::lap_apr::on_lap(dev, port_num, wc, hdr, &Lap::decode(p)),
         AttrId::Apr => conn::lap_apr::on_apr(dev, port_num, wc, &Apr::decode(p)),
+        // Handled by `process`.
+        AttrId::Req | AttrId::Rep | AttrId::Rtu | AttrId::Dreq | AttrId::Drep => {}
     }
 }
 
