@@ -152,9 +152,9 @@ fn process(dev: ArcBorrow<'_, CmDevice>, port_num: u32, attr: AttrId, wc: &RecvW
     }
 }
 
-/// The messages a connection of rdma_cm's usual kind never receives (SIDR, REJ, MRA, LAP,
-/// APR): decoded and handled out of line, so that their decoded messages and their handlers'
-/// locals do not grow the receive work's frame on the common path.
+/// The messages that an accepted connection's ordinary life does not bring (SIDR, REJ, MRA,
+/// LAP, APR): decoded and handled out of line, so that their decoded messages and their
+/// handlers' locals do not grow the receive work's frame on the common path.
 #[inline(never)]
 fn process_other(
     owner: ArcBorrow<'_, CmDevice>,
