@@ -145,6 +145,7 @@ struct ibcm_params {
 	int flow_control_backlog;
 	int recv_queue_limit; /* 0: none */
 	int conn_ahs_per_device; /* -1: half the device's max_ah; 0: none */
+	int send_pool_size; /* 0: no spare send buffers */
 };
 extern struct ibcm_params ibcm_params;
 /* Work requests on the receive queue of the port's MAD QP (0: unknown). May sleep. */

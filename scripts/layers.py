@@ -31,7 +31,8 @@ SRC = os.path.join(TOP, "src")
 LAYERS = [
     ("L0 logic", ["logic/"]),
     ("L1 rim", ["bindings.rs", "alloc.rs", "backlog.rs", "lock.rs", "error.rs", "use_count.rs", "slot.rs",
-                "wq.rs", "comm_index.rs", "ah.rs", "av.rs", "recv_wc.rs", "path.rs", "tunables.rs"]),
+                "wq.rs", "comm_index.rs", "ah.rs", "av.rs", "recv_wc.rs", "path.rs", "tunables.rs",
+                "send_pool.rs"]),
     ("L2 objects", ["cm_id.rs", "device.rs", "listen.rs", "timewait.rs", "tw_queue.rs", "port.rs",
                     "event.rs", "reply_ah.rs", "send.rs", "trace.rs"]),
     ("L3 containers", ["comm_id.rs", "remote.rs"]),

@@ -582,6 +582,11 @@ impl<I> DeviceOf<I> {
         let agent = port.agent();
         port.set_agent(core::ptr::null_mut());
         if !agent.is_null() {
+            // The spare send buffers hold references to the agent, which its unregistration
+            // waits for: they are freed first (outside the pool's lock), and completions from
+            // now on free theirs.
+            let spare = port.pool().close();
+            drop(spare);
             // SAFETY: `agent` was registered by `register_port` and is unregistered once; this
             // waits for its callbacks to return.
             unsafe { bindings::ib_unregister_mad_agent(agent) };

@@ -332,6 +332,7 @@ struct ibcm_params ibcm_params = {
 	.flow_control_backlog = 16384,
 	.recv_queue_limit = 16384,
 	.conn_ahs_per_device = -1,
+	.send_pool_size = 128,
 };
 
 /* The budget of connection address handles (src/ah.rs). */
@@ -387,6 +388,8 @@ IBCM_RANGE_PARAM(flow_control_backlog, 0, 262144,
 		 "REQ/DREQ/LAP/SIDR_REQ MADs that may wait per port; a send beyond fails with -ENOMEM");
 IBCM_RANGE_PARAM(recv_queue_limit, 0, 1048576,
 		 "Received MADs a port may have waiting for the CM; beyond it REQs and SIDR_REQs are dropped, beyond twice it all (0: no limit, as the in-tree CM)");
+IBCM_RANGE_PARAM(send_pool_size, 0, 4096,
+		 "Spare MAD send buffers (1 KiB each) a port keeps for its next sends (0: none, a buffer per MAD as the in-tree CM)");
 
 u32 ibcm_glue_mad_recv_queue_size(struct ib_mad_agent *agent)
 {

@@ -33,6 +33,7 @@ mod recv_wc;
 mod remote;
 mod reply_ah;
 mod send;
+mod send_pool;
 mod slot;
 mod timewait;
 mod trace;

@@ -13,6 +13,7 @@ use crate::{
         flow,
         wire::{AttrId, ATTR_COUNT},
     },
+    send_pool::SendPool,
     use_count::Places,
 };
 use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
@@ -57,6 +58,9 @@ pub(crate) struct CmPort {
     /// Flow control of the controlled MADs sent from this port (`send.rs`). Taken inside an
     /// id's lock, never the other way round.
     flow: Pin<KBox<SpinLockIrq<Flow>>>,
+    /// Spare send buffers of the agent (`send_pool.rs`). A leaf lock: nothing is taken
+    /// inside it.
+    pool: Pin<KBox<SpinLockIrq<SendPool>>>,
 }
 
 impl CmPort {
@@ -70,7 +74,16 @@ impl CmPort {
             recv: Places::new(),
             rej: [const { [const { AtomicU64::new(0) }; REJ_REASONS] }; 2],
             flow: KBox::pin_init(new_spinlock_irq!(Flow::new(), "CmPort::flow"), GFP_KERNEL)?,
+            pool: KBox::pin_init(
+                new_spinlock_irq!(SendPool::new(), "CmPort::pool"),
+                GFP_KERNEL,
+            )?,
         })
+    }
+
+    /// The port's spare send buffers, locked.
+    pub(crate) fn pool(&self) -> SpinLockIrqGuard<'_, SendPool> {
+        self.pool.lock()
     }
 
     /// The port's flow-control state, locked.

@@ -18,6 +18,7 @@ use crate::{
     backlog::{Spare, Unposted, UnpostedList},
     bindings,
     cm_id::{CmDevice, CmId, CmIdInner, PostedMad},
+    device::GateGuard,
     error::ptr_error,
     logic::{
         flow::{self, Admit},
@@ -28,6 +29,7 @@ use crate::{
     port::{CmPort, Counter},
     recv_wc::RecvWc,
     reply_ah::ReplyAh,
+    send_pool::POOL_PKEY_INDEX,
     tunables,
 };
 use core::mem::ManuallyDrop;
@@ -74,22 +76,38 @@ pub(crate) enum SendAh {
 }
 
 /// What `context[0]` of a buffer on its id's connection handle points at: neither an own
-/// handle (NULL) nor a cached reply handle (an `Arc<ReplyAh>`).
-static CONN_AH_TAG: u8 = 0;
+/// handle (NULL) nor a cached reply handle (an `Arc<ReplyAh>`). Word-aligned, as those are,
+/// so bit 0 is free for [`POOLED`].
+static CONN_AH_TAG: u64 = 0;
 
 fn conn_ah_tag() -> *mut ffi::c_void {
     core::ptr::addr_of!(CONN_AH_TAG).cast_mut().cast()
 }
 
+/// Bit 0 of `context[0]`: the buffer was created for its port's pool (`send_pool.rs`: QP1,
+/// P_Key index [`POOL_PKEY_INDEX`]) and goes back there once its send is over.
+const POOLED: usize = 1;
+
+/// `context[0]` without the [`POOLED`] bit, and the bit.
+fn split_ctx(ctx: *mut ffi::c_void) -> (*mut ffi::c_void, bool) {
+    // CAST: the pointer's address, to read and clear its tag.
+    let pooled = (ctx as usize) & POOLED != 0;
+    (
+        ctx.cast::<u8>().wrapping_sub(usize::from(pooled)).cast(),
+        pooled,
+    )
+}
+
 impl SendAh {
     /// Moves the handle into `buf`: `buf.ah` is the handle, `buf.context[0]` the shared
-    /// reference (NULL for an own handle, the tag for the id's connection handle),
-    /// both released by [`release`].
+    /// reference (NULL for an own handle, the tag for the id's connection handle), marked
+    /// [`POOLED`] if `pooled`, both released by [`recycle`].
     ///
     /// # Safety
     ///
-    /// `buf` must be a send buffer we own and have not posted.
-    unsafe fn into_buf(self, buf: *mut bindings::ib_mad_send_buf) {
+    /// `buf` must be a send buffer we own and have not posted; `pooled` only if
+    /// [`new_buf`] made or took it for the pool.
+    unsafe fn into_buf(self, buf: *mut bindings::ib_mad_send_buf, pooled: bool) {
         let this = ManuallyDrop::new(self);
         let (ah, ctx) = match &*this {
             SendAh::Own(ah) => (*ah, core::ptr::null_mut()),
@@ -104,7 +122,7 @@ impl SendAh {
         // SAFETY: `buf` is ours (caller).
         unsafe {
             (*buf).ah = ah;
-            (*buf).context[0] = ctx;
+            (*buf).context[0] = ctx.cast::<u8>().wrapping_add(usize::from(pooled)).cast();
         }
     }
 }
@@ -118,35 +136,96 @@ impl Drop for SendAh {
     }
 }
 
-/// Releases the address handle of a send buffer filled by [`SendAh::into_buf`]; a buffer on
-/// its id's connection handle leaves the handle alone (its id accounts for it).
+/// Releases the address handle of a send buffer filled by [`SendAh::into_buf`] (a buffer on
+/// its id's connection handle leaves the handle alone: its id accounts for it), then gives
+/// the buffer back to its port's pool if it was made for it and the pool takes it, or frees
+/// it (`port`: the buffer's port; `None` frees it).
 ///
 /// # Safety
 ///
-/// `buf` must be such a buffer whose send completed or was never posted; called once.
-unsafe fn release(buf: *mut bindings::ib_mad_send_buf) {
+/// `buf` must be such a buffer whose send completed or was never posted, with no id
+/// reference left in `context[1]`; called once.
+unsafe fn recycle(port: Option<&CmPort>, buf: *mut bindings::ib_mad_send_buf) {
     // SAFETY: `buf` is ours (caller).
     let (ah, ctx) = unsafe { ((*buf).ah, (*buf).context[0]) };
+    let (ctx, pooled) = split_ctx(ctx);
     if ctx == conn_ah_tag() {
-        return;
-    }
-    if !ctx.is_null() {
+        // The id's connection handle.
+    } else if !ctx.is_null() {
         // SAFETY: `context[0]` holds the reference `into_buf` moved in; taken back once.
         drop(unsafe { Arc::<ReplyAh>::from_raw(ctx.cast::<ReplyAh>()) });
     } else if !ah.is_null() {
         // SAFETY: An own handle of this send, not used any more.
         unsafe { bindings::ibcm_glue_destroy_ah(ah) };
     }
+    let port = port.filter(|_| pooled);
+    // SAFETY: `buf` is ours, its handle and references released (above, caller); one made for
+    // the pool of its port (its tag) meets the pool's terms once its fields are cleared, and
+    // what the pool refuses (or any other buffer) is freed, once.
+    unsafe {
+        (*buf).ah = core::ptr::null_mut();
+        (*buf).context = [core::ptr::null_mut(); 2];
+        let refused = match port {
+            Some(port) => port.pool().put(buf, tunables::send_pool_size()).err(),
+            None => Some(buf),
+        };
+        if let Some(buf) = refused {
+            bindings::ib_free_send_mad(buf);
+        }
+    }
 }
 
-/// Encodes `msg` into the MAD of a send buffer from `ib_create_send_mad` with the CM's sizes
-/// (header plus payload: one whole MAD), in place, with no copy through the stack. The MAD is
-/// all zeros (`ib_create_send_mad` allocates the buffer with `kzalloc`), so it is not cleared
-/// again.
+/// A send buffer of `port`'s agent for a MAD to `remote_qpn` with `pkey_index`, with an
+/// all-zero MAD, and whether it is the pool's: a spare one from the port's pool if the pool
+/// serves those ([`crate::send_pool`]), else a new one (`gfp`), made for the pool if it would
+/// serve it. `_gate` is the device's send gate, which keeps the agent registered.
+fn new_buf(
+    port: &CmPort,
+    _gate: &GateGuard<'_>,
+    remote_qpn: u32,
+    pkey_index: u16,
+    gfp: bindings::gfp_t,
+) -> Result<(*mut bindings::ib_mad_send_buf, bool)> {
+    let poolable =
+        remote_qpn == QP1 && pkey_index == POOL_PKEY_INDEX && tunables::send_pool_size() != 0;
+    if poolable {
+        if let Some(buf) = port.pool().take() {
+            return Ok((buf, true));
+        }
+    }
+    let agent = port.agent();
+    if agent.is_null() {
+        return Err(EINVAL);
+    }
+    // SAFETY: `agent` is registered while the gate is held; sizes are the CM's fixed MAD
+    // layout.
+    let buf = unsafe {
+        bindings::ib_create_send_mad(
+            agent,
+            remote_qpn,
+            pkey_index,
+            0,
+            // CAST: 24 and 232 fit in an int.
+            MAD_HDR_LEN as i32,
+            PAYLOAD_LEN as i32,
+            gfp,
+            BASE_VERSION,
+        )
+    };
+    if let Some(e) = ptr_error(buf, ENOMEM) {
+        return Err(e);
+    }
+    Ok((buf, poolable))
+}
+
+/// Encodes `msg` into the MAD of a send buffer from [`new_buf`] (the CM's sizes: header plus
+/// payload, one whole MAD), in place, with no copy through the stack. The MAD is all zeros
+/// (`ib_create_send_mad` allocates the buffer with `kzalloc`; a spare one from the pool is
+/// cleared when taken), so it is not cleared again.
 ///
 /// # Safety
 ///
-/// `buf` must be such a buffer that we own, have not posted and have not written to.
+/// `buf` must be such a buffer that we own, have not posted and have not written to since.
 unsafe fn encode_into(
     buf: *mut bindings::ib_mad_send_buf,
     msg: &CmMessage<'_>,
@@ -213,7 +292,8 @@ pub(crate) unsafe fn send(
     gfp_atomic: bool,
 ) -> Result {
     let _gate = dev.enter_send().ok_or(ENODEV)?;
-    let agent = dev.port(port_num).map(|p| p.agent()).ok_or(EINVAL)?;
+    let port = dev.port(port_num).ok_or(EINVAL)?;
+    let agent = port.agent();
     if agent.is_null() {
         return Err(ENODEV);
     }
@@ -262,29 +342,13 @@ pub(crate) unsafe fn send(
     } else {
         bindings::GFP_KERNEL
     };
-    // SAFETY: `agent` is registered; sizes are the CM's fixed MAD layout.
-    let buf = unsafe {
-        bindings::ib_create_send_mad(
-            agent,
-            remote_qpn,
-            pkey_index,
-            0,
-            // CAST: 24 and 232 fit in an int.
-            MAD_HDR_LEN as i32,
-            PAYLOAD_LEN as i32,
-            gfp,
-            BASE_VERSION,
-        )
-    };
-    if let Some(e) = ptr_error(buf, ENOMEM) {
-        // `ah` is dropped: an own handle is destroyed, a shared one released.
-        return Err(e);
-    }
-    // SAFETY: `buf` is a fresh send buffer we own until it is posted.
-    unsafe { encode_into(buf, msg, tid, attr_mod) };
-    // SAFETY: `buf` is ours until it is posted, and `ah` moves into it.
+    // On failure `ah` is dropped: an own handle is destroyed, a shared one released.
+    let (buf, pooled) = new_buf(port, &_gate, remote_qpn, pkey_index, gfp)?;
+    // SAFETY: `buf` is a send buffer with a zero MAD that we own until it is posted; the
+    // message goes into its MAD and `ah` moves into it.
     unsafe {
-        ah.into_buf(buf);
+        encode_into(buf, msg, tid, attr_mod);
+        ah.into_buf(buf, pooled);
         (*buf).timeout_ms = 0;
         (*buf).retries = 0;
     }
@@ -292,10 +356,7 @@ pub(crate) unsafe fn send(
     let ret = unsafe { bindings::ib_post_send_mad(buf, core::ptr::null_mut()) };
     if ret != 0 {
         // SAFETY: Not posted, so the buffer and its handle are still ours.
-        unsafe {
-            release(buf);
-            bindings::ib_free_send_mad(buf);
-        }
+        unsafe { recycle(Some(port), buf) };
         return Err(Error::from_errno(ret));
     }
     Ok(())
@@ -366,39 +427,28 @@ pub(crate) fn send_for_id(
         }
     };
     let on_conn_ah = matches!(ah, SendAh::Conn(_));
-    let buf = if forced_failure() {
-        core::ptr::null_mut()
-    } else {
-        // SAFETY: `agent` is registered; sizes are the CM's fixed MAD layout.
-        unsafe {
-            bindings::ib_create_send_mad(
-                agent,
-                id.remote_cm_qpn(),
-                av.pkey_index,
-                0,
-                // CAST: 24 and 232 fit in an int.
-                MAD_HDR_LEN as i32,
-                PAYLOAD_LEN as i32,
-                bindings::GFP_ATOMIC,
-                BASE_VERSION,
-            )
-        }
-    };
-    if let Some(e) = ptr_error(buf, ENOMEM) {
-        return Err(e);
+    if forced_failure() {
+        return Err(ENOMEM);
     }
+    let (buf, pooled) = new_buf(
+        port,
+        &_gate,
+        id.remote_cm_qpn(),
+        av.pkey_index,
+        bindings::GFP_ATOMIC,
+    )?;
     if let Some(ev) = trace {
         crate::trace::id(ev, id);
     }
-    // SAFETY: `buf` is a fresh send buffer we own until it is posted.
-    unsafe { encode_into(buf, msg, tid, attr_mod) };
     // The buffer holds a reference (the id's memory until the completion), not a use:
     // `ib_destroy_cm_id()` waits for the id's callbacks, not for its MADs to leave the wire
     // (the completion takes a use of its own for the one thing it may deliver, a `*_ERROR`).
     let owner = Arc::into_raw(id.clone());
-    // SAFETY: `buf` is ours until it is posted, and `ah` and the id reference move into it.
+    // SAFETY: `buf` is a send buffer with a zero MAD that we own until it is posted; the
+    // message goes into its MAD, and `ah` and the id reference move into it.
     unsafe {
-        ah.into_buf(buf);
+        encode_into(buf, msg, tid, attr_mod);
+        ah.into_buf(buf, pooled);
         (*buf).context[1] = owner.cast_mut().cast();
         (*buf).timeout_ms = if timeout_ms == 0 {
             0
@@ -427,9 +477,8 @@ pub(crate) fn send_for_id(
     if ret != 0 {
         // SAFETY: Not posted, so the buffer, its handle and the id reference are still ours.
         unsafe {
-            release(buf);
-            bindings::ib_free_send_mad(buf);
             drop(Arc::from_raw(owner));
+            recycle(Some(port), buf);
         }
         return Err(Error::from_errno(ret));
     }
@@ -613,8 +662,9 @@ fn create_ah(
 }
 
 /// A completed send, taken back from the MAD layer (the first half of `cm_send_handler`):
-/// counted, with the id reference the buffer carried; dropping it frees the buffer and its
-/// address handle, unless [`Completed::repost`] gave it back to the MAD layer.
+/// counted, with the id reference the buffer carried; dropping it releases the buffer's
+/// address handle and frees the buffer or gives it back to its port's pool ([`recycle`]),
+/// unless [`Completed::repost`] gave it back to the MAD layer.
 ///
 /// # Invariants
 ///
@@ -736,7 +786,7 @@ impl<'a> Completed<'a> {
             attr,
             held_slot: went_out && id.is_some() && attr.is_some_and(flow::controlled),
             id,
-            on_conn_ah: ctx == conn_ah_tag(),
+            on_conn_ah: split_ctx(ctx).0 == conn_ah_tag(),
             status,
         }
     }
@@ -809,10 +859,7 @@ impl Drop for Completed<'_> {
             self.count(Counter::TxTimeouts, 1);
         }
         // SAFETY: The send is complete; the buffer and its handle are ours to release, once
-        // (type invariants).
-        unsafe {
-            release(self.buf);
-            bindings::ib_free_send_mad(self.buf);
-        }
+        // (type invariants), and the id reference was taken out of it (`Completed::own`).
+        unsafe { recycle(self.dev.port(self.port_num), self.buf) };
     }
 }

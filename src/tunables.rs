@@ -74,3 +74,8 @@ pub(crate) fn recv_queue_limit() -> u32 {
 pub(crate) fn conn_ahs_per_device() -> i32 {
     tunable!(conn_ahs_per_device)
 }
+
+/// `send_pool_size`: how many spare send buffers a port keeps (`send_pool.rs`; 0: none).
+pub(crate) fn send_pool_size() -> u32 {
+    u32::try_from(tunable!(send_pool_size)).unwrap_or(0)
+}

@@ -848,6 +848,64 @@ extern "C" fn req_without_listener_gets_rej(_test: *mut bindings::kunit) {
     }
 }
 
+/// Spare send buffers (`send_pool.rs`): a completed MAD's buffer goes back to its port's pool,
+/// the next send to QP1 with P_Key index 0 takes it (the last one back, first), and its MAD is
+/// cleared before the next message is encoded: a DREQ sent in a spare buffer whose MAD holds
+/// garbage must go out with its empty private data all zeros.
+extern "C" fn spare_send_buffers_are_reused_cleared(_test: *mut bindings::kunit) {
+    use crate::logic::wire::{conn::Dreq, field::Bytes, MAD_HDR_LEN};
+    let Some((_d0, d1, av)) = two_devices() else {
+        return;
+    };
+    let Some(port) = d1.cm.port(1) else {
+        fail!("rxe1 has a port 1");
+        return;
+    };
+    // A REQ to no listener (answered with a REJ) leaves at least its buffer in the pool.
+    let req = test_req(UNKNOWN_SID, 0x6677_0101, &av);
+    expect!(exchange(&d1, &av, &CmMessage::Req(req), 0x0000_CAFE_0000_0031, 0x12).is_some());
+    sleep_ms(200);
+    let (spare, b) = {
+        let pool = port.pool();
+        let (n, b) = pool.peek();
+        if !b.is_null() {
+            // SAFETY: The pool's buffer, untouched by anyone else while its lock is held; its
+            // MAD is 256 bytes.
+            unsafe { core::ptr::write_bytes((*b).mad.cast::<u8>(), 0xFF, WIRE_MAD_LEN) };
+        }
+        (n, b)
+    };
+    expect!(spare >= 1 && !b.is_null());
+    // Room for one more: a DREQ made in a new buffer would be kept too, and seen.
+    expect!(spare < crate::tunables::send_pool_size());
+    // A DREQ for no connection: rxe0 answers with a DREP (`cm_issue_drep`).
+    let tid = 0x0000_CAFE_0000_0032u64;
+    let dreq = CmMessage::Dreq(Dreq {
+        local_comm_id: 0x6677_0102,
+        remote_comm_id: 0x6677_0103,
+        remote_qpn_eecn: 0x456,
+        private_data: Bytes::EMPTY,
+    });
+    let mut out = [0u8; WIRE_MAD_LEN];
+    let start = capture(u32::MAX, &mut out);
+    expect!(exchange(&d1, &av, &dreq, tid, 0x16).is_some());
+    let count = capture(u32::MAX, &mut out);
+    let mut seen = false;
+    for index in start..count {
+        capture(index, &mut out);
+        if out[8..16] == tid.to_be_bytes() && out[16..18] == [0x00, 0x15] {
+            seen = true;
+            expect!(out[MAD_HDR_LEN..MAD_HDR_LEN + 4] == 0x6677_0102u32.to_be_bytes());
+            expect!(out[MAD_HDR_LEN + 12..].iter().all(|b| *b == 0));
+        }
+    }
+    expect!(seen);
+    // The DREQ went in that buffer, which is back on top once the send completed (well within
+    // the DREP's round trip and the wait): a new buffer would be on top, one more spare.
+    sleep_ms(200);
+    expect!(port.pool().peek() == (spare, b));
+}
+
 extern "C" fn sidr_without_listener_gets_unsupported(_test: *mut bindings::kunit) {
     let Some((_d0, d1, av)) = two_devices() else {
         return;
@@ -1310,7 +1368,7 @@ const fn suite(name: &[u8], cases: *mut bindings::kunit_case) -> bindings::kunit
 
 // KUnit writes run status into the cases and the suite, hence `static mut`; nothing in Rust
 // touches them after initialisation.
-static mut CASES: [bindings::kunit_case; 21] = [
+static mut CASES: [bindings::kunit_case; 22] = [
     case(c"tree_share_and_release", tree_share_and_release),
     case(c"conn_tables_vacancy_hint", conn_tables_vacancy_hint),
     case(c"listen_never_shares", listen_never_shares),
@@ -1360,6 +1418,10 @@ static mut CASES: [bindings::kunit_case; 21] = [
     case(
         c"pending_event_boxed_only_to_queue",
         pending_event_boxed_only_to_queue,
+    ),
+    case(
+        c"spare_send_buffers_are_reused_cleared",
+        spare_send_buffers_are_reused_cleared,
     ),
     // SAFETY: The zeroed terminator KUnit looks for.
     unsafe { core::mem::zeroed() },

@@ -702,6 +702,18 @@ if [ "$CM" = rs ]; then
 		e2e "not ok cmtime_without_conn_ahs_$CM # cannot write $P"
 	fi
 	echo -1 >$P
+	# No spare send buffers (send_pool_size 0): every MAD gets a buffer of its own and frees
+	# it, as the in-tree CM; the connections work the same.
+	SP=/sys/module/ib_cm/parameters/send_pool_size
+	sp0=$(cat $SP)
+	if echo 0 >$SP; then
+		if pair cmtime_without_send_pool 120 7197 "cmtime -b 10.0.0.1 -p 7197" "cmtime -s 10.0.0.1 -b 10.0.0.2 -p 7197 -c 50" forever; then
+			pair_result cmtime_without_send_pool
+		fi
+	else
+		e2e "not ok cmtime_without_send_pool_$CM # cannot write $SP"
+	fi
+	echo "$sp0" >$SP
 	# The driver cannot make the handle (the test build's fail_conn_ahs fails every creation,
 	# as a driver out of handles or memory would): the same fallback, counted as failed.
 	F=/sys/module/ib_cm/parameters/fail_conn_ahs
