@@ -554,12 +554,9 @@ unsafe fn post_controlled(
 /// a completion or a queued kick ahead of it (or removal, which completes it).
 const DEQUEUE_BATCH: u32 = 32;
 
-/// A completed controlled MAD of `port_num` gives its slot back, and the waiting ones take the
+/// A completed controlled MAD of `port` gives its slot back, and the waiting ones take the
 /// free slots ([`drain`]).
-pub(crate) fn release_slot(dev: &CmDevice, port_num: u32) -> UnpostedList {
-    let Some(port) = dev.port(port_num) else {
-        return UnpostedList::new();
-    };
+pub(crate) fn release_slot(dev: &CmDevice, port: &CmPort) -> UnpostedList {
     drain(dev, port, true)
 }
 
@@ -668,14 +665,16 @@ fn create_ah(
 ///
 /// # Invariants
 ///
-/// `buf` is a buffer posted by [`send`] or [`send_for_id`] through an agent of `dev` on port
-/// `port_num` whose send has completed, or one of `send_for_id` that never went out
-/// ([`Completed::unposted`]): it is ours, its address handle or connection-handle
-/// tag is still in `context[0]`, and it is freed once, by `drop`, or posted again, once.
+/// `buf` is a buffer posted by [`send`] or [`send_for_id`] through an agent of `dev` on the
+/// port `port` (`None` if `dev` has no such port) whose send has completed, or one of
+/// `send_for_id` that never went out ([`Completed::unposted`]): it is ours, its address
+/// handle or connection-handle tag is still in `context[0]`, and it is freed once, by `drop`,
+/// or posted again, once.
 pub(crate) struct Completed<'a> {
     buf: *mut bindings::ib_mad_send_buf,
     dev: &'a CmDevice,
-    port_num: u32,
+    /// The port, looked up once for the counters, the pool and the flow-control slot.
+    port: Option<&'a CmPort>,
     attr: Option<AttrId>,
     /// The id the buffer held a reference to (`context[1]`), taken back.
     pub(crate) id: Option<Arc<CmId>>,
@@ -715,7 +714,7 @@ impl<'a> Completed<'a> {
         };
         // SAFETY: The completed buffer, ours and taken back once (caller).
         let done = unsafe { Self::own(dev, port_num, buf, status, true) };
-        if let (Some(port), Some(attr)) = (dev.port(port_num), done.attr) {
+        if let (Some(port), Some(attr)) = (done.port, done.attr) {
             let mut retries = u64::try_from(retries).unwrap_or(0);
             // cm.c counts an id-less answer other than a REJ (a retransmission's answer, a DREP
             // for an unknown DREQ) as sent twice with one retry.
@@ -782,7 +781,7 @@ impl<'a> Completed<'a> {
         Self {
             buf,
             dev,
-            port_num,
+            port: dev.port(port_num),
             attr,
             held_slot: went_out && id.is_some() && attr.is_some_and(flow::controlled),
             id,
@@ -791,9 +790,9 @@ impl<'a> Completed<'a> {
         }
     }
 
-    /// The port it was sent from.
-    pub(crate) fn port_num(&self) -> u32 {
-        self.port_num
+    /// The port it was sent from, if its device has it.
+    pub(crate) fn port(&self) -> Option<&'a CmPort> {
+        self.port
     }
 
     /// The buffer, as an identity (the id's tracked MAD is compared with it).
@@ -803,7 +802,7 @@ impl<'a> Completed<'a> {
 
     /// Adds `n` to the message's `counter` on its port.
     fn count(&self, counter: Counter, n: u64) {
-        if let (Some(port), Some(attr)) = (self.dev.port(self.port_num), self.attr) {
+        if let (Some(port), Some(attr)) = (self.port, self.attr) {
             port.count(counter, attr.counter_index(), n);
         }
     }
@@ -860,6 +859,6 @@ impl Drop for Completed<'_> {
         }
         // SAFETY: The send is complete; the buffer and its handle are ours to release, once
         // (type invariants), and the id reference was taken out of it (`Completed::own`).
-        unsafe { recycle(self.dev.port(self.port_num), self.buf) };
+        unsafe { recycle(self.port, self.buf) };
     }
 }

@@ -18,7 +18,7 @@ use crate::{
         sidr::{SidrRep, SidrReq},
         AttrId, RecvHdr, WireError,
     },
-    port::Counter,
+    port::{CmPort, Counter},
     recv_wc::{RecvWc, RecvWork},
     send::{self, Completed},
     tunables,
@@ -209,7 +209,7 @@ pub(crate) unsafe extern "C" fn ibcm_rs_send_done(
 /// reported to the protocol, and a slot of the port's flow control the MAD held is given
 /// back, the waiting MADs it lets out that could not be posted being completed in turn.
 pub(crate) fn complete(dev: &CmDevice, mut done: Completed<'_>) {
-    let port_num = done.port_num();
+    let port = done.port();
     let held_slot = done.held_slot;
     if let Some(id) = done.id.take() {
         let status = done.status;
@@ -229,21 +229,23 @@ pub(crate) fn complete(dev: &CmDevice, mut done: Completed<'_>) {
             failed_in
         };
         if held_slot {
-            release_slot(dev, port_num);
+            release_slot(dev, port);
         }
         conn::send_done(&id, failed_in, status);
     } else {
         drop(done);
         if held_slot {
-            release_slot(dev, port_num);
+            release_slot(dev, port);
         }
     }
 }
 
-/// Gives a flow-control slot of `port_num` back; the MADs it lets out whose post failed fail
+/// Gives a flow-control slot of `port` back; the MADs it lets out whose post failed fail
 /// as a send error would (their ids get the `*_ERROR` event of their state).
-fn release_slot(dev: &CmDevice, port_num: u32) {
-    fail_unposted(dev, send::release_slot(dev, port_num));
+fn release_slot(dev: &CmDevice, port: Option<&CmPort>) {
+    if let Some(port) = port {
+        fail_unposted(dev, send::release_slot(dev, port));
+    }
 }
 
 /// Completes MADs whose post from the backlog failed as a send error.
