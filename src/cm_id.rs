@@ -26,7 +26,7 @@ use crate::{
     listen::{listen_errno, Inserted, ListenReservation, Listener},
     lock::{new_spinlock_irq, SpinLockIrq},
     logic::{
-        remote::RemoteKey,
+        remote::SidrKey,
         service_id::ServiceId,
         state::{Lap, State},
     },
@@ -170,8 +170,8 @@ pub(crate) struct CmIdInner {
     pub(crate) alt_av: Option<CmBox<Av>>,
     /// Connection parameters.
     pub(crate) conn: Conn,
-    /// The keys the id is registered under in the remote tables.
-    pub(crate) remote: Option<RemoteKey>,
+    /// Where the id is filed in the remote tables.
+    pub(crate) remote: Option<Filed>,
     /// Private data of the last MRA, RTU or DREP, for retransmissions.
     pub(crate) stored_pd: Option<CmBox<StoredPd>>,
     /// The id is in timewait and its timewait has not ended (`timewait.rs`; while queued, the
@@ -239,7 +239,8 @@ unsafe impl Send for CmId {}
 // SAFETY: See `Send`.
 unsafe impl Sync for CmId {}
 // SAFETY: See `Send`; the connection address handle (`conn_ah`) may be used and destroyed
-// from any thread.
+// from any thread, and the remote-table link (`remote`) is only followed under the tables'
+// lock.
 unsafe impl Send for CmIdInner {}
 
 /// A MAD just posted for an id (or queued in its port's flow-control backlog), under the id's
@@ -396,6 +397,43 @@ impl CmIdInner {
     }
 }
 
+/// Where an id is filed in the remote tables (`remote.rs`), as its `remote` records it.
+pub(crate) enum Filed {
+    /// A REQ-made id (either side): its entry in the REQ and QP tables.
+    Conn(RemoteLink),
+    /// A SIDR_REQ-made id: its key in the SIDR table.
+    Sidr(SidrKey),
+}
+
+/// The REQ-table link (`rb_node`) of a REQ-made id's entry in the remote tables: what takes
+/// the id out of them without a walk down the tree (cm.c's `cm_id_priv->timewait_info`).
+/// Only the tables make and read it (`remote.rs`), under their lock.
+///
+/// # Invariants
+///
+/// While an id's [`CmIdInner::remote`] holds it, the link is the REQ-table link of a live entry
+/// of the remote tables that refers to that id; it leaves the tables only through the one
+/// removal that takes it out of `remote`.
+pub(crate) struct RemoteLink(core::ptr::NonNull<bindings::rb_node>);
+
+impl RemoteLink {
+    /// Wraps `node`.
+    ///
+    /// # Safety
+    ///
+    /// `node` must meet the type invariants from the moment the link is stored in an id's
+    /// `remote` on: the caller inserts the entry before anyone can take the link out of the id,
+    /// or takes the link out again, unused, if the insert fails.
+    pub(crate) unsafe fn new(node: core::ptr::NonNull<bindings::rb_node>) -> Self {
+        Self(node)
+    }
+
+    /// The link.
+    pub(crate) fn node(&self) -> *mut bindings::rb_node {
+        self.0.as_ptr()
+    }
+}
+
 /// `enum ib_cm_state` as the C ABI spells it.
 pub(crate) type CmState = bindings::ib_cm_state;
 
@@ -417,8 +455,8 @@ pub(crate) struct Init {
     pub(crate) alt_av: Option<CmBox<Av>>,
     /// Initial parameters.
     pub(crate) conn: Conn,
-    /// Remote-table keys the caller will register.
-    pub(crate) remote: Option<RemoteKey>,
+    /// Where the caller will file the id in the remote tables.
+    pub(crate) remote: Option<Filed>,
     /// The creator delivers the id's first event itself (passive ids): nobody else may
     /// become its deliverer, even if a message finds the id before it is handed over.
     pub(crate) delivering: bool,

@@ -22,15 +22,14 @@
 
 use crate::{
     alloc::CmBox,
-    cm_id::CmId,
+    cm_id::{CmId, RemoteLink},
     lock::{new_spinlock_irq, SpinLockIrq},
     logic::remote::Held,
     slot::Slot,
 };
 use core::{
-    cmp::Ordering,
     mem::MaybeUninit,
-    ptr::addr_of_mut,
+    ptr::{addr_of_mut, NonNull},
     sync::atomic::{self, AtomicPtr},
 };
 use kernel::{
@@ -41,8 +40,8 @@ use kernel::{
     sync::Arc,
 };
 
-// The keys are pure values, shared with the id that records them (`cm_id.rs`).
-pub(crate) use crate::logic::remote::{QpKey, RemoteKey, ReqKey, SidrKey};
+// The keys are pure values.
+pub(crate) use crate::logic::remote::{QpKey, ReqKey, SidrKey};
 
 /// A reserved tree node, allocated before the tables' lock is taken.
 pub(crate) type RemoteReservation<K> = RBTreeNodeReservation<K, Arc<CmId>>;
@@ -192,10 +191,20 @@ unsafe fn walk(root: *mut kb::rb_root, tree: Tree, key: (u64, u32)) -> Walk {
         while !(*link).is_null() {
             let node = *link;
             let e = entry_of(node, tree);
-            link = match key.cmp(&key_in(&*e, tree)) {
-                Ordering::Less => addr_of_mut!((*node).rb_left),
-                Ordering::Greater => addr_of_mut!((*node).rb_right),
-                Ordering::Equal => return Walk::Found(e),
+            // The order of the (CA GUID, comm ID or QPN) pairs, spelt out: a tuple's `cmp`
+            // makes a three-way value first, a few more instructions per level.
+            let (guid, n) = key_in(&*e, tree);
+            let less = if key.0 != guid {
+                key.0 < guid
+            } else if key.1 != n {
+                key.1 < n
+            } else {
+                return Walk::Found(e);
+            };
+            link = if less {
+                addr_of_mut!((*node).rb_left)
+            } else {
+                addr_of_mut!((*node).rb_right)
             };
             parent = node;
         }
@@ -306,7 +315,8 @@ impl ConnTables {
     /// the id holding the key (the REQ key is checked first: a duplicate request before a
     /// stale connection, as `cm_insert_remote_id` comes before `cm_insert_remote_qpn`).
     /// `hint`, from a [`ConnTables::holder`] for the same keys, saves the walks if the tables
-    /// have not changed since.
+    /// have not changed since. Filed, the entry's link comes back, for the id's `remote`
+    /// (whence [`ConnTables::remove`] takes it).
     pub(crate) fn insert(
         &mut self,
         key: ReqKey,
@@ -314,7 +324,7 @@ impl ConnTables {
         id: &Arc<CmId>,
         reservation: ConnReservation,
         hint: Option<Vacancy>,
-    ) -> core::result::Result<(), (ConnReservation, Taken)> {
+    ) -> core::result::Result<RemoteLink, (ConnReservation, Taken)> {
         debug_assert_eq!(key.ca_guid, qp.ca_guid);
         let (reqs, qps) = (addr_of_mut!(self.reqs), addr_of_mut!(self.qps));
         // A vacancy of an unchanged generation is exact: no link of either tree moved since
@@ -341,16 +351,20 @@ impl ConnTables {
         ));
         // SAFETY: `e` is live and ours; each slot is the vacant place of its key in its tree,
         // found just above with nothing changed since (linking into one tree does not touch
-        // the other), so linking then recolouring keeps both trees valid.
+        // the other), so linking then recolouring keeps both trees valid. The link returned
+        // is the entry's, which refers to `id`; it is the only one made for the entry (not
+        // `Clone`), and the entry leaves the tables only through `remove` with it (or when
+        // the tables go, after every id): so it stays live while an id holds it.
         // INVARIANT: The entry goes into both trees, under its own keys.
-        unsafe {
+        let link = unsafe {
             kb::rb_link_node(addr_of_mut!((*e).req_link), rp, rl);
             kb::rb_insert_color(addr_of_mut!((*e).req_link), reqs);
             kb::rb_link_node(addr_of_mut!((*e).qp_link), qparent, ql);
             kb::rb_insert_color(addr_of_mut!((*e).qp_link), qps);
-        }
+            RemoteLink::new(NonNull::new_unchecked(addr_of_mut!((*e).req_link)))
+        };
         self.gen = self.gen.wrapping_add(1);
-        Ok(())
+        Ok(link)
     }
 
     /// Takes `e`, a live entry of ours, out of both trees.
@@ -370,36 +384,22 @@ impl ConnTables {
         }
     }
 
-    /// Takes `id`'s entry, filed under `key` (and `qp`), out of both trees, if `id` is the one
-    /// filed there; the entry, which holds a reference to the id, is returned to be dropped
-    /// outside the lock.
-    pub(crate) fn remove(
-        &mut self,
-        key: &ReqKey,
-        qp: &QpKey,
-        id: &CmId,
-    ) -> Option<CmBox<ConnEntry>> {
+    /// Takes the entry of `link`, which [`ConnTables::insert`] returned for `id`, out of both
+    /// trees, without a walk (cm.c erases through `cm_id_priv->timewait_info` likewise); the
+    /// entry, which holds a reference to the id, is returned to be dropped outside the lock.
+    pub(crate) fn remove(&mut self, link: RemoteLink, id: &CmId) -> Option<CmBox<ConnEntry>> {
         // The entry is reached through the tree's own pointers (from the reservation's
         // `into_raw`), not through a shared reference, as it is written and freed below.
-        // SAFETY: Our tree (type invariant), unchanged while `&mut self` is held.
-        let Walk::Found(e) = (unsafe {
-            walk(
-                addr_of_mut!(self.reqs),
-                Tree::Req,
-                (key.ca_guid, key.comm_id),
-            )
-        }) else {
-            return None;
-        };
-        // SAFETY: A live entry of ours; only read here.
-        let (mine, filed_qp) = unsafe { (core::ptr::eq(&*(*e).id, id), key_in(&*e, Tree::Qp)) };
-        if !mine {
-            return None;
+        // SAFETY: `link` is the REQ-tree link of a live entry of these tables (its invariants),
+        // read, and taken out of both trees if it refers to `id` (it always does: the link
+        // came from `insert` for `id`).
+        unsafe {
+            let e = entry_of(link.node(), Tree::Req);
+            if !core::ptr::eq(&*(*e).id, id) {
+                return None;
+            }
+            Some(self.unlink(e))
         }
-        // Filed by one insert under both keys, so its QP key is `qp`.
-        debug_assert_eq!(filed_qp, (qp.ca_guid, qp.qpn));
-        // SAFETY: Found in our REQ tree just above.
-        Some(unsafe { self.unlink(e) })
     }
 }
 

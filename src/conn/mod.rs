@@ -32,7 +32,7 @@ use resend::{resend, Resend};
 use crate::alloc::CmBox;
 use crate::{
     bindings,
-    cm_id::{CmId, CmIdInner},
+    cm_id::{CmId, CmIdInner, Filed},
     event::{Event, Pending},
     lock::SpinLockIrqGuard,
     logic::{
@@ -47,7 +47,7 @@ use crate::{
         },
     },
     recv_wc::RecvWc,
-    remote::{self, QpKey, RemoteKey, ReqKey, Unlinked},
+    remote::{self, Unlinked},
     send,
     slot::Slot,
     timewait::{self, EstablishWork},
@@ -362,21 +362,13 @@ pub(crate) fn on_held(
 /// Takes the id out of the remote tables, if it is in them (the tables' lock only then); what
 /// it unlinked goes into `u`, to be freed after the id's lock.
 pub(crate) fn leave_remote(id: &CmId, g: &mut CmIdInner, u: &mut Unlinked) {
-    if let Some(key) = g.remote.take() {
+    if let Some(filed) = g.remote.take() {
         let mut t = remote::tables().lock();
-        match key {
-            RemoteKey::Req {
-                ca_guid,
-                comm_id,
-                qpn,
-            } => {
-                u.conn = Slot::from_option(t.conns.remove(
-                    &ReqKey { ca_guid, comm_id },
-                    &QpKey { ca_guid, qpn },
-                    id,
-                ));
+        match filed {
+            Filed::Conn(link) => {
+                u.conn = Slot::from_option(t.conns.remove(link, id));
             }
-            RemoteKey::Sidr(k) => {
+            Filed::Sidr(k) => {
                 u.sidr = Slot::from_option(t.sidrs.remove(&k, id));
             }
         }

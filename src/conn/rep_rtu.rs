@@ -9,7 +9,7 @@ use super::{
 };
 use crate::{
     bindings,
-    cm_id::{CmId, CmIdInner, StoredPd},
+    cm_id::{CmId, CmIdInner, Filed, StoredPd},
     comm_id,
     event::{self, Event},
     logic::{
@@ -24,7 +24,7 @@ use crate::{
         },
     },
     recv_wc::RecvWc,
-    remote::{ConnReservation, QpKey, RemoteKey, ReqKey, Taken},
+    remote::{ConnReservation, QpKey, ReqKey, Taken},
     trace::{self, Local, Remote},
 };
 use kernel::{prelude::*, sync::Arc};
@@ -130,11 +130,11 @@ fn insert_remote(
         ca_guid: rep.local_ca_guid(),
         qpn: rep_qpn(rep, g.conn.qp_type()),
     };
-    crate::remote::tables()
+    let link = crate::remote::tables()
         .lock()
         .conns
         .insert(key, qp, id, res, None)?;
-    g.remote = Some(RemoteKey::req(key, qp));
+    g.remote = Some(Filed::Conn(link));
     Ok(())
 }
 

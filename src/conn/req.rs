@@ -7,7 +7,7 @@ use super::{begin_call, send_msg};
 use crate::{
     av::{Av, SgidAttr},
     bindings,
-    cm_id::{CmDevice, CmId, Conn, Init},
+    cm_id::{CmDevice, CmId, Conn, Filed, Init},
     conn,
     event::{self, Event},
     logic::{
@@ -25,7 +25,7 @@ use crate::{
     path::{self, fill_path, fill_typed_path},
     recv::{bth_pkey, hand_over, issue_rej, respond, ListenerPin},
     recv_wc::RecvWc,
-    remote::{self, ConnReservation, QpKey, RemoteKey, ReqKey},
+    remote::{self, ConnReservation, QpKey, ReqKey},
     send, trace, tunables,
 };
 use kernel::{
@@ -360,7 +360,8 @@ pub(crate) fn on_req(
         av: Some(av),
         alt_av,
         conn: conn_of_req(req, hdr.tid()),
-        remote: Some(RemoteKey::req(key, qp)),
+        // Filed below, once in the tables.
+        remote: None,
         delivering: true,
     };
     let Ok(id) = CmId::build(owner.into(), init) else {
@@ -369,16 +370,25 @@ pub(crate) fn on_req(
     drop(wc_av);
     // A copy of the same REQ, or another REQ from the same QP, may have been handled on
     // another CPU meanwhile (through this device or another): the insert checks again, under
-    // the tables' lock, and registers in both tables or neither.
-    let refused = remote::tables()
-        .lock()
-        .conns
-        .insert(key, qp, &id, reservation, Some(vacancy))
-        .err();
+    // the tables' lock, and registers in both tables or neither; under the id's lock, the
+    // id records where it was filed (what takes it out of the tables again).
+    let refused = {
+        let mut g = id.inner.lock();
+        let filed = remote::tables()
+            .lock()
+            .conns
+            .insert(key, qp, &id, reservation, Some(vacancy));
+        match filed {
+            Ok(link) => {
+                g.remote = Some(Filed::Conn(link));
+                None
+            }
+            Err(refused) => Some(refused),
+        }
+    };
     // A refused reservation is freed when this function returns; no lock is held then.
     if let Some((_, taken)) = refused {
         let (held, holder) = taken.held();
-        id.inner.lock().remote = None;
         id.destroy_with(-(bindings::ENOMEM as i32));
         conn::on_held(dev, port_num, wc, hdr, MsgKind::Req, held, &holder, || {});
         // As on the early path (cm.c traces every failed `cm_match_req`).

@@ -9,7 +9,7 @@ use super::{
 use crate::{
     av::{Av, SgidAttr},
     bindings,
-    cm_id::{CmDevice, CmId, Conn, Init},
+    cm_id::{CmDevice, CmId, Conn, Filed, Init},
     comm_id,
     event::Event,
     logic::{
@@ -25,7 +25,7 @@ use crate::{
     },
     recv::{bth_pkey, count_duplicate, hand_over, respond, ListenerPin},
     recv_wc::RecvWc,
-    remote::{self, RemoteKey, RemoteReservation, SidrKey, Unlinked},
+    remote::{self, RemoteReservation, SidrKey, Unlinked},
     tunables,
 };
 use kernel::{
@@ -186,7 +186,7 @@ pub(crate) fn on_sidr_req(
             tid: hdr.tid(),
             ..Conn::default()
         },
-        remote: Some(RemoteKey::Sidr(key)),
+        remote: Some(Filed::Sidr(key)),
         delivering: true,
     };
     let Ok(id) = CmId::build(owner.into(), init) else {

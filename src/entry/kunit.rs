@@ -495,7 +495,8 @@ extern "C" fn send_after_removal_gets_einval(_test: *mut bindings::kunit) {
 /// The REQ/QP tables' insert with a [`crate::remote::Vacancy`] from an earlier lookup: it links
 /// at the places found when the tables have not changed since, and walks again when they have
 /// (an entry added or removed between the two), so the trees hold every entry under its keys
-/// either way, and a key taken in between is still refused.
+/// either way, and a key taken in between is still refused. Each entry leaves the tables
+/// through the link its insert returned, and is gone from both trees then.
 extern "C" fn conn_tables_vacancy_hint(_test: *mut bindings::kunit) {
     use crate::remote::{ConnReservation, ConnTables, QpKey, ReqKey, Taken};
     let dev = require!(fake_device());
@@ -528,21 +529,23 @@ extern "C" fn conn_tables_vacancy_hint(_test: *mut bindings::kunit) {
         let res = ConnReservation::new(GFP_KERNEL).map_err(|_| ())?;
         t.insert(k, q, id, res, hint).map_err(|_| ())
     };
+    let mut links = [None, None, None, None];
     // A hint taken, then the tables change (entry 1 added): entry 0 still lands right.
     let (k0, q0) = keys(0);
     let stale = t.holder(&k0, &q0).ok();
     expect!(stale.is_some());
-    expect!(insert(&mut t, 1, &ids[1], None).is_ok());
-    expect!(insert(&mut t, 0, &ids[0], stale).is_ok());
+    links[1] = insert(&mut t, 1, &ids[1], None).ok();
+    links[0] = insert(&mut t, 0, &ids[0], stale).ok();
     // A fresh hint is used as it is.
     let (k2, q2) = keys(2);
     let fresh = t.holder(&k2, &q2).ok();
     expect!(fresh.is_some());
-    expect!(insert(&mut t, 2, &ids[2], fresh).is_ok());
+    links[2] = insert(&mut t, 2, &ids[2], fresh).ok();
     // A key taken after the hint was given is refused, not linked twice.
     let (k3, q3) = keys(3);
     let late = t.holder(&k3, &q3).ok();
-    expect!(insert(&mut t, 3, &ids[3], None).is_ok());
+    links[3] = insert(&mut t, 3, &ids[3], None).ok();
+    expect!(links.iter().all(Option::is_some));
     expect!(insert(&mut t, 3, &ids[0], late).is_err());
     for (i, id) in ids.iter().enumerate() {
         // CAST: 0..4.
@@ -555,18 +558,23 @@ extern "C" fn conn_tables_vacancy_hint(_test: *mut bindings::kunit) {
     };
     expect!(matches!(t.holder(&other, &keys(2).1), Err(Taken::Qp(h)) if Arc::ptr_eq(&h, &ids[2])));
     for (i, id) in ids.iter().enumerate() {
+        if let Some(link) = links[i].take() {
+            expect!(t.remove(link, id).is_some());
+        }
         // CAST: 0..4.
         let (k, q) = keys(i as u32);
-        expect!(t.remove(&k, &q, id).is_some());
+        // Out of both trees: neither key is held any more.
+        expect!(t.holder(&k, &q).is_ok());
     }
     // Removal changed the tables: a hint from before it is not trusted.
     let before = t.holder(&k0, &q0).ok();
-    expect!(insert(&mut t, 1, &ids[1], None).is_ok());
-    expect!(insert(&mut t, 0, &ids[0], before).is_ok());
+    links[1] = insert(&mut t, 1, &ids[1], None).ok();
+    links[0] = insert(&mut t, 0, &ids[0], before).ok();
     expect!(holder_is(&mut t, 0, &ids[0]) && holder_is(&mut t, 1, &ids[1]));
-    expect!(t.remove(&k0, &q0, &ids[0]).is_some());
-    let (k1, q1) = keys(1);
-    expect!(t.remove(&k1, &q1, &ids[1]).is_some());
+    for (i, id) in ids.iter().enumerate().take(2) {
+        let link = links[i].take();
+        expect!(link.is_some_and(|link| t.remove(link, id).is_some()));
+    }
     for id in &ids {
         destroy(id);
     }

@@ -93,35 +93,6 @@ pub(crate) struct SidrKey {
     pub(crate) slid: u32,
 }
 
-/// The key a passive id was registered under.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum RemoteKey {
-    /// Created by a REQ: its [`ReqKey`] and [`QpKey`], which share the CA GUID (stored once:
-    /// this sits in every id).
-    Req {
-        /// The REQ's local CA GUID.
-        ca_guid: u64,
-        /// The REQ's local comm ID.
-        comm_id: u32,
-        /// The REQ's local QPN.
-        qpn: u32,
-    },
-    /// Created by a SIDR_REQ.
-    Sidr(SidrKey),
-}
-
-impl RemoteKey {
-    /// The keys of one REQ (both from the same REQ, so with the same CA GUID).
-    pub(crate) fn req(key: ReqKey, qp: QpKey) -> Self {
-        debug_assert_eq!(key.ca_guid, qp.ca_guid);
-        RemoteKey::Req {
-            ca_guid: key.ca_guid,
-            comm_id: key.comm_id,
-            qpn: qp.qpn,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
