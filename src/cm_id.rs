@@ -411,9 +411,12 @@ pub(crate) enum Filed {
 ///
 /// # Invariants
 ///
-/// While an id's [`CmIdInner::remote`] holds it, the link is the REQ-table link of a live entry
-/// of the remote tables that refers to that id; it leaves the tables only through the one
-/// removal that takes it out of `remote`.
+/// The link is the REQ-tree link of a live entry of the CM's remote tables (`remote::tables()`,
+/// the one `ConnTables` there is), the entry the insert that made the link linked in, and it
+/// stays so until the link is consumed: the entry leaves the tables only through the removal
+/// that consumes its link (there is one link per entry: not `Clone`), or when the tables go at
+/// module exit, after every id (which holds the links) is gone. A link dropped unused leaves its
+/// entry in the tables.
 pub(crate) struct RemoteLink(core::ptr::NonNull<bindings::rb_node>);
 
 impl RemoteLink {
@@ -421,9 +424,9 @@ impl RemoteLink {
     ///
     /// # Safety
     ///
-    /// `node` must meet the type invariants from the moment the link is stored in an id's
-    /// `remote` on: the caller inserts the entry before anyone can take the link out of the id,
-    /// or takes the link out again, unused, if the insert fails.
+    /// `node` must be the `req_link` of an entry just linked into both trees of the CM's remote
+    /// tables, whose removal takes this link (the type invariants from here on); one link per
+    /// entry.
     pub(crate) unsafe fn new(node: core::ptr::NonNull<bindings::rb_node>) -> Self {
         Self(node)
     }

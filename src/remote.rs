@@ -6,7 +6,8 @@
 //! request ID + source LID) of cm.c: one set for the whole CM, shared by every device, as
 //! cm.c's, so a message that arrives through another local HCA than its connection's is still
 //! matched against it. A passive id is in the tables
-//! from the moment it is created for a request, an active id from the moment it accepts a REP,
+//! from just after it is created for a request (filed under its lock), an active id from the
+//! moment it accepts a REP,
 //! until it enters timewait, goes back to IDLE or is destroyed (a SIDR id: until its SIDR_REP
 //! is sent). A request whose comm ID key is present is a retransmission: counted in
 //! `cm_rx_duplicates` and dropped (cm.c does the same for an id in REQ_RCVD or
@@ -241,8 +242,9 @@ pub(crate) struct Vacancy {
 unsafe impl Send for ConnTables {}
 
 impl ConnTables {
-    /// Empty tables.
-    pub(crate) fn new() -> Self {
+    /// Empty tables: the CM's one set ([`init`]; private, so that every [`RemoteLink`] is of
+    /// those).
+    fn new() -> Self {
         // INVARIANT: No nodes.
         Self {
             reqs: kb::rb_root::default(),
@@ -390,9 +392,11 @@ impl ConnTables {
     pub(crate) fn remove(&mut self, link: RemoteLink, id: &CmId) -> Option<CmBox<ConnEntry>> {
         // The entry is reached through the tree's own pointers (from the reservation's
         // `into_raw`), not through a shared reference, as it is written and freed below.
-        // SAFETY: `link` is the REQ-tree link of a live entry of these tables (its invariants),
-        // read, and taken out of both trees if it refers to `id` (it always does: the link
-        // came from `insert` for `id`).
+        // SAFETY: `link` is the REQ-tree link of a live entry of the CM's tables, which are
+        // `self` (there is no other `ConnTables`): its invariants. The entry is read, and taken
+        // out of both trees if it refers to `id` (it always does: the link came from `insert`
+        // for `id`); otherwise it stays, as does a link dropped unused, rather than leave an
+        // id holding the link of a freed entry.
         unsafe {
             let e = entry_of(link.node(), Tree::Req);
             if !core::ptr::eq(&*(*e).id, id) {

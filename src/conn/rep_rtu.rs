@@ -134,6 +134,7 @@ fn insert_remote(
         .lock()
         .conns
         .insert(key, qp, id, res, None)?;
+    debug_assert!(g.remote.is_none());
     g.remote = Some(Filed::Conn(link));
     Ok(())
 }

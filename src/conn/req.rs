@@ -380,6 +380,7 @@ pub(crate) fn on_req(
             .insert(key, qp, &id, reservation, Some(vacancy));
         match filed {
             Ok(link) => {
+                debug_assert!(g.remote.is_none());
                 g.remote = Some(Filed::Conn(link));
                 None
             }

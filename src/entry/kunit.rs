@@ -498,7 +498,7 @@ extern "C" fn send_after_removal_gets_einval(_test: *mut bindings::kunit) {
 /// either way, and a key taken in between is still refused. Each entry leaves the tables
 /// through the link its insert returned, and is gone from both trees then.
 extern "C" fn conn_tables_vacancy_hint(_test: *mut bindings::kunit) {
-    use crate::remote::{ConnReservation, ConnTables, QpKey, ReqKey, Taken};
+    use crate::remote::{tables, ConnReservation, QpKey, ReqKey, Taken};
     let dev = require!(fake_device());
     let ids: [Arc<CmId>; 4] = [
         require!(new_id(&dev, Some(handler_a))),
@@ -519,61 +519,66 @@ extern "C" fn conn_tables_vacancy_hint(_test: *mut bindings::kunit) {
             },
         )
     };
-    let holder_is = |t: &mut ConnTables, i: u32, want: &CmId| {
+    // The CM's own tables (the only ones there are), under their lock for each step; the
+    // keys are the test's own, and the steps are checked by what they leave in the tables.
+    let holder_is = |i: u32, want: &CmId| {
         let (k, q) = keys(i);
-        matches!(t.holder(&k, &q), Err(Taken::Req(h)) if core::ptr::eq(&*h, want))
+        let found = tables().lock().conns.holder(&k, &q);
+        matches!(found, Err(Taken::Req(h)) if core::ptr::eq(&*h, want))
     };
-    let mut t = ConnTables::new();
-    let insert = |t: &mut ConnTables, i: u32, id: &Arc<CmId>, hint| {
+    let holder = |k: &ReqKey, q: &QpKey| tables().lock().conns.holder(k, q);
+    let insert = |i: u32, id: &Arc<CmId>, hint| {
         let (k, q) = keys(i);
         let res = ConnReservation::new(GFP_KERNEL).map_err(|_| ())?;
-        t.insert(k, q, id, res, hint).map_err(|_| ())
+        let done = tables().lock().conns.insert(k, q, id, res, hint);
+        done.map_err(|_| ())
     };
+    let remove = |link, id: &CmId| tables().lock().conns.remove(link, id).is_some();
     let mut links = [None, None, None, None];
     // A hint taken, then the tables change (entry 1 added): entry 0 still lands right.
     let (k0, q0) = keys(0);
-    let stale = t.holder(&k0, &q0).ok();
+    let stale = holder(&k0, &q0).ok();
     expect!(stale.is_some());
-    links[1] = insert(&mut t, 1, &ids[1], None).ok();
-    links[0] = insert(&mut t, 0, &ids[0], stale).ok();
+    links[1] = insert(1, &ids[1], None).ok();
+    links[0] = insert(0, &ids[0], stale).ok();
     // A fresh hint is used as it is.
     let (k2, q2) = keys(2);
-    let fresh = t.holder(&k2, &q2).ok();
+    let fresh = holder(&k2, &q2).ok();
     expect!(fresh.is_some());
-    links[2] = insert(&mut t, 2, &ids[2], fresh).ok();
+    links[2] = insert(2, &ids[2], fresh).ok();
     // A key taken after the hint was given is refused, not linked twice.
     let (k3, q3) = keys(3);
-    let late = t.holder(&k3, &q3).ok();
-    links[3] = insert(&mut t, 3, &ids[3], None).ok();
+    let late = holder(&k3, &q3).ok();
+    links[3] = insert(3, &ids[3], None).ok();
     expect!(links.iter().all(Option::is_some));
-    expect!(insert(&mut t, 3, &ids[0], late).is_err());
+    expect!(insert(3, &ids[0], late).is_err());
     for (i, id) in ids.iter().enumerate() {
         // CAST: 0..4.
-        expect!(holder_is(&mut t, i as u32, id));
+        expect!(holder_is(i as u32, id));
     }
     // A QP key alone is found too (the stale-connection check).
     let other = ReqKey {
         ca_guid: GUID,
         comm_id: 0x999,
     };
-    expect!(matches!(t.holder(&other, &keys(2).1), Err(Taken::Qp(h)) if Arc::ptr_eq(&h, &ids[2])));
+    expect!(matches!(holder(&other, &keys(2).1), Err(Taken::Qp(h)) if Arc::ptr_eq(&h, &ids[2])));
     for (i, id) in ids.iter().enumerate() {
         if let Some(link) = links[i].take() {
-            expect!(t.remove(link, id).is_some());
+            expect!(remove(link, id));
         }
         // CAST: 0..4.
         let (k, q) = keys(i as u32);
         // Out of both trees: neither key is held any more.
-        expect!(t.holder(&k, &q).is_ok());
+        expect!(holder(&k, &q).is_ok());
     }
     // Removal changed the tables: a hint from before it is not trusted.
-    let before = t.holder(&k0, &q0).ok();
-    links[1] = insert(&mut t, 1, &ids[1], None).ok();
-    links[0] = insert(&mut t, 0, &ids[0], before).ok();
-    expect!(holder_is(&mut t, 0, &ids[0]) && holder_is(&mut t, 1, &ids[1]));
+    let before = holder(&k0, &q0).ok();
+    links[1] = insert(1, &ids[1], None).ok();
+    links[0] = insert(0, &ids[0], before).ok();
+    expect!(holder_is(0, &ids[0]) && holder_is(1, &ids[1]));
     for (i, id) in ids.iter().enumerate().take(2) {
         let link = links[i].take();
-        expect!(link.is_some_and(|link| t.remove(link, id).is_some()));
+        expect!(link.is_some_and(|link| remove(link, id)));
     }
     for id in &ids {
         destroy(id);

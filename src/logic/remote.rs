@@ -24,7 +24,8 @@ pub(crate) enum Held {
 /// What the receive path does with a REQ or a REP after the check.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Verdict {
-    /// A new message: the REQ goes on to the listener match, the REP's id keeps its keys.
+    /// A new message: the REQ goes on to the listener match, the REP's id is filed under its
+    /// keys.
     Proceed,
     /// A retransmission: it makes nothing new. The id holding the key gets `holder`, if any
     /// (REQ: [`Input::RecvDupReq`], once that id is visible by comm ID, as cm.c's
