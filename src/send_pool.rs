@@ -105,9 +105,8 @@ impl SendPool {
         core::mem::replace(
             self,
             Self {
-                head: core::ptr::null_mut(),
-                len: 0,
                 open: false,
+                ..Self::new()
             },
         )
     }
