@@ -1657,6 +1657,31 @@ static struct kunit_suite conn_suite = {
 };
 
 /*
+ * Waits, at most `ms`, until the passive id `p` has handled what its active end's destroy sent
+ * it: a REJ in REQ_RCVD or REP_SENT, a DREP or DREQ in DREQ_SENT. True if it has.
+ */
+static bool passive_settles(struct ib_cm_id *p, unsigned int ms)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(ms);
+
+	for (;;) {
+		switch (READ_ONCE(p->state)) {
+		case IB_CM_REQ_RCVD:
+		case IB_CM_MRA_REQ_SENT:
+		case IB_CM_REP_SENT:
+		case IB_CM_MRA_REP_RCVD:
+		case IB_CM_DREQ_SENT:
+			break;
+		default:
+			return true;
+		}
+		if (time_after(jiffies, end))
+			return false;
+		msleep(1);
+	}
+}
+
+/*
  * Teardown racing the peer: the active id is destroyed while a REP (even rounds) or, on an
  * established connection, a DREQ (odd rounds) from the passive side is on its way, at a
  * delay that grows each round, so the message lands before, during and after the destroy.
@@ -1694,6 +1719,14 @@ static void destroy_races_incoming_rep_and_dreq(struct kunit *test)
 		WRITE_ONCE(active.last_event, -1);
 		usleep_range(2000, 3000);
 		KUNIT_EXPECT_EQ(test, READ_ONCE(active.last_event), -1);
+		/*
+		 * Only the active end's destroy races here: the passive id goes once it has
+		 * handled what that destroy sent it. cm.c's REJ TIMEOUT lookup reads its table's
+		 * root before taking cm.lock, so a passive destroy racing it is a use-after-free in
+		 * C (ib_cm_conn_rs_only.destroy_passive_races_rej_timeout races it on ours).
+		 */
+		KUNIT_EXPECT_TRUE_MSG(test, passive_settles(p, 5000),
+				      "round %d: passive id still in state %d", i, READ_ONCE(p->state));
 		ib_destroy_cm_id(p);
 		passive.id = NULL;
 	}
@@ -2166,6 +2199,40 @@ static void recv_overload_drops_requests(struct kunit *test)
 }
 
 /*
+ * The passive id destroyed while the REJ TIMEOUT of its active end's destroy is on its way
+ * (twenty rounds, the passive destroy later by 150 us each round): the REJ's lookup by the
+ * sender's comm ID and CA GUID races the destroy taking the passive id's entry out of the
+ * same table. Destroy must return, the passive handler must not run afterwards, and KASAN,
+ * lockdep and kmemleak must stay quiet. Ours only: cm.c's cm_find_remote_id() reads
+ * remote_id_table's root before it takes cm.lock (cm.c lines 721 and 725), so a destroy that
+ * frees the root's timewait_info in between makes C's walk a use-after-free (KASAN reported it
+ * in cm_work_handler on a C run of ib_cm_conn_races, whose passive destroy used to race too).
+ */
+static void destroy_passive_races_rej_timeout(struct kunit *test)
+{
+	struct conn_ctx *c = test->priv;
+	int i;
+
+	for (i = 0; i < 20; i++) {
+		struct ib_cm_id *a, *p;
+
+		reset_sides();
+		a = req_reaches_passive(test, c);
+		p = passive.id;
+		KUNIT_ASSERT_NOT_NULL(test, p);
+		/* In REQ_SENT: sends the passive side a REJ TIMEOUT with this device's GUID. */
+		ib_destroy_cm_id(a);
+		active.id = NULL;
+		usleep_range(i * 150, i * 150 + 100);
+		ib_destroy_cm_id(p);
+		passive.id = NULL;
+		WRITE_ONCE(passive.last_event, -1);
+		usleep_range(2000, 3000);
+		KUNIT_EXPECT_EQ(test, READ_ONCE(passive.last_event), -1);
+	}
+}
+
+/*
  * Cases that force a failure through a switch of ours' test build, or check a feature of ours
  * alone: guest-init.sh runs this suite with ours only, outside the traced comparison with C.
  */
@@ -2176,6 +2243,7 @@ static struct kunit_case rs_only_cases[] = {
 	KUNIT_CASE(timewait_and_rej_counted),
 	KUNIT_CASE_SLOW(mra_req_wait_per_policy),
 	KUNIT_CASE_SLOW(recv_overload_drops_requests),
+	KUNIT_CASE(destroy_passive_races_rej_timeout),
 	{}
 };
 
