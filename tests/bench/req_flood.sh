@@ -9,6 +9,9 @@
 # 5 floods per case; boots alternate C / ours ROUNDS times. Reported: medians of REJs/s (and of
 # the responder's busy CPU time per 1000 REQs, from its /proc/stat) and
 # the ratio ours / C. A benchmark, not a test: nothing here passes or fails on speed.
+# With QEMU_ICOUNT=1 the guests' clocks count instructions: the CM's time per REQ then follows
+# its instruction path, not the host's load, while the rates and busy-CPU figures mean nothing
+# (Documentation/performance.rst).
 #
 #   tests/bench/req_flood.sh [ROUNDS] [N]
 set -uo pipefail
