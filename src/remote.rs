@@ -5,11 +5,9 @@
 //! `remote_qp_table` (REQ: remote CA GUID + remote QPN) and the `remote_sidr_table` (SIDR_REQ:
 //! request ID + source LID) of cm.c: one set for the whole CM, shared by every device, as
 //! cm.c's, so a message that arrives through another local HCA than its connection's is still
-//! matched against it. A passive id is in the tables
-//! from just after it is created for a request (filed under its lock), an active id from the
-//! moment it accepts a REP,
-//! until it enters timewait, goes back to IDLE or is destroyed (a SIDR id: until its SIDR_REP
-//! is sent). A request whose comm ID key is present is a retransmission: counted in
+//! matched against it. A passive id is in the tables from just after it is created for a
+//! request (filed under its lock), an active id from the moment it accepts a REP, until it
+//! enters timewait, goes back to IDLE or is destroyed (a SIDR id: until its SIDR_REP is sent). A request whose comm ID key is present is a retransmission: counted in
 //! `cm_rx_duplicates` and dropped (cm.c does the same for an id in REQ_RCVD or
 //! SIDR_REQ_RCVD). A REQ with a new comm ID from a QP that already has one pending is stale and
 //! gets REJ STALE_CONN. The tables sit behind their own lock ([`tables`]), a leaf lock taken

@@ -521,12 +521,11 @@ extern "C" fn conn_tables_vacancy_hint(_test: *mut bindings::kunit) {
     };
     // The CM's own tables (the only ones there are), under their lock for each step; the
     // keys are the test's own, and the steps are checked by what they leave in the tables.
+    let holder = |k: &ReqKey, q: &QpKey| tables().lock().conns.holder(k, q);
     let holder_is = |i: u32, want: &CmId| {
         let (k, q) = keys(i);
-        let found = tables().lock().conns.holder(&k, &q);
-        matches!(found, Err(Taken::Req(h)) if core::ptr::eq(&*h, want))
+        matches!(holder(&k, &q), Err(Taken::Req(h)) if core::ptr::eq(&*h, want))
     };
-    let holder = |k: &ReqKey, q: &QpKey| tables().lock().conns.holder(k, q);
     let insert = |i: u32, id: &Arc<CmId>, hint| {
         let (k, q) = keys(i);
         let res = ConnReservation::new(GFP_KERNEL).map_err(|_| ())?;
