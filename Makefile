@@ -9,7 +9,8 @@
 #   make bench      REQ flood, connection (cmtime) and storm benchmarks, ours vs the in-tree C ib_cm
 #   make bench-conn the connection benchmark only (release kernel); ICOUNT=1: low-noise
 #                   mode (one CPU, QEMU -icount: every figure counts guest instructions);
-#                   TBPROF=1: plus an instruction profile by function (QEMU plugin)
+#                   TBPROF=1: plus an instruction profile by function (QEMU plugin);
+#                   LINES=1 with it: ours also by source line and inlined function
 #   make bench-storm the connection storm benchmark only (release kernel); SHAPES=m1:PxC,mm:PxC
 #                   (m1n:PxC, mmn:PxC: the same without QPs, up to 16k connections);
 #                   VARIANT=latency: with the irqsoff tracer, histogram triggers (the CM's own
@@ -84,7 +85,7 @@ fuzz: deps
 
 bench: deps
 	@IBCM_PROF=$(PROF) $(TOP)/tests/bench/req_flood.sh $${ROUNDS:-2} $${N:-2000}
-	@IBCM_PROF=$(PROF) IBCM_PERF=$(PERF) IBCM_ICOUNT=$(ICOUNT) IBCM_TBPROF=$(TBPROF) $(TOP)/tests/bench/conn_bench.sh $${BOOTS:-2} $${CONNS:-100} $${CONN_ROUNDS:-4}
+	@IBCM_PROF=$(PROF) IBCM_PERF=$(PERF) IBCM_ICOUNT=$(ICOUNT) IBCM_TBPROF=$(TBPROF) IBCM_TBLINES=$(LINES) $(TOP)/tests/bench/conn_bench.sh $${BOOTS:-2} $${CONNS:-100} $${CONN_ROUNDS:-4}
 	@$(TOP)/tests/bench/storm.sh $${STORM_BOOTS:-1} $${SHAPES:-m1:16x100,mm:16x100,m1:32x100,mm:32x100,m1n:32x512,mmn:32x512,m1n:512x32}
 
 # Only the connection storm benchmark (many clients at once, ours vs C; up to 16k connections).
@@ -93,7 +94,7 @@ bench-storm: deps
 
 # Only the connection benchmark (cmtime through rdma_cm, ours vs C).
 bench-conn: deps
-	@IBCM_PROF=$(PROF) IBCM_PERF=$(PERF) IBCM_ICOUNT=$(ICOUNT) IBCM_TBPROF=$(TBPROF) $(TOP)/tests/bench/conn_bench.sh $${BOOTS:-2} $${CONNS:-100} $${CONN_ROUNDS:-4}
+	@IBCM_PROF=$(PROF) IBCM_PERF=$(PERF) IBCM_ICOUNT=$(ICOUNT) IBCM_TBPROF=$(TBPROF) IBCM_TBLINES=$(LINES) $(TOP)/tests/bench/conn_bench.sh $${BOOTS:-2} $${CONNS:-100} $${CONN_ROUNDS:-4}
 
 # Installing needs the kernel named: the default KDIR is the project's test kernel.
 ifeq ($(MODULES_PREREQ),kernel)

@@ -28,7 +28,9 @@
 # functions by tests/bench/tbprof.py into out/bench/tbprof.txt: each module's instructions per
 # connection, the CM module's own functions (self instructions), and the kernel functions
 # whose count differs most between the CMs. A diagnostic of where instructions go; the
-# ratios above stay ftrace's.
+# ratios above stay ftrace's. LINES=1 (IBCM_TBLINES) with it: the same counts for ib_cm-rs by
+# source line and by function frame, inlined ones included (tests/bench/tblines.py, into
+# out/bench/tblines.txt), through a second build of the module with line tables.
 #
 #   tests/bench/conn_bench.sh [BOOTS] [N] [ROUNDS]
 set -uo pipefail
@@ -92,7 +94,29 @@ tbprof() {
 	else
 		rm -f "$res/tbprof.tmp"
 		log "conn bench: warning: tbprof.py failed: no profile"
+		return
 	fi
+	[[ ${IBCM_TBLINES:-} == 1 ]] && tblines
+}
+# LINES=1: the module again with line tables (IBCM_DEBUGINFO=1), checked to have the very
+# .text that ran, and the rs profile by source line and inlined function.
+tblines() {
+	local kdir ktools lko=$res/ib_cm-lines.ko
+	rm -f "$res/tblines.txt"
+	kdir=$("$top/scripts/kernel.sh" kdir release) || return
+	read -r -a ktools <<<"$("$top/scripts/lib.sh" ktools)"
+	log "conn bench: ib_cm.ko with line tables"
+	make -s -C "$kdir" M="$top" "${ktools[@]}" IBCM_DEBUGINFO=1 modules >"$res/lines-build.log" 2>&1 ||
+		{ log "conn bench: warning: the build with line tables failed: no line profile"; return; }
+	cp "$top/ib_cm.ko" "$lko"
+	llvm-objcopy -O binary --only-section=.text "$lko" "$res/lines.text" &&
+		llvm-objcopy -O binary --only-section=.text "$out/ib_cm-prod.ko" "$res/prod.text" &&
+		cmp -s "$res/lines.text" "$res/prod.text" ||
+		{ log "conn bench: warning: line tables changed the code: no line profile"; return; }
+	rm -f "$res/lines.text" "$res/prod.text"
+	python3 "$top/tests/bench/tblines.py" "$lko" "$res" $((n * (rounds - 1))) >"$res/tblines.tmp" &&
+		mv "$res/tblines.tmp" "$res/tblines.txt" ||
+		{ rm -f "$res/tblines.tmp"; log "conn bench: warning: tblines.py failed: no line profile"; }
 }
 if [[ ${IBCM_TBPROF:-} == 1 ]]; then
 	if ((rounds < 2)); then
