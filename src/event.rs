@@ -122,7 +122,11 @@ impl Event {
         slot: &'a mut Option<Event>,
     ) -> Result<Pending<'a>> {
         let mad = Self::whole_mad(wc)?;
-        let e = slot.insert(Self::blank(Self::no_paths()));
+        // Every caller's slot is empty: the event is made in it, not made aside and copied in
+        // (`insert` would drop the old value first, which keeps the compiler from building
+        // the new one in place).
+        debug_assert!(slot.is_none());
+        let e = slot.get_or_insert_with(|| Self::blank(Self::no_paths()));
         // INVARIANT: The MAD pointers are all NULL yet.
         e.mad = Some(mad);
         Ok(Pending::Inline(e))

@@ -38,7 +38,8 @@ pub(crate) static RELEASED: core::sync::atomic::AtomicUsize =
 /// this item: valid, not touched by the MAD layer, and freed once, with the item, when `refs`
 /// drops to zero. `refs` counts the [`RecvWork`] and [`MadRef`]s pointing here. `work` is
 /// initialised (with the receive work function). `context` and `port_num` are the agent's
-/// context and port number the receive callback got.
+/// context and port number the receive callback got. `mad_len` is 0 if `raw`'s MAD pointer
+/// is NULL, else `raw`'s `mad_len` capped at [`MAD_LEN`] (set before the item is shared).
 pub(crate) struct RecvWc {
     /// The CM workqueue's item.
     work: Opaque<bindings::work_struct>,
@@ -52,6 +53,8 @@ pub(crate) struct RecvWc {
     /// Its attribute, from the header the receive callback checked: set there, before the
     /// item is queued, and read by the receive work.
     attr: Cell<AttrId>,
+    /// The MAD's length as [`RecvWc::mad`] gives it (0 without a MAD), worked out once.
+    mad_len: u16,
 }
 
 // A `CmBox` takes kmalloc's alignment (`alloc::MIN_ALIGN`).
@@ -71,17 +74,15 @@ impl RecvWc {
 
     /// The MAD bytes (at most 256, fewer if the MAD layer says so).
     pub(crate) fn mad(&self) -> &[u8] {
-        let recv = self.recv();
-        // SAFETY: The union's pointer member is the one the MAD layer sets; its buffer holds
-        // `mad_len` bytes (an IB MAD buffer is 256 bytes), valid and unchanged while the item
-        // is.
+        let len = usize::from(self.mad_len);
+        if len == 0 {
+            return &[];
+        }
+        // SAFETY: The union's pointer member is the one the MAD layer sets, not NULL (a NULL
+        // one gave `mad_len` 0); its buffer holds at least `mad_len` bytes (the MAD layer's
+        // count, capped at an IB MAD buffer's 256), valid and unchanged while the item is.
         unsafe {
-            let mad = recv.recv_buf.__bindgen_anon_1.mad;
-            if mad.is_null() {
-                return &[];
-            }
-            let len = usize::try_from(recv.mad_len).unwrap_or(0).min(MAD_LEN);
-            core::slice::from_raw_parts(mad.cast::<u8>(), len)
+            core::slice::from_raw_parts(self.recv().recv_buf.__bindgen_anon_1.mad.cast::<u8>(), len)
         }
     }
 
@@ -228,17 +229,30 @@ impl RecvWork {
                 context,
                 raw,
                 attr: Cell::new(AttrId::Req),
+                mad_len: 0,
             },
             GFP_KERNEL,
         );
-        let Ok(item) = item else {
+        let Ok(mut item) = item else {
             // SAFETY: We own the completion (caller); this is its one release.
             unsafe { bindings::ib_free_recv_mad(raw) };
             return Err(ENOMEM);
         };
         // SAFETY: The work item is ours and does not move (it stays in its box); the glue
-        // initialises it in place.
-        unsafe { bindings::ibcm_glue_init_recv_work(item.work.get()) };
+        // initialises it in place. `raw` is a live completion (caller); the union's pointer
+        // member is the one the MAD layer sets.
+        let (mad, len) = unsafe {
+            bindings::ibcm_glue_init_recv_work(item.work.get());
+            ((*raw).recv_buf.__bindgen_anon_1.mad, (*raw).mad_len)
+        };
+        // What `mad` gives, worked out once: the MAD layer's length, capped at an IB MAD
+        // buffer's; none without a MAD.
+        item.mad_len = if mad.is_null() {
+            0
+        } else {
+            // CAST: at most MAD_LEN (256).
+            usize::try_from(len).unwrap_or(0).min(MAD_LEN) as u16
+        };
         // INVARIANT: The item holds `raw` (handed over by the caller), its work is initialised,
         // and its one reference is this value's.
         Ok(RecvWork(Counted(NonNull::from(CmBox::leak(item)))))
