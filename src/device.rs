@@ -80,6 +80,20 @@ pub(crate) struct DeviceOf<I> {
     /// Destroys of its ids that waited for callbacks longer than the id's budget
     /// (`logic::timeout::destroy_wait_ms`).
     slow_destroys: AtomicU64,
+    /// The `ib_device` attributes the protocol reads, fixed at registration, so read once
+    /// here (each read through the live device cost a pass of the send gate).
+    attrs: DevAttrs,
+}
+
+/// The fixed attributes of an `ib_device` that the CM's messages and QP attributes carry.
+#[derive(Default)]
+struct DevAttrs {
+    /// `node_guid`, as stored (big-endian).
+    node_guid: u64,
+    /// `attrs.local_ca_ack_delay`.
+    ack_delay: u8,
+    /// Whether `attrs.device_cap_flags` has the FLUSH capabilities.
+    flush: bool,
 }
 
 /// The mutable part of [`DeviceOf`].
@@ -181,14 +195,24 @@ impl Drop for GateGuard<'_> {
 impl<I> DeviceOf<I> {
     /// Allocates CM state for `ib_dev` with the given CM-capable ports.
     pub(crate) fn new(ib_dev: *mut bindings::ib_device, ports: KVec<CmPort>) -> Result<Arc<Self>> {
-        let max_ah = if ib_dev.is_null() {
+        let (max_ah, attrs) = if ib_dev.is_null() {
             // The white-box tests' devices have no ib_core device (and send nothing).
-            0
+            (0, DevAttrs::default())
         } else {
-            // SAFETY: `ib_dev` is live (`add_one`); its attributes are fixed.
-            u32::try_from(unsafe { (*ib_dev).attrs.max_ah }).unwrap_or(0)
+            // SAFETY: `ib_dev` is live (`add_one`); these attributes are fixed from its
+            // registration on.
+            unsafe {
+                (
+                    (*ib_dev).attrs.max_ah,
+                    DevAttrs {
+                        node_guid: (*ib_dev).node_guid,
+                        ack_delay: (*ib_dev).attrs.local_ca_ack_delay,
+                        flush: bindings::ibcm_glue_flush_capable(ib_dev),
+                    },
+                )
+            }
         };
-        let conn_ahs = AhBudget::new(max_ah);
+        let conn_ahs = AhBudget::new(u32::try_from(max_ah).unwrap_or(0));
         Arc::pin_init(
             pin_init!(Self {
                 ib_dev,
@@ -213,6 +237,7 @@ impl<I> DeviceOf<I> {
                 debugfs: AtomicPtr::new(core::ptr::null_mut()),
                 conn_ahs,
                 slow_destroys: AtomicU64::new(0),
+                attrs,
             }),
             GFP_KERNEL,
         )
@@ -381,23 +406,25 @@ impl<I> DeviceOf<I> {
         Some(f(self.ib_dev))
     }
 
+    /// Whether removal has not begun yet (the send gate is open): a look, which removal may
+    /// overtake right after (what the caller then sends fails at the gate).
+    fn up(&self) -> bool {
+        !self.sends.closed.load(Ordering::Relaxed)
+    }
+
     /// The device's node GUID as it is stored (big-endian), or `None` once removal began.
     pub(crate) fn node_guid(&self) -> Option<u64> {
-        // SAFETY: Inside the send gate the device is live (see `with_live`).
-        self.with_live(|d| unsafe { (*d).node_guid })
+        self.up().then_some(self.attrs.node_guid)
     }
 
     /// The device's local CA ACK delay, or `None` once removal began.
     pub(crate) fn ack_delay(&self) -> Option<u8> {
-        // SAFETY: As in `node_guid`.
-        self.with_live(|d| unsafe { (*d).attrs.local_ca_ack_delay })
+        self.up().then_some(self.attrs.ack_delay)
     }
 
     /// Whether the device supports the FLUSH access flags; false once removal began.
     pub(crate) fn flush_capable(&self) -> bool {
-        // SAFETY: As in `node_guid`.
-        self.with_live(|d| unsafe { bindings::ibcm_glue_flush_capable(d) })
-            .unwrap_or(false)
+        self.up() && self.attrs.flush
     }
 
     /// Whether port `port_num` runs RoCE. `_in_recv`: a received MAD is lent as a `RecvWc`

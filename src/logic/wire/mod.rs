@@ -107,8 +107,11 @@ impl AttrId {
 }
 
 /// A CM message, decoded from a MAD or to be encoded into one; its private data is
-/// borrowed (from the MAD, or from the caller that sends it).
+/// borrowed (from the MAD, or from the caller that sends it). `repr(u8)`: a plain tag byte,
+/// which the sender's matches (attribute, encoder) read directly, where the compiler's own
+/// layout hid the variant in a niche of the REQ and decoded it at each match.
 #[derive(Clone, PartialEq, Eq, Debug)]
+#[repr(u8)]
 pub(crate) enum CmMessage<'a> {
     /// REQ.
     Req(conn::Req<'a>),
