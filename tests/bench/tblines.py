@@ -28,15 +28,14 @@ SYM = re.compile(r"IBCM-SYM: ([0-9a-f]+) (\w) (\S+)\s+\[ib_cm\]")
 
 
 def text_symbols(ko):
-    """(offset, name) of the .text symbols of `ko`, sorted."""
-    out = subprocess.run(["llvm-objdump", "-t", ko], capture_output=True, text=True,
-                         check=True).stdout
+    """(offset, name, demangled name) of the .text functions of `ko`, sorted."""
     syms = []
-    for line in out.splitlines():
-        f = line.split()
-        if len(f) >= 5 and f[-3] == ".text" and "F" in f[1:-3]:
-            syms.append((int(f[0], 16), f[-1]))
-    return sorted(syms)
+    for demangle in ([], ["-C"]):
+        out = subprocess.run(["llvm-objdump", "-t", *demangle, ko], capture_output=True,
+                             text=True, check=True).stdout
+        syms.append([m.groups() for m in re.finditer(
+            r"(?m)^([0-9a-f]+) .* F \.text\s+[0-9a-f]+ (.*)$", out)])
+    return sorted((int(a, 16), n, d) for (a, n), (_, d) in zip(*syms))
 
 
 def instructions(ko):
@@ -44,11 +43,6 @@ def instructions(ko):
     out = subprocess.run(["llvm-objdump", "-d", "--no-show-raw-insn", "-j", ".text", ko],
                          capture_output=True, text=True, check=True).stdout
     return [int(m.group(1), 16) for m in re.finditer(r"(?m)^\s*([0-9a-f]+):\s", out)]
-
-
-def short(name):
-    name = re.sub(r"^_R\w*?8ib_cm_rs", "rs::", name)
-    return name[:100]
 
 
 def frame_name(f):
@@ -67,7 +61,7 @@ def main():
     ko, res, conns = sys.argv[1], sys.argv[2], float(sys.argv[3])
     only = sys.argv[4] if len(sys.argv) > 4 else None
     syms = text_symbols(ko)
-    by_name = {n: o for o, n in syms}
+    by_name = {n: o for o, n, _ in syms}
     # The load address of .text: the guest address of a symbol minus its offset, agreed by
     # (nearly) all of them.
     bases = collections.Counter()
@@ -92,11 +86,11 @@ def main():
                      "not the module that ran")
         for a in insns[i:i + int(n)]:
             execs[a] += int(ex)
-    starts = [o for o, _ in syms]
+    starts = [o for o, _, _ in syms]
 
     def symbol(a):
         i = bisect.bisect_right(starts, a) - 1
-        return syms[i][1] if i >= 0 else "?"
+        return frame_name(syms[i][2]) if i >= 0 else "?"
 
     addrs = sorted(a for a in execs if not only or only in symbol(a))
     out = subprocess.run(["llvm-symbolizer", "--inlining", "--obj", ko, "--output-style=LLVM"],
@@ -107,11 +101,13 @@ def main():
         f = block.strip().splitlines()
         pairs = list(zip(f[0::2], f[1::2]))
         c = execs[a]
-        outer[short(symbol(a))] += c
+        outer[symbol(a)] += c
         if not pairs or pairs[0][1].startswith("??"):
-            # No line table (the C glue): the symbolizer's name may be any nearby symbol, a
-            # data one even; the .text symbol is the function.
             pairs = [(symbol(a), "??:0")]
+        # The outermost frame is named from the symbol table, where the symbolizer may pick a
+        # data symbol at the same offset (the .ko's sections all start at 0): the .text
+        # symbol is the function. (The C glue has no line table: it is only that frame.)
+        pairs[-1] = (symbol(a), pairs[-1][1])
         loc = pairs[0][1].rsplit(":", 1)[0]
         loc = re.sub(r"^.*/library/(\w+)/src/", r"\1/", loc)
         loc = re.sub(r"^.*/rust/kernel/", "kernel/", loc)
