@@ -201,14 +201,21 @@ pub(crate) unsafe extern "C" fn ibcm_rs_send_done(
     let dev = unsafe { device_of_agent(context) };
     // SAFETY: The MAD layer's completion of one of our buffers, handed to us once.
     let done = unsafe { Completed::take(&dev, port_num, send_wc) };
-    complete(&dev, done);
+    complete_inline(&dev, done);
 }
 
 /// What a completion (or a buffer of an id that never went out) does: the id's protocol
 /// forgets the buffer, the buffer and its address handle are freed, a failed tracked MAD is
 /// reported to the protocol, and a slot of the port's flow control the MAD held is given
 /// back, the waiting MADs it lets out that could not be posted being completed in turn.
-pub(crate) fn complete(dev: &CmDevice, mut done: Completed<'_>) {
+pub(crate) fn complete(dev: &CmDevice, done: Completed<'_>) {
+    complete_inline(dev, done)
+}
+
+/// [`complete`], inlined into the send completion, its one hot caller: the completion is not
+/// copied into a call's arguments, and there is one call less per MAD sent.
+#[inline(always)]
+fn complete_inline(dev: &CmDevice, mut done: Completed<'_>) {
     let port = done.port();
     let held_slot = done.held_slot;
     if let Some(id) = done.id.take() {
