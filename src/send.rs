@@ -722,7 +722,10 @@ impl<'a> Completed<'a> {
                 retries = 1;
             }
             port.count(Counter::TxMsgs, attr.counter_index(), 1 + retries);
-            port.count(Counter::TxRetries, attr.counter_index(), retries);
+            // Most MADs go out once: no atomic add of nothing.
+            if retries != 0 {
+                port.count(Counter::TxRetries, attr.counter_index(), retries);
+            }
             if attr == AttrId::Rej {
                 // Ours: REJs by reason (the REJ's reason field, IBTA table 104).
                 port.count_rej(true, rej_reason);

@@ -157,12 +157,19 @@ pub(super) fn on_conn_ah(id: &CmId, g: &CmIdInner, o: Out) -> bool {
 /// its destroy. The buffer held no use of the id (cm.c's `cm_free_msg` drops a reference that
 /// `cm_destroy_id` waits for; here destroy waits only for callbacks), so the delivery takes
 /// its own.
+#[inline]
 pub(crate) fn send_done(id: &Arc<CmId>, tracked_in: Option<State>, status: bindings::ib_wc_status) {
     let failed = status != bindings::ib_wc_status_IB_WC_SUCCESS
         && status != bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR;
-    let Some(sent_in) = tracked_in.filter(|_| failed) else {
-        return;
-    };
+    if let Some(sent_in) = tracked_in.filter(|_| failed) {
+        tracked_failed(id, sent_in, status);
+    }
+}
+
+/// [`send_done`] of a tracked MAD sent in `sent_in` that failed with `status`: out of line,
+/// so that the completion of every MAD that went well does not carry its frame.
+#[inline(never)]
+fn tracked_failed(id: &Arc<CmId>, sent_in: State, status: bindings::ib_wc_status) {
     if !id.get_user() {
         return;
     }
