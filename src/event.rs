@@ -122,10 +122,10 @@ impl Event {
         slot: &'a mut Option<Event>,
     ) -> Result<Pending<'a>> {
         let mad = Self::whole_mad(wc)?;
-        // Every caller's slot is empty: the event is made in it, not made aside and copied in
-        // (`insert` would drop the old value first, which keeps the compiler from building
-        // the new one in place).
-        debug_assert!(slot.is_none());
+        // The slot is emptied first (every caller's is empty already), so the event is made
+        // in it, not made aside and copied in: `insert` drops the old value between the two,
+        // which keeps the compiler from building the new one in place.
+        *slot = None;
         let e = slot.get_or_insert_with(|| Self::blank(Self::no_paths()));
         // INVARIANT: The MAD pointers are all NULL yet.
         e.mad = Some(mad);

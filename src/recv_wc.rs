@@ -250,8 +250,8 @@ impl RecvWork {
         item.mad_len = if mad.is_null() {
             0
         } else {
-            // CAST: at most MAD_LEN (256).
-            usize::try_from(len).unwrap_or(0).min(MAD_LEN) as u16
+            // At most MAD_LEN (256), so it fits.
+            u16::try_from(usize::try_from(len).unwrap_or(0).min(MAD_LEN)).unwrap_or(0)
         };
         // INVARIANT: The item holds `raw` (handed over by the caller), its work is initialised,
         // and its one reference is this value's.

@@ -46,7 +46,7 @@ res=$top/out/bench
 mkdir -p "$res"
 : >"$res/conn-raw.txt"
 : >"$res/conn-mem.txt"
-rm -f "$res/tbprof.txt"
+rm -f "$res/tbprof.txt" "$res/tblines.txt"
 for b in $(seq 1 "$boots"); do
 	for cm in c rs; do
 		log "conn bench: boot $b, $cm CM"
@@ -96,17 +96,21 @@ tbprof() {
 		log "conn bench: warning: tbprof.py failed: no profile"
 		return
 	fi
-	[[ ${IBCM_TBLINES:-} == 1 ]] && tblines
+	if [[ ${IBCM_TBLINES:-} == 1 ]]; then
+		tblines
+	fi
 }
 # LINES=1: the module again with line tables (IBCM_DEBUGINFO=1), checked to have the very
 # .text that ran, and the rs profile by source line and inlined function.
 tblines() {
 	local kdir ktools lko=$res/ib_cm-lines.ko
-	rm -f "$res/tblines.txt"
-	kdir=$("$top/scripts/kernel.sh" kdir release) || return
+	kdir=$("$top/scripts/kernel.sh" kdir release) ||
+		{ log "conn bench: warning: no release kernel tree: no line profile"; return; }
 	read -r -a ktools <<<"$("$top/scripts/lib.sh" ktools)"
 	log "conn bench: ib_cm.ko with line tables"
-	make -s -C "$kdir" M="$top" "${ktools[@]}" IBCM_DEBUGINFO=1 modules >"$res/lines-build.log" 2>&1 ||
+	# Built as the measured module was (rustc, not clippy-driver, whatever CLIPPY the caller's
+	# make passes down).
+	make -s -C "$kdir" M="$top" "${ktools[@]}" CLIPPY= IBCM_DEBUGINFO=1 modules >"$res/lines-build.log" 2>&1 ||
 		{ log "conn bench: warning: the build with line tables failed: no line profile"; return; }
 	cp "$top/ib_cm.ko" "$lko"
 	llvm-objcopy -O binary --only-section=.text "$lko" "$res/lines.text" &&
