@@ -1045,3 +1045,50 @@ fn flow_control_decisions() {
         }
     }
 }
+
+/// The ABI values of the states and LAP states (`enum ib_cm_state`, `enum ib_cm_lap_state` of
+/// `<rdma/ib_cm.h>`, written out here): each maps to its state and back, and no other value
+/// maps to any.
+#[test]
+fn state_and_lap_from_abi_values() {
+    let states = [
+        (0, Idle),
+        (1, Listen),
+        (2, ReqSent),
+        (3, ReqRcvd),
+        (4, MraReqSent),
+        (5, MraReqRcvd),
+        (6, RepSent),
+        (7, RepRcvd),
+        (8, MraRepSent),
+        (9, MraRepRcvd),
+        (10, Established),
+        (11, DreqSent),
+        (12, DreqRcvd),
+        (13, Timewait),
+        (14, SidrReqSent),
+        (15, SidrReqRcvd),
+    ];
+    for (v, s) in states {
+        assert_eq!(State::from_raw(v), Some(s), "state {v}");
+        assert_eq!(s.raw(), v, "{s:?}");
+    }
+    let laps = [
+        (0, Lap::Uninit),
+        (1, Lap::Idle),
+        (2, Lap::Sent),
+        (3, Lap::Rcvd),
+        (4, Lap::MraLapSent),
+        (5, Lap::MraLapRcvd),
+    ];
+    for (v, l) in laps {
+        assert_eq!(Lap::from_raw(v), Some(l), "lap {v}");
+        assert_eq!(l.raw(), v, "{l:?}");
+    }
+    for v in (16..=300).chain([u32::MAX]) {
+        assert_eq!(State::from_raw(v), None, "state {v}");
+    }
+    for v in (6..=300).chain([u32::MAX]) {
+        assert_eq!(Lap::from_raw(v), None, "lap {v}");
+    }
+}
