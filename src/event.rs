@@ -116,16 +116,18 @@ impl Event {
 
     /// As [`Event::for_wc`] with no path records, made in `slot` (the receive work's stack)
     /// instead of an allocation: a [`Pending`] event that is boxed only if it must wait in its
-    /// id's queue.
+    /// id's queue. `EINVAL` if `slot` is not empty.
     pub(crate) fn pending_for_wc<'a>(
         wc: &RecvWc,
         slot: &'a mut Option<Event>,
     ) -> Result<Pending<'a>> {
+        // The slot must be empty (every caller's is): the event is made in it, not made aside
+        // and copied in, as `insert` would, which drops the old value between the two and so
+        // keeps the compiler from building the new one in place.
+        if slot.is_some() {
+            return Err(EINVAL);
+        }
         let mad = Self::whole_mad(wc)?;
-        // The slot is emptied first (every caller's is empty already), so the event is made
-        // in it, not made aside and copied in: `insert` drops the old value between the two,
-        // which keeps the compiler from building the new one in place.
-        *slot = None;
         let e = slot.get_or_insert_with(|| Self::blank(Self::no_paths()));
         // INVARIANT: The MAD pointers are all NULL yet.
         e.mad = Some(mad);

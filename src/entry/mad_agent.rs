@@ -16,7 +16,7 @@ use crate::{
         lap::{Apr, Lap},
         payload,
         sidr::{SidrRep, SidrReq},
-        AttrId, RecvHdr, WireError,
+        AttrId, RecvHdr, WireError, PAYLOAD_LEN,
     },
     port::{CmPort, Counter},
     recv_wc::{RecvWc, RecvWork},
@@ -139,7 +139,17 @@ fn wire_error(e: WireError) -> &'static kernel::str::CStr {
 /// the other messages decoded straight into the handler's argument.
 fn process(dev: ArcBorrow<'_, CmDevice>, port_num: u32, attr: AttrId, wc: &RecvWc) {
     let mad = wc.mad();
-    let (hdr, p) = (RecvHdr::of(mad), payload(mad));
+    let hdr = RecvHdr::of(mad);
+    // The payload as an array: its length is then known where the handlers are inlined, and
+    // their fields at fixed offsets are read with no bounds check. A MAD shorter than a whole
+    // one (the MAD layer gives whole ones) reads as zeros past its end, as it always did: its
+    // payload is copied into `short`, which the common case leaves unwritten.
+    let mut short = None;
+    let p: &[u8; PAYLOAD_LEN] = match payload(mad).first_chunk() {
+        Some(p) => p,
+        None => short.insert(padded(payload(mad))),
+    };
+    let p: &[u8] = p;
     let owner = dev;
     let dev: &CmDevice = &owner;
     match attr {
@@ -150,6 +160,15 @@ fn process(dev: ArcBorrow<'_, CmDevice>, port_num: u32, attr: AttrId, wc: &RecvW
         AttrId::Drep => conn::dreq_drep::on_drep(wc, CommIdsView(p)),
         _ => process_other(owner, port_num, attr, wc, &hdr, p),
     }
+}
+
+/// `rest`, a payload shorter than a whole one, followed by zeros.
+#[cold]
+fn padded(rest: &[u8]) -> [u8; PAYLOAD_LEN] {
+    let mut p = [0u8; PAYLOAD_LEN];
+    let n = rest.len().min(PAYLOAD_LEN);
+    p[..n].copy_from_slice(&rest[..n]);
+    p
 }
 
 /// The messages that an accepted connection's ordinary life does not bring (SIDR, REJ, MRA,
