@@ -14,8 +14,9 @@ instructions of LINES_KO, a build of the module that ran with line tables
 one that ran), and gives each instruction the block's executions. Printed per connection:
 the source lines that cost most, every function frame (inlined or not) with the
 instructions executed inside it (a frame counts once per instruction however deep it is
-inlined), and the symbols. SYMBOL_SUBSTRING keeps only the instructions of symbols whose
-name contains it; TBLINES_FRAMES=N prints N frames (80). The C glue has no line tables: its lines show as "??".
+inlined), and every symbol. SYMBOL_SUBSTRING keeps only the instructions of symbols whose
+name contains it; TBLINES_FRAMES=N prints N frames (80). The C glue has no line tables: its
+lines show as "??".
 """
 import bisect
 import collections
@@ -125,7 +126,7 @@ def main():
     for fn, c in frames.most_common(int(os.environ.get("TBLINES_FRAMES", "80"))):
         print(f"  {c / conns:8.1f}  {fn}")
     print("  symbols:")
-    for fn, c in outer.most_common(60):
+    for fn, c in outer.most_common():
         print(f"  {c / conns:8.1f}  {fn}")
 
 
