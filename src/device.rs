@@ -138,10 +138,16 @@ impl Gate {
         }
     }
 
+    /// A look at the gate, without passing it: whether removal has not closed it yet (it may
+    /// right after).
+    fn is_open(&self) -> bool {
+        !self.closed.load(Ordering::Relaxed)
+    }
+
     fn enter(&self) -> Option<GateGuard<'_>> {
         // A cheap early look, so callers that bounce off a closed gate do not keep the count
         // above zero under steady traffic; the look after counting in decides.
-        if self.closed.load(Ordering::Relaxed) {
+        if !self.is_open() {
             return None;
         }
         self.inflight.fetch_add(1, Ordering::SeqCst);
@@ -409,7 +415,7 @@ impl<I> DeviceOf<I> {
     /// Whether removal has not begun yet (the send gate is open): a look, which removal may
     /// overtake right after (what the caller then sends fails at the gate).
     fn up(&self) -> bool {
-        !self.sends.closed.load(Ordering::Relaxed)
+        self.sends.is_open()
     }
 
     /// The device's node GUID as it is stored (big-endian), or `None` once removal began.

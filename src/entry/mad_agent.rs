@@ -144,10 +144,10 @@ fn process(dev: ArcBorrow<'_, CmDevice>, port_num: u32, attr: AttrId, wc: &RecvW
     // their fields at fixed offsets are read with no bounds check. A MAD shorter than a whole
     // one (the MAD layer gives whole ones) reads as zeros past its end, as it always did: its
     // payload is copied into `short`, which the common case leaves unwritten.
-    let mut short = None;
-    let p: &[u8; PAYLOAD_LEN] = match payload(mad).first_chunk() {
+    let (rest, mut short) = (payload(mad), None);
+    let p: &[u8; PAYLOAD_LEN] = match rest.first_chunk() {
         Some(p) => p,
-        None => short.insert(padded(payload(mad))),
+        None => short.insert(padded(rest)),
     };
     let p: &[u8] = p;
     let owner = dev;
